@@ -1,0 +1,4 @@
+// Command cramfs presents CRAM files as BAM: convert, index, mount.
+package main
+
+func main() {}
