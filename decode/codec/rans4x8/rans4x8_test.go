@@ -1,0 +1,275 @@
+package rans4x8
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+// vector is one line of codec_vectors_manifest.tsv.
+type vector struct {
+	compressed string // path relative to the corpus
+	rawInput   string
+	params     string
+	rawLen     int
+	transform  string
+}
+
+// readManifest returns the manifest vectors of one codec (shared-nothing
+// reader: the manifest is a TSV with a header line).
+func readManifest(tb testing.TB, dir, codec string) []vector {
+	tb.Helper()
+	f, err := os.Open(filepath.Join(dir, "codec_vectors_manifest.tsv"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var vs []vector
+	sc := bufio.NewScanner(f)
+	first := true
+	for sc.Scan() {
+		if first {
+			first = false
+			continue
+		}
+		col := strings.Split(sc.Text(), "\t")
+		if len(col) < 7 || col[1] != codec || col[3] != "OK" {
+			continue
+		}
+		n, err := strconv.Atoi(col[5])
+		if err != nil {
+			tb.Fatalf("manifest raw_len %q: %v", col[5], err)
+		}
+		vs = append(vs, vector{col[0], col[2], col[4], n, col[6]})
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	if len(vs) == 0 {
+		tb.Fatalf("no %s vectors in manifest", codec)
+	}
+	return vs
+}
+
+// expected derives the decoded bytes from a raw input as the manifest says:
+// "first-col,no-newlines" keeps each line's first tab-separated field with
+// the newlines removed; "as-is" keeps the bytes. .gz inputs are inflated.
+func expected(tb testing.TB, dir string, v vector) []byte {
+	tb.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, v.rawInput))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if strings.HasSuffix(v.rawInput, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if raw, err = io.ReadAll(zr); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	switch v.transform {
+	case "as-is":
+		return raw
+	case "first-col,no-newlines":
+		var out []byte
+		for _, line := range bytes.SplitAfter(raw, []byte("\n")) {
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			if k := bytes.IndexByte(line, '\t'); k >= 0 {
+				line = line[:k]
+			}
+			out = append(out, line...)
+		}
+		return out
+	}
+	tb.Fatalf("unknown raw_transform %q", v.transform)
+	return nil
+}
+
+func TestCorpusVectors(t *testing.T) {
+	dir := corpus.Dir(t)
+	for _, v := range readManifest(t, dir, "rans4x8") {
+		t.Run(v.compressed, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join(dir, v.compressed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := expected(t, dir, v)
+			if len(want) != v.rawLen {
+				t.Fatalf("expected bytes: %d, manifest says %d", len(want), v.rawLen)
+			}
+			for _, size := range []int{-1, len(want)} {
+				got, err := Decode(src, size)
+				if err != nil {
+					t.Fatalf("Decode(rawSize=%d): %v", size, err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("Decode(rawSize=%d): %d bytes differ from expected %d bytes (%s)", size, len(got), len(want), v.params)
+				}
+			}
+			if _, err := Decode(src, len(want)+1); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Decode with wrong rawSize: err = %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+// TestTruncated checks that every proper prefix of the real streams fails
+// cleanly, also when the header's compressed size is patched to match.
+func TestTruncated(t *testing.T) {
+	dir := corpus.Dir(t)
+	for _, name := range []string{"q4.0", "q4.1", "qvar.0", "qvar.1"} {
+		src, err := os.ReadFile(filepath.Join(dir, "htscodecs/tests/dat/r4x8", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		step := len(src)/300 + 1
+		for n := 0; n < len(src); n += step {
+			cut := append([]byte(nil), src[:n]...)
+			if n >= 9 {
+				binary.LittleEndian.PutUint32(cut[1:], uint32(n-9))
+			}
+			if out, err := Decode(cut, -1); err == nil {
+				t.Errorf("%s cut to %d bytes: decoded %d bytes without error", name, n, len(out))
+			} else if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s cut to %d bytes: error %v does not wrap ErrCorrupt", name, n, err)
+			}
+		}
+	}
+}
+
+// stream builds a rANS 4x8 stream from an order byte, the decoded size and
+// the body (frequency tables, states, data).
+func stream(order byte, n uint32, body ...byte) []byte {
+	b := []byte{order, 0, 0, 0, 0, 0, 0, 0, 0}
+	binary.LittleEndian.PutUint32(b[1:], uint32(len(body)))
+	binary.LittleEndian.PutUint32(b[5:], n)
+	return append(b, body...)
+}
+
+// l4 is four initial states at the lower bound.
+var l4 = []byte{0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0}
+
+func cat(parts ...[]byte) []byte {
+	var b []byte
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return b
+}
+
+// handMade are tiny streams built by hand from CRAMcodecs section 2.
+var handMade = []struct {
+	name    string
+	src     []byte
+	rawSize int
+	want    string
+	ok      bool
+}{
+	{"o0 single symbol", stream(0, 5, cat([]byte{'A', 0x90, 0x00, 0x00}, l4)...), -1, "AAAAA", true},
+	{"o0 single symbol sized", stream(0, 7, cat([]byte{'A', 0x90, 0x00, 0x00}, l4)...), 7, "AAAAAAA", true},
+	{"o0 sum 4095", stream(0, 3, cat([]byte{'A', 0x8f, 0xff, 0x00}, l4)...), -1, "AAA", true},
+	{"o0 empty", stream(0, 0, cat([]byte{'A', 0x90, 0x00, 0x00}, l4)...), -1, "", true},
+	{"o0 sum too small", stream(0, 5, cat([]byte{'A', 0x8f, 0x00, 0x00}, l4)...), -1, "", false},
+	{"o0 sum too large", stream(0, 5, cat([]byte{'A', 0x90, 0x00, 'C', 0x01, 0x00}, l4)...), -1, "", false},
+	{"o0 state too small", stream(0, 5, 'A', 0x90, 0x00, 0x00, 0, 0, 0x10, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0x80, 0), -1, "", false},
+	{"o0 no states", stream(0, 5, 'A', 0x90, 0x00, 0x00), -1, "", false},
+	{"size mismatch", stream(0, 5, cat([]byte{'A', 0x90, 0x00, 0x00}, l4)...), 4, "", false},
+	{"bad order", stream(2, 5, cat([]byte{'A', 0x90, 0x00, 0x00}, l4)...), -1, "", false},
+	{"bad compressed size", append(stream(0, 5, cat([]byte{'A', 0x90, 0x00, 0x00}, l4)...), 0), -1, "", false},
+	{"huge size", stream(0, 1<<31, cat([]byte{'A', 0x90, 0x00, 0x00}, l4)...), -1, "", false},
+	{"short header", []byte{0, 1, 0}, -1, "", false},
+	{"o1 two contexts", stream(1, 6, cat([]byte{0x00, 'A', 0x00, 0x00, 'A', 'A', 0x00, 0x00, 0x00}, l4)...), -1, "AAAAAA", true},
+	{"o1 missing context", stream(1, 6, cat([]byte{0x00, 'A', 0x00, 0x00, 0x00}, l4)...), -1, "", false},
+	{"o1 context run, data context missing", stream(1, 6, cat([]byte{0x00, 'A', 0x00, 0x00, 0x01, 0x00, 'A', 0x00, 0x00, 0x00}, l4)...), -1, "", false},
+}
+
+func TestHandMade(t *testing.T) {
+	for _, tc := range handMade {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Decode(tc.src, tc.rawSize)
+			if !tc.ok {
+				if err == nil {
+					t.Fatalf("decoded %q, want an error", got)
+				}
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("error %v does not wrap ErrCorrupt", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, tc := range handMade {
+		f.Add(tc.src, tc.rawSize)
+	}
+	dir := os.Getenv("CRAMFS_CORPUS")
+	if dir == "" {
+		dir = filepath.Join(corpus.Root(), "..", "shared", "corpus")
+	}
+	for _, name := range []string{"qvar.0", "qvar.1"} {
+		if src, err := os.ReadFile(filepath.Join(dir, "htscodecs/tests/dat/r4x8", name)); err == nil {
+			if len(src) > 4096 {
+				src = src[:4096]
+			}
+			f.Add(src, -1)
+		}
+	}
+	f.Fuzz(func(t *testing.T, src []byte, rawSize int) {
+		if rawSize > 1<<20 {
+			rawSize = 1 << 20
+		}
+		out, err := Decode(src, rawSize)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		if rawSize >= 0 && len(out) != rawSize {
+			t.Fatalf("decoded %d bytes, rawSize %d", len(out), rawSize)
+		}
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	dir := corpus.Dir(b)
+	for _, name := range []string{"q4.0", "q4.1", "q40+dir.0", "q40+dir.1", "q8.0", "q8.1"} {
+		src, err := os.ReadFile(filepath.Join(dir, "htscodecs/tests/dat/r4x8", name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := Decode(src, -1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(out)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Decode(src, len(out)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

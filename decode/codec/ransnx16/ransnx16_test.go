@@ -1,0 +1,268 @@
+package ransnx16
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+// vector is one line of codec_vectors_manifest.tsv.
+type vector struct {
+	compressed string // path relative to the corpus
+	rawInput   string
+	params     string
+	rawLen     int
+	transform  string
+}
+
+// readManifest returns the manifest vectors of one codec (shared-nothing
+// reader: the manifest is a TSV with a header line).
+func readManifest(tb testing.TB, dir, codec string) []vector {
+	tb.Helper()
+	f, err := os.Open(filepath.Join(dir, "codec_vectors_manifest.tsv"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var vs []vector
+	sc := bufio.NewScanner(f)
+	first := true
+	for sc.Scan() {
+		if first {
+			first = false
+			continue
+		}
+		col := strings.Split(sc.Text(), "\t")
+		if len(col) < 7 || col[1] != codec || col[3] != "OK" {
+			continue
+		}
+		n, err := strconv.Atoi(col[5])
+		if err != nil {
+			tb.Fatalf("manifest raw_len %q: %v", col[5], err)
+		}
+		vs = append(vs, vector{col[0], col[2], col[4], n, col[6]})
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	if len(vs) == 0 {
+		tb.Fatalf("no %s vectors in manifest", codec)
+	}
+	return vs
+}
+
+// expected derives the decoded bytes from a raw input as the manifest says:
+// "first-col,no-newlines" keeps each line's first tab-separated field with
+// the newlines removed; "as-is" keeps the bytes. .gz inputs are inflated.
+func expected(tb testing.TB, dir string, v vector) []byte {
+	tb.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, v.rawInput))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if strings.HasSuffix(v.rawInput, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if raw, err = io.ReadAll(zr); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	switch v.transform {
+	case "as-is":
+		return raw
+	case "first-col,no-newlines":
+		var out []byte
+		for _, line := range bytes.SplitAfter(raw, []byte("\n")) {
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			if k := bytes.IndexByte(line, '\t'); k >= 0 {
+				line = line[:k]
+			}
+			out = append(out, line...)
+		}
+		return out
+	}
+	tb.Fatalf("unknown raw_transform %q", v.transform)
+	return nil
+}
+
+func TestCorpusVectors(t *testing.T) {
+	dir := corpus.Dir(t)
+	for _, v := range readManifest(t, dir, "ransNx16") {
+		t.Run(v.compressed, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join(dir, v.compressed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := expected(t, dir, v)
+			if len(want) != v.rawLen {
+				t.Fatalf("expected bytes: %d, manifest says %d", len(want), v.rawLen)
+			}
+			for _, size := range []int{-1, len(want)} {
+				got, err := Decode(src, size)
+				if err != nil {
+					t.Fatalf("Decode(rawSize=%d): %v", size, err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("Decode(rawSize=%d): %d bytes differ from expected %d bytes (%s)", size, len(got), len(want), v.params)
+				}
+			}
+			if _, err := Decode(src, len(want)+1); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Decode with wrong rawSize: err = %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+// TestTruncated checks that every proper prefix of a few real streams fails
+// cleanly (never a panic, never a silently short result).
+func TestTruncated(t *testing.T) {
+	dir := corpus.Dir(t)
+	for _, name := range []string{"q4.0", "q4.1", "q4.4", "q4.5", "q4.8", "q4.64", "q4.129", "q4.193", "qsimd.69", "qvar.32"} {
+		src, err := os.ReadFile(filepath.Join(dir, "htscodecs/tests/dat/r4x16", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		step := len(src)/300 + 1
+		for n := 0; n < len(src); n += step {
+			if out, err := Decode(src[:n], -1); err == nil {
+				t.Errorf("%s cut to %d bytes: decoded %d bytes without error", name, n, len(out))
+			} else if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s cut to %d bytes: error %v does not wrap ErrCorrupt", name, n, err)
+			}
+		}
+	}
+}
+
+// handMade are tiny streams built by hand from CRAMcodecs section 3.
+var handMade = []struct {
+	name    string
+	src     []byte
+	rawSize int
+	want    string
+	ok      bool
+}{
+	{"empty", []byte{0x00, 0x00}, -1, "", true},
+	{"cat", []byte{0x20, 0x03, 'a', 'b', 'c'}, -1, "abc", true},
+	{"cat order bit ignored", []byte{0x21, 0x03, 'a', 'b', 'c'}, 3, "abc", true},
+	{"cat short", []byte{0x20, 0x04, 'a', 'b', 'c'}, -1, "", false},
+	{"nosz cat", []byte{0x30, 'x', 'y'}, 2, "xy", true},
+	{"nosz without size", []byte{0x30, 'x', 'y'}, -1, "", false},
+	{"size mismatch", []byte{0x20, 0x03, 'a', 'b', 'c'}, 2, "", false},
+	{"pack constant", []byte{0x80, 0x05, 0x01, 'x', 0x00}, -1, "xxxxx", true},
+	{"pack 2 symbols cat", []byte{0xa0, 0x05, 0x02, 'a', 'b', 0x01, 0x15}, -1, "babab", true},
+	{"pack 4 symbols cat", []byte{0xa0, 0x03, 0x03, 'a', 'b', 'c', 0x01, 0x24}, -1, "abc", true},
+	{"pack 16 symbols cat", []byte{0xa0, 0x03, 0x10, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 0x02, 0xf0, 0x01}, -1, "apb", true},
+	{"pack passthrough", []byte{0xa0, 0x02, 0x00, 0x02, 'h', 'i'}, -1, "hi", true},
+	{"pack short data", []byte{0xa0, 0x09, 0x02, 'a', 'b', 0x01, 0x15}, -1, "", false},
+	{"rle run too long", []byte{0x60, 0x06, 0x09, 0x03, 0x01, 'a', 0x05, 0x00, 'a', 'b', 'a'}, -1, "", false},
+	{"rle cat runs", []byte{0x60, 0x06, 0x09, 0x03, 0x01, 'a', 0x03, 0x00, 'a', 'b', 'a'}, -1, "aaaaba", true},
+	{"rle runs missing", []byte{0x60, 0x06, 0x07, 0x03, 0x01, 'a', 0x03, 'a', 'b', 'a'}, -1, "", false},
+	{"stripe cat", []byte{0x08, 0x04, 0x02, 0x03, 0x03, 0x30, 'a', 'c', 0x30, 'b', 'd'}, -1, "abcd", true},
+	{"stripe zero streams", []byte{0x08, 0x04, 0x00}, -1, "", false},
+	{"o0 single symbol", []byte{0x00, 0x05, 'A', 0x00, 0xa0, 0x00,
+		0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0}, -1, "AAAAA", true},
+	{"o0 freq 1 normalised", []byte{0x00, 0x06, 'A', 0x00, 0x01,
+		0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0}, -1, "AAAAAA", true},
+	{"o0 bad freq sum", []byte{0x00, 0x05, 'A', 'C', 0x00, 0x01, 0x02,
+		0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0}, -1, "", false},
+	{"o0 state too small", []byte{0x00, 0x05, 'A', 0x00, 0x01,
+		0x00, 0x10, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0}, -1, "", false},
+	{"o0 too few states", []byte{0x00, 0x05, 'A', 0x00, 0x01, 0x00, 0x80, 0, 0}, -1, "", false},
+	{"huge size", []byte{0x00, 0x8f, 0xff, 0xff, 0xff, 0x7f}, -1, "", false},
+	{"o1 two contexts", []byte{0x01, 0x05, 0xc0, 0x00, 'A', 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x01,
+		0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0}, -1, "AAAAA", true},
+	{"o1 bad bits", []byte{0x01, 0x05, 0x80, 0x00, 'A', 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x01,
+		0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0}, -1, "", false},
+	{"o1 missing context", []byte{0x01, 0x05, 0xc0, 'A', 0x00, 0x01,
+		0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0, 0x00, 0x80, 0, 0}, -1, "", false},
+}
+
+func TestHandMade(t *testing.T) {
+	for _, tc := range handMade {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Decode(tc.src, tc.rawSize)
+			if !tc.ok {
+				if err == nil {
+					t.Fatalf("decoded %q, want an error", got)
+				}
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("error %v does not wrap ErrCorrupt", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, tc := range handMade {
+		f.Add(tc.src, tc.rawSize)
+	}
+	dir := os.Getenv("CRAMFS_CORPUS")
+	if dir == "" {
+		dir = filepath.Join(corpus.Root(), "..", "shared", "corpus")
+	}
+	for _, name := range []string{"qsimd.69", "qvar.32", "qvar.1", "q4.193"} {
+		if src, err := os.ReadFile(filepath.Join(dir, "htscodecs/tests/dat/r4x16", name)); err == nil {
+			if len(src) > 4096 {
+				src = src[:4096]
+			}
+			f.Add(src, -1)
+		}
+	}
+	f.Fuzz(func(t *testing.T, src []byte, rawSize int) {
+		if rawSize > 1<<20 {
+			rawSize = 1 << 20
+		}
+		out, err := Decode(src, rawSize)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		if rawSize >= 0 && len(out) != rawSize {
+			t.Fatalf("decoded %d bytes, rawSize %d", len(out), rawSize)
+		}
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	dir := corpus.Dir(b)
+	for _, name := range []string{"q4.0", "q4.1", "q4.4", "q4.5", "q4.8", "q4.64", "q4.128", "q4.193", "q40+dir.1", "q8.1", "qvar.32"} {
+		src, err := os.ReadFile(filepath.Join(dir, "htscodecs/tests/dat/r4x16", name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := Decode(src, -1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(out)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Decode(src, len(out)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
