@@ -1,0 +1,227 @@
+// Package bgzf writes and reads BGZF, the blocked gzip format of BAM files
+// (SAMv1 §4.1). Blocks are cut like htslib 1.16 cuts them: at most
+// MaxBlockData uncompressed bytes each, one raw deflate stream per block.
+package bgzf
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/klauspost/compress/flate"
+)
+
+// MaxBlockData is the number of uncompressed bytes in a full block, the
+// BGZF_BLOCK_SIZE of htslib (SAMv1 §4.1).
+const MaxBlockData = 0xff00
+
+// MaxBlockSize is the largest total size of one BGZF block, header and
+// footer included (BSIZE is stored minus one in 16 bits, SAMv1 §4.1).
+const MaxBlockSize = 0x10000
+
+const (
+	headerLen = 18 // gzip header with the 6-byte BC extra field
+	footerLen = 8  // CRC32 and ISIZE
+	// maxDeflate is the largest deflate payload that still fits a block.
+	maxDeflate = MaxBlockSize - headerLen - footerLen
+)
+
+// ErrCorrupt is returned, wrapped, for a malformed BGZF stream.
+var ErrCorrupt = errors.New("bgzf: corrupt stream")
+
+// ErrLevel is returned, wrapped, for an unsupported compression level.
+var ErrLevel = errors.New("bgzf: invalid compression level")
+
+// EOF is the 28-byte empty block that ends a BGZF file (SAMv1 §4.1.2).
+var EOF = []byte{
+	0x1f, 0x8b, 0x08, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0x06, 0x00,
+	0x42, 0x43, 0x02, 0x00, 0x1b, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00,
+}
+
+// blockHeader is the fixed part of every block header (SAMv1 §4.1): gzip
+// magic, CM=8, FLG=FEXTRA, MTIME=0, XFL=0, OS=255, XLEN=6, then the BC
+// subfield with SLEN=2; BSIZE follows.
+var blockHeader = [16]byte{
+	0x1f, 0x8b, 0x08, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0x06, 0x00,
+	0x42, 0x43, 0x02, 0x00,
+}
+
+// sliceWriter appends whatever is written to it to b.
+type sliceWriter struct{ b []byte }
+
+func (s *sliceWriter) Write(p []byte) (int, error) {
+	s.b = append(s.b, p...)
+	return len(p), nil
+}
+
+// Compressor compresses BGZF blocks (SAMv1 §4.1) with klauspost/compress
+// flate, reusing its state from block to block. It is not safe for
+// concurrent use.
+type Compressor struct {
+	level int
+	fw    *flate.Writer // nil at level 0
+	out   sliceWriter
+}
+
+// NewCompressor returns a Compressor for level 0 (stored deflate blocks, no
+// compression) or 1 to 9.
+func NewCompressor(level int) (*Compressor, error) {
+	if level < 0 || level > 9 {
+		return nil, fmt.Errorf("%w: %d, want 0..9", ErrLevel, level)
+	}
+	c := &Compressor{level: level}
+	if level > 0 {
+		fw, err := flate.NewWriter(&c.out, level)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrLevel, err)
+		}
+		c.fw = fw
+	}
+	return c, nil
+}
+
+// AppendBlocks cuts src into MaxBlockData-byte pieces (the last one
+// shorter) and appends each to dst as one BGZF block (SAMv1 §4.1): header
+// with the BC extra field, raw deflate data, CRC32 and ISIZE. An empty src
+// appends nothing. The output is a pure function of src and the level.
+func (c *Compressor) AppendBlocks(dst, src []byte) ([]byte, error) {
+	for len(src) > 0 {
+		n := min(len(src), MaxBlockData)
+		var err error
+		dst, err = c.appendBlock(dst, src[:n])
+		if err != nil {
+			return dst, err
+		}
+		src = src[n:]
+	}
+	return dst, nil
+}
+
+// appendBlock appends one block holding src (at most MaxBlockData bytes).
+func (c *Compressor) appendBlock(dst, src []byte) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, blockHeader[:]...)
+	dst = append(dst, 0, 0) // BSIZE, set below
+	stored := c.level == 0
+	if !stored {
+		c.out.b = dst
+		c.fw.Reset(&c.out)
+		if _, err := c.fw.Write(src); err != nil {
+			return dst[:start], fmt.Errorf("bgzf: deflate: %w", err)
+		}
+		if err := c.fw.Close(); err != nil {
+			return dst[:start], fmt.Errorf("bgzf: deflate: %w", err)
+		}
+		dst = c.out.b
+		c.out.b = nil
+		if len(dst)-start-headerLen > maxDeflate {
+			// Incompressible data: store it, as htslib does.
+			dst = dst[:start+headerLen]
+			stored = true
+		}
+	}
+	if stored {
+		n := uint16(len(src))
+		dst = append(dst, 1, byte(n), byte(n>>8), byte(^n), byte(^n>>8)) // BFINAL=1, BTYPE=00, LEN, NLEN
+		dst = append(dst, src...)
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, crc32.ChecksumIEEE(src))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(src)))
+	binary.LittleEndian.PutUint16(dst[start+16:], uint16(len(dst)-start-1))
+	return dst, nil
+}
+
+// Writer is a streaming BGZF writer (SAMv1 §4.1) that cuts blocks exactly
+// like Compressor.AppendBlocks: a block is emitted whenever MaxBlockData
+// bytes are pending, and Flush ends the current (shorter) block.
+type Writer struct {
+	w       io.Writer
+	c       *Compressor
+	pending []byte
+	out     []byte
+	written uint64 // compressed bytes written to w
+	err     error
+}
+
+// NewWriter returns a Writer compressing at level 0..9 to w.
+func NewWriter(w io.Writer, level int) (*Writer, error) {
+	c, err := NewCompressor(level)
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{w: w, c: c, pending: make([]byte, 0, MaxBlockData)}, nil
+}
+
+// Write buffers p, emitting a block each time MaxBlockData bytes are
+// pending.
+func (w *Writer) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), MaxBlockData-len(w.pending))
+		w.pending = append(w.pending, p[:k]...)
+		p = p[k:]
+		n += k
+		if len(w.pending) == MaxBlockData {
+			if err := w.Flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// Flush ends the current block, writing it if it holds any data.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.pending) == 0 {
+		return nil
+	}
+	var err error
+	w.out, err = w.c.appendBlock(w.out[:0], w.pending)
+	if err != nil {
+		w.err = err
+		return err
+	}
+	w.pending = w.pending[:0]
+	return w.emit(w.out)
+}
+
+func (w *Writer) emit(b []byte) error {
+	n, err := w.w.Write(b)
+	w.written += uint64(n)
+	if err == nil && n != len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		w.err = fmt.Errorf("bgzf: write: %w", err)
+	}
+	return w.err
+}
+
+// VirtualOffset returns the BGZF virtual offset (SAMv1 §4.1.1) of the next
+// byte to be written: compressed offset of the current block << 16 | bytes
+// pending in it.
+func (w *Writer) VirtualOffset() uint64 {
+	return w.written<<16 | uint64(len(w.pending))
+}
+
+// Close flushes pending data and writes the EOF block. It does not close
+// the underlying writer.
+func (w *Writer) Close() error {
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := w.emit(EOF); err != nil {
+		return err
+	}
+	w.err = errors.New("bgzf: writer closed")
+	return nil
+}
