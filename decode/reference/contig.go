@@ -1,0 +1,144 @@
+package reference
+
+import (
+	"crypto/md5"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Contig is one reference sequence: a FASTA record or an M5-named file,
+// read in place from the shared mapping of its file (CRAMv3 §11). It is
+// safe for concurrent use; it must not be used after its Store is closed
+// (calls then return ErrClosed).
+type Contig struct {
+	name   string
+	length int64
+	runs   []run
+	m      *mapping
+
+	md5Once sync.Once
+	md5     string
+}
+
+// Name returns the contig's name: the FASTA header's first word, or the M5
+// for a file found by its checksum.
+func (c *Contig) Name() string { return c.name }
+
+// Path returns the file the contig is read from.
+func (c *Contig) Path() string { return c.m.path }
+
+// Len returns the number of bases.
+func (c *Contig) Len() int64 { return c.length }
+
+// Bases appends to dst the bases of [start,end) (0-based, end exclusive),
+// uppercased, without line ends. A range that is empty is fine; one that
+// is reversed or extends past the contig's end is an ErrOutOfRange error.
+func (c *Contig) Bases(dst []byte, start, end int64) ([]byte, error) {
+	if start < 0 || end < start || end > c.length {
+		return dst, fmt.Errorf("%w: bases [%d,%d) of %s (length %d)", ErrOutOfRange, start, end, c.name, c.length)
+	}
+	if start == end {
+		return dst, nil
+	}
+	c.m.mu.RLock()
+	defer c.m.mu.RUnlock()
+	data := c.m.data
+	if data == nil {
+		return dst, fmt.Errorf("%w: bases of %s", ErrClosed, c.name)
+	}
+	// First run that ends after start.
+	ri := sort.Search(len(c.runs), func(i int) bool { return c.runs[i].base+c.runs[i].n > start })
+	pos := start
+	for ; ri < len(c.runs) && pos < end; ri++ {
+		r := c.runs[ri]
+		i := pos - r.base // index within the run
+		stop := min(end, r.base+r.n) - r.base
+		for i < stop {
+			line, col := i/r.lineBases, i%r.lineBases
+			k := min(r.lineBases-col, stop-i)
+			off := r.off + line*r.lineWidth + col
+			if off < 0 || off+k > int64(len(data)) {
+				return dst, fmt.Errorf("%w: %s: base %d maps to offset %d past the end of %s (%d bytes)",
+					ErrCorrupt, c.name, r.base+i, off, c.m.path, len(data))
+			}
+			n := len(dst)
+			dst = append(dst, data[off:off+k]...)
+			upper(dst[n:])
+			i += k
+		}
+		pos = r.base + stop
+	}
+	if pos != end {
+		return dst, fmt.Errorf("%w: %s: bases [%d,%d) not covered by the index", ErrCorrupt, c.name, pos, end)
+	}
+	return dst, nil
+}
+
+// upper uppercases ASCII letters in place. Eight bytes at a time it only
+// looks for a lowercase letter (bit 0x20 set in a byte of 0x60..0x7f, a
+// superset tested exactly per byte), so uppercase references pass quickly.
+func upper(b []byte) {
+	const hi, six = 0x8080808080808080, 0x4040404040404040
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		// A byte has 0x40 and 0x20 set and 0x80 clear only in 0x60..0x7f.
+		if x&(x<<1)&six&^(x&hi>>1) == 0 {
+			continue
+		}
+		lowerRun(b[i : i+8])
+	}
+	lowerRun(b[i:])
+}
+
+// lowerRun uppercases ASCII letters of b, one byte at a time.
+func lowerRun(b []byte) {
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - ('a' - 'A')
+		}
+	}
+}
+
+// md5Chunk is how many bases MD5 reads at a time.
+const md5Chunk = 1 << 20
+
+// MD5 returns the lower-case hex MD5 of the uppercased sequence, with any
+// byte outside '!'..'~' left out (SAMv1 §1.3.2). It is computed on first
+// use and cached; it returns "" when the sequence cannot be read (its
+// Store closed).
+func (c *Contig) MD5() string {
+	c.md5Once.Do(func() {
+		h := md5.New()
+		buf := make([]byte, 0, min(c.length, md5Chunk))
+		for pos := int64(0); pos < c.length; pos += md5Chunk {
+			var err error
+			buf, err = c.Bases(buf[:0], pos, min(pos+md5Chunk, c.length))
+			if err != nil {
+				return
+			}
+			h.Write(printable(buf))
+		}
+		c.md5 = hex.EncodeToString(h.Sum(nil))
+	})
+	return c.md5
+}
+
+// printable drops in place the bytes outside '!'..'~' and returns the rest.
+func printable(b []byte) []byte {
+	for i, c := range b {
+		if !isBase(c) {
+			out := b[:i]
+			for _, c := range b[i+1:] {
+				if isBase(c) {
+					out = append(out, c)
+				}
+			}
+			return out
+		}
+	}
+	return b
+}

@@ -1,0 +1,468 @@
+// Package reference finds and reads the reference sequences that CRAM
+// decoding needs (CRAMv3 §11): contigs of FASTA files (with their .fai
+// index, or an index built in memory), and M5-named sequence files found
+// through REF_CACHE and REF_PATH the way htslib 1.16 looks for them.
+// Files are memory-mapped and read in place; no genome is loaded into the
+// heap.
+package reference
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Errors returned (wrapped, with context) by this package.
+var (
+	// ErrNotFound: no FASTA contig or M5-named file holds the sequence.
+	ErrNotFound = errors.New("reference: sequence not found")
+	// ErrMismatch: a sequence was found by name but its MD5 or length
+	// differs from the @SQ line's.
+	ErrMismatch = errors.New("reference: sequence does not match @SQ")
+	// ErrCorrupt: a FASTA file or .fai index is malformed.
+	ErrCorrupt = errors.New("reference: malformed FASTA or index")
+	// ErrUnsupported: a file this package cannot read yet (bgzip FASTA).
+	ErrUnsupported = errors.New("reference: unsupported file")
+	// ErrOutOfRange: bases requested outside the contig.
+	ErrOutOfRange = errors.New("reference: position out of range")
+	// ErrClosed: the Store was closed.
+	ErrClosed = errors.New("reference: store closed")
+)
+
+// Options says where M5-named sequence files are looked for.
+type Options struct {
+	// RefPath is a colon-separated list of directories or templates, as
+	// htslib's REF_PATH: %s stands for the (rest of the) M5, %Ns for its
+	// next N characters, and an element without % is a directory holding
+	// files named by the M5. "::" is a literal colon. Elements that are
+	// URLs (http:, https:, ftp:, URL=) are ignored: nothing is fetched
+	// from a network. Empty means the environment's REF_PATH.
+	RefPath string
+	// RefCache is one such template for a local cache, searched first, as
+	// htslib's REF_CACHE. Empty means the environment's REF_CACHE, or,
+	// when neither REF_PATH nor REF_CACHE is set, htslib's default cache
+	// ($XDG_CACHE_HOME/hts-ref/%2s/%2s/%s, else $HOME/.cache/hts-ref/...).
+	// It is only read, never written.
+	RefCache string
+	// NoEnv ignores the environment: only the fields above are used.
+	NoEnv bool
+}
+
+// mapping is one read-only memory-mapped file, shared by its contigs.
+type mapping struct {
+	path string
+	mu   sync.RWMutex // held for reading while data is read; Close takes it
+	data []byte       // nil once unmapped
+	mmap bool         // data came from mmap (an empty file is not mapped)
+}
+
+// mapFile maps path read-only.
+func mapFile(path string) (*mapping, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUnsupported, path)
+	}
+	size := st.Size()
+	if size == 0 {
+		return &mapping{path: path, data: []byte{}}, nil
+	}
+	if size != int64(int(size)) {
+		return nil, fmt.Errorf("%w: %s: %d bytes is too large to map", ErrUnsupported, path, size)
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %s: %w", path, err)
+	}
+	return &mapping{path: path, data: data, mmap: true}, nil
+}
+
+// unmap releases the mapping, waiting for readers in progress.
+func (m *mapping) unmap() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	data := m.data
+	m.data = nil
+	if data == nil || !m.mmap {
+		return nil
+	}
+	return unix.Munmap(data)
+}
+
+// Store holds mapped FASTA files; one mmap per file, shared by all users;
+// safe for concurrent use.
+type Store struct {
+	fastas []*Contig            // all FASTA contigs, in file order
+	byName map[string][]*Contig // FASTA contigs by name, in file order
+	byLen  map[int64][]*Contig  // FASTA contigs by length
+	maps   []*mapping
+	path   []string // local REF_PATH templates
+	cache  string   // REF_CACHE template
+
+	mu     sync.Mutex
+	closed bool
+	byM5   map[string]*Contig // M5-named files mapped so far
+}
+
+// Open maps the FASTA files and indexes them, from FASTA.fai when present
+// next to each file, otherwise by scanning the mapped file (nothing is
+// written next to it). Compressed FASTA is an ErrUnsupported error.
+func Open(fastas []string, opts Options) (*Store, error) {
+	s := &Store{
+		byName: make(map[string][]*Contig),
+		byLen:  make(map[int64][]*Contig),
+		byM5:   make(map[string]*Contig),
+	}
+	refPath, refCache := opts.RefPath, opts.RefCache
+	if !opts.NoEnv {
+		envPath, envCache := os.Getenv("REF_PATH"), os.Getenv("REF_CACHE")
+		if refPath == "" {
+			refPath = envPath
+		}
+		if refCache == "" {
+			refCache = envCache
+		}
+		if refCache == "" && envPath == "" && opts.RefPath == "" {
+			refCache = defaultCache()
+		}
+	}
+	s.path = splitRefPath(refPath)
+	s.cache = refCache
+	for _, fn := range fastas {
+		if err := s.addFasta(fn); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// defaultCache is htslib's REF_CACHE when neither REF_PATH nor REF_CACHE
+// is set, or "" when no base directory is known.
+func defaultCache() string {
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		if home := os.Getenv("HOME"); home != "" {
+			base = filepath.Join(home, ".cache")
+		}
+	}
+	if base == "" {
+		return ""
+	}
+	return filepath.Join(base, "hts-ref") + "/%2s/%2s/%s"
+}
+
+// addFasta maps and indexes one FASTA file.
+func (s *Store) addFasta(fn string) error {
+	m, err := mapFile(fn)
+	if err != nil {
+		return fmt.Errorf("reference FASTA: %w", err)
+	}
+	s.maps = append(s.maps, m)
+	var entries []entry
+	if fai, ferr := os.ReadFile(fn + ".fai"); ferr == nil {
+		if len(m.data) >= 2 && m.data[0] == 0x1f && m.data[1] == 0x8b {
+			return fmt.Errorf("%s: %w: compressed (gzip/bgzip) FASTA; decompress it first", fn, ErrUnsupported)
+		}
+		entries, err = parseFai(fai, m.data)
+		if err != nil {
+			return fmt.Errorf("%s.fai: %w", fn, err)
+		}
+	} else if errors.Is(ferr, os.ErrNotExist) {
+		entries, err = scanFasta(m.data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", fn, err)
+		}
+	} else {
+		return fmt.Errorf("reference index: %w", ferr)
+	}
+	for _, e := range entries {
+		c := &Contig{name: e.name, length: e.length, runs: e.runs, m: m}
+		s.fastas = append(s.fastas, c)
+		s.byName[c.name] = append(s.byName[c.name], c)
+		s.byLen[c.length] = append(s.byLen[c.length], c)
+	}
+	return nil
+}
+
+// Close unmaps every file. Contigs from the Store return ErrClosed after.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	maps := s.maps
+	for _, c := range s.byM5 {
+		maps = append(maps, c.m)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, m := range maps {
+		if err := m.unmap(); err != nil {
+			errs = append(errs, fmt.Errorf("munmap %s: %w", m.path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Contigs returns the FASTA contigs, in file order.
+func (s *Store) Contigs() []*Contig { return append([]*Contig(nil), s.fastas...) }
+
+// Lookup finds the sequence for an @SQ line (CRAMv3 §11). With an M5 it
+// tries, in order, the FASTA contigs with that name, the other FASTA
+// contigs of that length, then files named by the M5 under RefCache and
+// each RefPath element, and returns the first whose MD5 is m5: ErrMismatch
+// when only sequences with another MD5 were found, ErrNotFound when none.
+// Without an M5 it returns the first FASTA contig with that name, checking
+// its length when length > 0.
+func (s *Store) Lookup(name string, length int64, m5 string) (*Contig, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("%w: looking up %s", ErrClosed, name)
+	}
+	if m5 == "" {
+		cs := s.byName[name]
+		if len(cs) == 0 {
+			return nil, fmt.Errorf("%w: %s (no M5) is not in the FASTA files", ErrNotFound, name)
+		}
+		if c := cs[0]; length > 0 && c.length != length {
+			return nil, fmt.Errorf("%w: %s has %d bases in %s, @SQ says %d", ErrMismatch, name, c.length, c.m.path, length)
+		}
+		return cs[0], nil
+	}
+	want := strings.ToLower(m5)
+	if !isMD5(want) {
+		return nil, fmt.Errorf("%w: %s: M5 %q is not 32 hex digits", ErrNotFound, name, m5)
+	}
+	var mismatch []string
+	for _, c := range s.byName[name] {
+		got := c.MD5()
+		if got == want {
+			return c, nil
+		}
+		mismatch = append(mismatch, fmt.Sprintf("%s in %s has M5 %s", c.name, c.m.path, got))
+	}
+	if length > 0 {
+		for _, c := range s.byLen[length] {
+			if c.name != name && c.MD5() == want {
+				return c, nil
+			}
+		}
+	}
+	c, err := s.lookupM5File(want, &mismatch)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		return c, nil
+	}
+	if len(mismatch) > 0 {
+		return nil, fmt.Errorf("%w: %s (M5 %s): %s", ErrMismatch, name, want, strings.Join(mismatch, "; "))
+	}
+	return nil, fmt.Errorf("%w: %s (M5 %s) is not in the FASTA files, REF_CACHE or REF_PATH", ErrNotFound, name, want)
+}
+
+// lookupM5File searches REF_CACHE then REF_PATH for a file named by m5 and
+// maps it. Files whose content has another MD5 are noted in mismatch.
+func (s *Store) lookupM5File(m5 string, mismatch *[]string) (*Contig, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("%w: looking up M5 %s", ErrClosed, m5)
+	}
+	if c, ok := s.byM5[m5]; ok {
+		return c, nil
+	}
+	templates := s.path
+	if s.cache != "" {
+		templates = append([]string{s.cache}, s.path...)
+	}
+	for _, t := range templates {
+		fn := expandM5(t, m5)
+		st, err := os.Stat(fn)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		m, err := mapFile(fn)
+		if err != nil {
+			return nil, fmt.Errorf("reference %s: %w", fn, err)
+		}
+		data := m.data
+		if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+			m.unmap()
+			return nil, fmt.Errorf("%s: %w: compressed M5 sequence file", fn, ErrUnsupported)
+		}
+		// Raw sequence: no header, no line ends; a final line end is
+		// tolerated and not counted.
+		n := int64(len(data))
+		for n > 0 && (data[n-1] == '\n' || data[n-1] == '\r') {
+			n--
+		}
+		c := &Contig{name: m5, length: n, m: m}
+		if n > 0 {
+			c.runs = []run{{lineBases: n, lineWidth: n, n: n}}
+		}
+		if got := c.MD5(); got != m5 {
+			m.unmap()
+			*mismatch = append(*mismatch, fmt.Sprintf("%s has M5 %s", fn, got))
+			continue
+		}
+		s.byM5[m5] = c
+		return c, nil
+	}
+	return nil, nil
+}
+
+// isMD5 reports whether s is 32 lower-case hex digits.
+func isMD5(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// urlHead returns the length of the URL head (an optional '|' or "URL=",
+// the scheme and its colon, "//", the host and an optional :port) that
+// starts s, or 0 when s does not start with an http:, https: or ftp: URL.
+func urlHead(s string) int {
+	i := 0
+	if strings.HasPrefix(s, "|") {
+		i++
+	}
+	if strings.HasPrefix(s[i:], "URL=") {
+		i += len("URL=")
+	}
+	scheme := ""
+	for _, p := range []string{"http:", "https:", "ftp:"} {
+		if strings.HasPrefix(s[i:], p) {
+			scheme = p
+		}
+	}
+	if scheme == "" {
+		return 0
+	}
+	i += len(scheme)
+	for k := 0; k < 2 && i < len(s) && s[i] == '/'; k++ {
+		i++
+	}
+	for i < len(s) && s[i] != ':' && s[i] != '/' {
+		i++
+	}
+	if i+1 < len(s) && s[i] == ':' && s[i+1] >= '0' && s[i+1] <= '9' {
+		i++
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	}
+	return i
+}
+
+// splitRefPath splits a REF_PATH value into its local elements, following
+// htslib: ':' separates, "::" is a literal ':', a leading '|' is dropped,
+// empty elements are skipped, and URL elements (whose own colons,
+// including a host:port, do not separate) are left out. htslib also tries
+// the current directory last; this package does not.
+func splitRefPath(p string) []string {
+	var out []string
+	var cur strings.Builder
+	start, isURL := true, false
+	flush := func() {
+		if cur.Len() > 0 && !isURL {
+			out = append(out, strings.TrimPrefix(cur.String(), "|"))
+		}
+		cur.Reset()
+		start, isURL = true, false
+	}
+	for i := 0; i < len(p); {
+		if start {
+			start = false
+			if n := urlHead(p[i:]); n > 0 {
+				isURL = true
+				i += n
+				continue
+			}
+		}
+		switch {
+		case p[i] == ':' && i+1 < len(p) && p[i+1] == ':':
+			cur.WriteByte(':')
+			i += 2
+		case p[i] == ':':
+			flush()
+			i++
+		default:
+			cur.WriteByte(p[i])
+			i++
+		}
+	}
+	flush()
+	return out
+}
+
+// expandM5 turns a REF_PATH/REF_CACHE template and an M5 into a file name:
+// %s is replaced by the rest of the M5, %Ns by its next N characters; a
+// '%' not followed by digits and 's' stays as it is; what is left of the
+// M5 afterwards is appended as a last path element.
+func expandM5(tmpl, m5 string) string {
+	var b strings.Builder
+	rest := m5
+	t := tmpl
+	if len(t) > 1 && strings.HasSuffix(t, "/") && !strings.Contains(t, "%") {
+		t = strings.TrimSuffix(t, "/")
+	}
+	for {
+		i := strings.IndexByte(t, '%')
+		if i < 0 {
+			b.WriteString(t)
+			break
+		}
+		b.WriteString(t[:i])
+		j := i + 1
+		n := 0
+		for j < len(t) && t[j] >= '0' && t[j] <= '9' {
+			if n < 1000 {
+				n = n*10 + int(t[j]-'0')
+			}
+			j++
+		}
+		if j < len(t) && t[j] == 's' {
+			if n == 0 || n > len(rest) {
+				n = len(rest)
+			}
+			b.WriteString(rest[:n])
+			rest = rest[n:]
+			t = t[j+1:]
+			continue
+		}
+		b.WriteString(t[i:j])
+		t = t[j:]
+	}
+	if rest != "" {
+		if s := b.String(); s != "" && !strings.HasSuffix(s, "/") {
+			b.WriteByte('/')
+		}
+		b.WriteString(rest)
+	}
+	return b.String()
+}
