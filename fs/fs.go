@@ -1,0 +1,397 @@
+// Package fs is the cramfs FUSE filesystem: it mirrors a source directory
+// tree read-only and presents every CRAM file x.cram in it as a synthetic
+// BAM file x.bam plus its index x.bam.bai (SAMv1 §4 BAM, §5.2 BAI), served
+// by an Opener that decodes only the containers a read touches.
+//
+// Name mapping, per source directory:
+//
+//   - x.cram (a regular file, or a symbolic link to one inside the source
+//     tree) appears as x.bam and x.bam.bai; the .cram itself is not shown.
+//   - .crai files are hidden.
+//   - A real x.bam or x.bam.bai next to x.cram is hidden: the synthetic
+//     file wins.
+//   - Directories and every other regular file pass through unchanged,
+//     read-only, read from the source.
+//   - Symbolic links are followed when their target lies inside the
+//     source tree, and hidden otherwise; a directory link that would
+//     loop back onto one of its own ancestors is hidden too. FIFOs,
+//     sockets and devices are hidden.
+//
+// Directories are listed lazily and entries carry short kernel timeouts
+// (Options.EntryTimeout, AttrTimeout, default 1 s), so files added,
+// removed or replaced in the source show up within about a second. Inode
+// numbers are derived from the source's device and inode (and, for the
+// synthetic files, the CRAM's size and mtime), so a replaced CRAM gets a
+// new node and never mixes bytes with the old one.
+//
+// A stale mount point (a crashed cramfs left "transport endpoint is not
+// connected") is not recovered silently: Mount fails with ErrStaleMount and
+// asks the user to run `cramfs unmount MNT` (Unmount), because lazily
+// detaching someone else's mount behind their back could hide a live one.
+package fs
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// ErrMount is returned (wrapped, with the reason) when a mount cannot be
+// set up or torn down.
+var ErrMount = errors.New("cramfs mount")
+
+// ErrStaleMount is returned (wrapped, together with ErrMount) by Mount when
+// the mount point is a dead FUSE mount (ENOTCONN).
+var ErrStaleMount = errors.New("stale mount")
+
+// BAMFile is the virtual BAM (SAMv1 §4) of one CRAM file, with its BAI
+// index (SAMv1 §5.2). It is provided by the engine and must be safe for
+// concurrent use.
+type BAMFile interface {
+	// Size is the exact length of the BAM byte stream.
+	Size() int64
+	// ReadAt has io.ReaderAt semantics.
+	ReadAt(p []byte, off int64) (int, error)
+	// Index returns the synthesized .bai bytes; callers do not modify them.
+	Index() []byte
+}
+
+// Opener gives the BAMFile for a CRAM path. It caches and shares BAMFiles,
+// and may block while a never-seen file is scanned (the first stat of the
+// .bam waits for it). Errors from a broken CRAM come back here.
+//
+// Implementations must key their cache by the path and the file's identity
+// (device, inode, size, mtime), so that a CRAM replaced in the source gets
+// a new BAMFile. The filesystem stats the CRAM before and after OpenBAM and
+// retries when the two disagree, and pins each BAMFile to the node of that
+// identity.
+type Opener interface {
+	OpenBAM(ctx context.Context, cramPath string) (BAMFile, error)
+}
+
+// Options tune a mount. The zero value is usable.
+type Options struct {
+	// AllowOther lets other users access the mount (needs
+	// user_allow_other in /etc/fuse.conf for non-root users). Access is
+	// still checked against the source files' modes (default_permissions).
+	AllowOther bool
+	// Logger receives one line per failed operation; nil discards.
+	Logger *slog.Logger
+	// EntryTimeout and AttrTimeout are the kernel cache lifetimes of names
+	// and attributes; 0 means DefaultTimeout. They bound how long a change
+	// in the source takes to appear.
+	EntryTimeout, AttrTimeout time.Duration
+	// Debug logs every FUSE request (very verbose) to Logger.
+	Debug bool
+	// MaxRead is the largest read request the kernel sends; 0 means
+	// DefaultMaxRead. MaxReadAhead is the kernel read-ahead window; 0
+	// means DefaultMaxReadAhead.
+	MaxRead, MaxReadAhead int
+}
+
+// Defaults for Options fields left zero. DefaultMaxRead and
+// DefaultMaxReadAhead were chosen with BenchmarkSequentialRead.
+const (
+	DefaultTimeout      = time.Second
+	DefaultMaxRead      = 1 << 20
+	DefaultMaxReadAhead = 1 << 20
+)
+
+// Server is a mounted cramfs filesystem.
+type Server struct {
+	srv     *fuse.Server
+	mnt     string
+	m       *mountFS
+	closeMu sync.Once
+}
+
+// Mount mounts the tree of src at mnt, read-only, serving CRAM files
+// through op, and returns the running server. It fails with an error
+// wrapping ErrMount when /dev/fuse or fusermount3 is missing, when src is
+// not a directory, when mnt does not exist, is not a directory, is already
+// a mount point, is a stale mount (also ErrStaleMount), or when mnt and src
+// contain each other.
+func Mount(src, mnt string, op Opener, opts Options) (*Server, error) {
+	if op == nil {
+		return nil, fmt.Errorf("%w: nil Opener", ErrMount)
+	}
+	if err := checkFUSE(); err != nil {
+		return nil, err
+	}
+	srcReal, mntReal, err := checkPaths(src, mnt)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(srcReal)
+	if err != nil {
+		return nil, fmt.Errorf("%w: source %s: %w", ErrMount, src, err)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	entryTO, attrTO := opts.EntryTimeout, opts.AttrTimeout
+	if entryTO <= 0 {
+		entryTO = DefaultTimeout
+	}
+	if attrTO <= 0 {
+		attrTO = DefaultTimeout
+	}
+	maxRead, readAhead := opts.MaxRead, opts.MaxReadAhead
+	if maxRead <= 0 {
+		maxRead = DefaultMaxRead
+	}
+	if readAhead <= 0 {
+		readAhead = DefaultMaxReadAhead
+	}
+	readAhead = min(readAhead, maxRead)
+
+	m := &mountFS{root: root, srcReal: srcReal, op: op, log: logger}
+	rootNode := &dirNode{m: m, rel: ".", mpath: ".", chain: []string{"."}}
+	negTO := entryTO
+	fo := &fusefs.Options{
+		EntryTimeout:    &entryTO,
+		AttrTimeout:     &attrTO,
+		NegativeTimeout: &negTO,
+		NullPermissions: true,
+		MountOptions: fuse.MountOptions{
+			AllowOther:         opts.AllowOther,
+			Options:            []string{"ro", "default_permissions"},
+			FsName:             srcReal,
+			Name:               "cramfs",
+			MaxWrite:           maxRead,
+			MaxReadAhead:       readAhead,
+			DisableReadDirPlus: true, // plain ls must not scan every CRAM
+			DisableXAttrs:      true,
+			DisableSplice:      true, // data is in memory; 1 MiB replies overflow a pipe
+			Debug:              opts.Debug,
+		},
+	}
+	if opts.Debug {
+		fo.MountOptions.Logger = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
+		fo.Logger = fo.MountOptions.Logger
+	} else {
+		fo.Logger = log.New(io.Discard, "", 0)
+	}
+	srv, err := fusefs.Mount(mntReal, rootNode, fo)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("%w: mounting %s on %s: %w", ErrMount, src, mnt, err)
+	}
+	if err := setReadAhead(mntReal, readAhead); err != nil {
+		logger.Debug("cramfs: read-ahead left at the kernel default", "mnt", mntReal, "err", err)
+	}
+	return &Server{srv: srv, mnt: mntReal, m: m}, nil
+}
+
+// setReadAhead raises the kernel read-ahead window of the mount, which the
+// FUSE INIT reply can only lower below the 128 KiB default, by writing
+// /sys/class/bdi/MAJ:MIN/read_ahead_kb (needs root; best effort).
+func setReadAhead(mnt string, bytes int) error {
+	var st syscall.Stat_t
+	if err := syscall.Stat(mnt, &st); err != nil {
+		return err
+	}
+	dev := uint64(st.Dev)
+	major := (dev>>8)&0xfff | (dev>>32)&^0xfff
+	minor := dev&0xff | (dev>>12)&^0xff
+	p := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", major, minor)
+	return os.WriteFile(p, []byte(fmt.Sprintf("%d\n", max(bytes>>10, 4))), 0)
+}
+
+// Wait blocks until the filesystem is unmounted.
+func (s *Server) Wait() {
+	s.srv.Wait()
+	s.close()
+}
+
+// Unmount unmounts the filesystem; it fails while files on it are open.
+func (s *Server) Unmount() error {
+	if err := s.srv.Unmount(); err != nil {
+		return fmt.Errorf("%w: unmounting %s: %w", ErrMount, s.mnt, err)
+	}
+	s.close()
+	return nil
+}
+
+func (s *Server) close() { s.closeMu.Do(func() { s.m.root.Close() }) }
+
+// Unmount unmounts the FUSE filesystem at mnt, live or stale, like
+// `fusermount3 -u`; when that fails (e.g. busy) it falls back to a lazy
+// unmount (`fusermount3 -u -z`), which detaches the mount now and frees it
+// once the last file on it is closed.
+func Unmount(mnt string) error {
+	bin, err := fusermount()
+	if err != nil {
+		if e := syscall.Unmount(mnt, syscall.MNT_DETACH); e != nil {
+			return fmt.Errorf("%w: unmounting %s: %w (and umount2: %w)", ErrMount, mnt, err, e)
+		}
+		return nil
+	}
+	out, err := exec.Command(bin, "-u", mnt).CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	out2, err2 := exec.Command(bin, "-u", "-z", mnt).CombinedOutput()
+	if err2 == nil {
+		return nil
+	}
+	if e := syscall.Unmount(mnt, syscall.MNT_DETACH); e == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: unmounting %s: %s -u: %v: %s; lazy: %v: %s", ErrMount, mnt, bin,
+		err, strings.TrimSpace(string(out)), err2, strings.TrimSpace(string(out2)))
+}
+
+// fusermount finds fusermount3 (or the older fusermount) the way go-fuse
+// does: on PATH, else in /bin.
+func fusermount() (string, error) {
+	for _, name := range []string{"fusermount3", "fusermount"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+		p := filepath.Join("/bin", name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: fusermount3 not found on PATH or in /bin (install the fuse3 package)", ErrMount)
+}
+
+func checkFUSE() error {
+	fi, err := os.Stat("/dev/fuse")
+	if err != nil {
+		return fmt.Errorf("%w: FUSE device /dev/fuse unavailable (load the fuse kernel module, or pass --device /dev/fuse to the container): %w", ErrMount, err)
+	}
+	if fi.Mode()&os.ModeCharDevice == 0 {
+		return fmt.Errorf("%w: /dev/fuse is not a character device (mode %v)", ErrMount, fi.Mode())
+	}
+	_, err = fusermount()
+	return err
+}
+
+// checkPaths validates src and mnt and returns their real paths.
+func checkPaths(src, mnt string) (string, string, error) {
+	srcReal, err := realDir("source", src)
+	if err != nil {
+		return "", "", err
+	}
+	// A stat may be answered from the kernel's attribute cache; opening
+	// the directory always reaches a (dead) FUSE server.
+	_, err = os.Stat(mnt)
+	if err == nil {
+		var f *os.File
+		if f, err = os.Open(mnt); err == nil {
+			f.Close()
+		}
+	}
+	if errors.Is(err, syscall.ENOTCONN) {
+		return "", "", fmt.Errorf("%w: %w: %s is a dead FUSE mount (transport endpoint is not connected); run `cramfs unmount %s` first",
+			ErrMount, ErrStaleMount, mnt, mnt)
+	}
+	mntReal, err := realDir("mount point", mnt)
+	if err != nil {
+		return "", "", err
+	}
+	if within(mntReal, srcReal) {
+		return "", "", fmt.Errorf("%w: mount point %s is inside the source %s", ErrMount, mnt, src)
+	}
+	if within(srcReal, mntReal) {
+		return "", "", fmt.Errorf("%w: source %s is inside the mount point %s", ErrMount, src, mnt)
+	}
+	if busy, err := isMountPoint(mntReal); err != nil {
+		return "", "", fmt.Errorf("%w: mount point %s: %w", ErrMount, mnt, err)
+	} else if busy {
+		return "", "", fmt.Errorf("%w: mount point %s is busy: something is already mounted there (unmount it, e.g. `cramfs unmount %s`)", ErrMount, mnt, mnt)
+	}
+	return srcReal, mntReal, nil
+}
+
+func realDir(what, p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s %s: %w", ErrMount, what, p, err)
+	}
+	resolved, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s %s does not exist or is unreachable: %w", ErrMount, what, p, err)
+	}
+	fi, err := os.Stat(resolved)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s %s: %w", ErrMount, what, p, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%w: %s %s is not a directory", ErrMount, what, p)
+	}
+	return resolved, nil
+}
+
+// within reports whether p equals dir or lies below it; both are clean
+// absolute paths.
+func within(p, dir string) bool {
+	if p == dir || dir == "/" {
+		return true
+	}
+	return strings.HasPrefix(p, dir+"/")
+}
+
+// isMountPoint reports whether dir (a real path) is a mount point, from
+// /proc/self/mountinfo, falling back to comparing devices with the parent.
+func isMountPoint(dir string) (bool, error) {
+	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) > 4 && unescapeMount(fields[4]) == dir {
+				return true, nil
+			}
+		}
+		if sc.Err() == nil {
+			return false, nil
+		}
+	}
+	var st, pst syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return false, err
+	}
+	if err := syscall.Stat(filepath.Dir(dir), &pst); err != nil {
+		return false, err
+	}
+	return st.Dev != pst.Dev || (st.Ino == pst.Ino && dir != "/"), nil
+}
+
+// unescapeMount decodes the octal escapes (\040 etc.) of mountinfo paths.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			o := s[i+1 : i+4]
+			if o[0] >= '0' && o[0] <= '3' && o[1] >= '0' && o[1] <= '7' && o[2] >= '0' && o[2] <= '7' {
+				b.WriteByte((o[0]-'0')<<6 | (o[1]-'0')<<3 | (o[2] - '0'))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

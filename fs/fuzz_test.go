@@ -1,0 +1,89 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	iofs "io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// FuzzNameMapping feeds arbitrary names to the lookup rules of the root
+// of a fixture source tree (no mount needed) and checks that they never
+// escape the source, never show a .cram or .crai file, and agree with the
+// directory listing.
+func FuzzNameMapping(f *testing.F) {
+	src := f.TempDir()
+	for name, content := range map[string]string{
+		"a.cram": "CRAM a", "a.cram.crai": "i", "b.crai": "i", "x.bam": "real", "x.txt": "t",
+		"sub/c.cram": "CRAM c", "dir.cram/inner.txt": "d",
+	} {
+		writeFile(f, filepath.Join(src, name), content)
+	}
+	for target, link := range map[string]string{
+		"/etc/passwd": "out", "..": "up", "sub/c.cram": "l.cram", "a.cram": "sub/back.cram", ".": "self",
+		"../../": "sub/up2", "missing": "dangling",
+	} {
+		must(f, os.Symlink(target, filepath.Join(src, link)))
+	}
+	real, err := filepath.EvalSymlinks(src)
+	must(f, err)
+	root, err := os.OpenRoot(real)
+	must(f, err)
+	f.Cleanup(func() { root.Close() })
+	m := &mountFS{root: root, srcReal: real, op: &fakeOpener{}, log: discardLogger()}
+	d := &dirNode{m: m, rel: ".", mpath: ".", chain: []string{"."}}
+
+	ds, errno := d.Readdir(context.Background())
+	if errno != 0 {
+		f.Fatalf("Readdir: %v", errno)
+	}
+	listed := map[string]bool{}
+	for ds.HasNext() {
+		e, errno := ds.Next()
+		if errno != 0 {
+			f.Fatal(errno)
+		}
+		listed[e.Name] = true
+		f.Add(e.Name)
+	}
+	for _, s := range []string{"a.cram", "a.cram.crai", "out", "up", "self", "../a.cram", "/etc", "sub/c.bam", "", ".", "..", "x.bam", "dir.cram", "a\x00.bam", "dangling", "l.bam.bai"} {
+		f.Add(s)
+	}
+
+	f.Fuzz(func(t *testing.T, name string) {
+		e, err := m.child(d, name)
+		if err != nil {
+			if listed[name] {
+				t.Fatalf("%q is listed but lookup fails: %v", name, err)
+			}
+			if !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, syscall.ENAMETOOLONG) {
+				t.Fatalf("child(%q) = %v, want a not-exist error", name, err)
+			}
+			return
+		}
+		if !listed[name] {
+			t.Fatalf("%q resolves (%+v) but is not listed", name, e)
+		}
+		if e.rel == ".." || strings.HasPrefix(e.rel, "../") || path.IsAbs(e.rel) {
+			t.Fatalf("%q escapes the source: %q", name, e.rel)
+		}
+		switch e.kind {
+		case kindBAM, kindBAI:
+			if !strings.HasSuffix(e.rel, ".cram") || !isReg(&e.st) {
+				t.Fatalf("%q: synthetic file backed by %q", name, e.rel)
+			}
+		case kindFile:
+			if strings.HasSuffix(name, ".cram") || strings.HasSuffix(name, ".crai") {
+				t.Fatalf("%q: CRAM-side file shown", name)
+			}
+		}
+	})
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,511 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	iofs "io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// mountFS is the state shared by all nodes of one mount.
+type mountFS struct {
+	root    *os.Root // the source tree; every access goes through it
+	srcReal string   // real absolute path of the source
+	op      Opener
+	log     *slog.Logger
+}
+
+// kind is what a mount entry is made of.
+type kind uint8
+
+const (
+	kindDir  kind = iota // a source directory
+	kindFile             // a source regular file, passed through
+	kindBAM              // the synthetic BAM of a CRAM
+	kindBAI              // the synthetic BAI of a CRAM
+)
+
+// entry is a resolved name in a mount directory: its kind and the source
+// object behind it (for kindBAM/kindBAI, the CRAM).
+type entry struct {
+	kind kind
+	rel  string // slash path of the source object relative to the source root, symlinks resolved
+	st   syscall.Stat_t
+}
+
+// ident is the identity of a source file version.
+type ident struct {
+	dev, ino    uint64
+	size, mtime int64
+}
+
+func identOf(st *syscall.Stat_t) ident {
+	return ident{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec}
+}
+
+// errHidden reports a source name that exists but is not shown.
+var errHidden = fmt.Errorf("name not shown by cramfs: %w", iofs.ErrNotExist)
+
+// resolveSource stats name in the source directory dirRel, following a
+// symbolic link only when its target lies inside the source tree. It
+// returns the resolved relative path and the stat of the target.
+func (m *mountFS) resolveSource(dirRel, name string) (string, syscall.Stat_t, error) {
+	var st syscall.Stat_t
+	rel := path.Join(dirRel, name)
+	fi, err := m.root.Lstat(rel)
+	if err != nil {
+		return "", st, err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		resolved, err := filepath.EvalSymlinks(filepath.Join(m.srcReal, filepath.FromSlash(rel)))
+		if err != nil {
+			return "", st, fmt.Errorf("%w: dangling symbolic link %s: %w", errHidden, rel, err)
+		}
+		if !within(resolved, m.srcReal) {
+			return "", st, fmt.Errorf("%w: symbolic link %s points outside the source (%s)", errHidden, rel, resolved)
+		}
+		r, err := filepath.Rel(m.srcReal, resolved)
+		if err != nil {
+			return "", st, fmt.Errorf("%w: symbolic link %s: %w", errHidden, rel, err)
+		}
+		rel = filepath.ToSlash(r)
+		if fi, err = m.root.Stat(rel); err != nil {
+			return "", st, err
+		}
+	}
+	sys, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", st, fmt.Errorf("stat %s: no syscall.Stat_t (%T)", rel, fi.Sys())
+	}
+	return rel, *sys, nil
+}
+
+func isDir(st *syscall.Stat_t) bool { return st.Mode&syscall.S_IFMT == syscall.S_IFDIR }
+func isReg(st *syscall.Stat_t) bool { return st.Mode&syscall.S_IFMT == syscall.S_IFREG }
+
+// child resolves name in directory d by the package's name mapping rules.
+// Names that do not exist or are not shown give an error matching
+// fs.ErrNotExist.
+func (m *mountFS) child(d *dirNode, name string) (entry, error) {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return entry{}, errHidden
+	}
+	for _, s := range [...]struct {
+		suffix string
+		k      kind
+	}{{".bam.bai", kindBAI}, {".bam", kindBAM}} {
+		base, ok := strings.CutSuffix(name, s.suffix)
+		if !ok {
+			continue
+		}
+		rel, st, err := m.resolveSource(d.rel, base+".cram")
+		if err == nil && isReg(&st) {
+			return entry{kind: s.k, rel: rel, st: st}, nil
+		}
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return entry{}, err
+		}
+		break
+	}
+	rel, st, err := m.resolveSource(d.rel, name)
+	if err != nil {
+		return entry{}, err
+	}
+	switch {
+	case isDir(&st):
+		if slices.Contains(d.chain, rel) {
+			return entry{}, fmt.Errorf("%w: symbolic link %s loops back to %s", errHidden, path.Join(d.rel, name), rel)
+		}
+		return entry{kind: kindDir, rel: rel, st: st}, nil
+	case isReg(&st):
+		if strings.HasSuffix(name, ".cram") || strings.HasSuffix(name, ".crai") {
+			return entry{}, errHidden
+		}
+		return entry{kind: kindFile, rel: rel, st: st}, nil
+	}
+	return entry{}, fmt.Errorf("%w: %s is not a regular file or directory", errHidden, rel)
+}
+
+// inoOf derives the stable inode number of entry e named name in d. The
+// synthetic files include the CRAM's size and mtime, so that a CRAM
+// replaced in place gets a new node; directories include their mount path,
+// so that a directory reached through a symbolic link is not an alias.
+func inoOf(d *dirNode, name string, e *entry) uint64 {
+	h := fnv.New64a()
+	var buf [8]byte
+	put := func(v uint64) {
+		for i := range buf {
+			buf[i] = byte(v >> (8 * i))
+		}
+		h.Write(buf[:])
+	}
+	id := identOf(&e.st)
+	h.Write([]byte{byte(e.kind)})
+	put(id.dev)
+	put(id.ino)
+	switch e.kind {
+	case kindDir:
+		h.Write([]byte(path.Join(d.mpath, name)))
+	case kindBAM, kindBAI:
+		put(uint64(id.size))
+		put(uint64(id.mtime))
+	}
+	ino := h.Sum64()
+	if ino <= fuse.FUSE_ROOT_ID || ino == ^uint64(0) {
+		ino = 2 + ino&0xff
+	}
+	return ino
+}
+
+// fillAttr sets a from the source stat st, minus write permission.
+func fillAttr(a *fuse.Attr, st *syscall.Stat_t, size int64, ino uint64) {
+	a.Ino = ino
+	a.Size = uint64(max(size, 0))
+	a.Blocks = (a.Size + 511) / 512
+	a.Blksize = 1 << 16
+	a.Mode = st.Mode &^ 0o222
+	a.Nlink = 1
+	if isDir(st) {
+		a.Nlink = uint32(max(st.Nlink, 2))
+	}
+	a.Uid, a.Gid = st.Uid, st.Gid
+	a.Atime, a.Atimensec = uint64(st.Atim.Sec), uint32(st.Atim.Nsec)
+	a.Mtime, a.Mtimensec = uint64(st.Mtim.Sec), uint32(st.Mtim.Nsec)
+	a.Ctime, a.Ctimensec = uint64(st.Ctim.Sec), uint32(st.Ctim.Nsec)
+}
+
+// openBAM asks the Opener for the BAM of the CRAM e, checking that the
+// CRAM's identity did not change while it was opened (else retrying), and
+// returns the BAM with the entry it belongs to.
+func (m *mountFS) openBAM(ctx context.Context, e entry) (BAMFile, entry, error) {
+	const tries = 3
+	for range tries {
+		f, err := m.op.OpenBAM(ctx, filepath.Join(m.srcReal, filepath.FromSlash(e.rel)))
+		if err != nil {
+			return nil, e, err
+		}
+		if f == nil {
+			return nil, e, fmt.Errorf("opener returned no BAM for %s", e.rel)
+		}
+		fi, err := m.root.Stat(e.rel)
+		if err != nil {
+			return nil, e, err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil, e, fmt.Errorf("stat %s: no syscall.Stat_t", e.rel)
+		}
+		if identOf(st) == identOf(&e.st) {
+			return f, e, nil
+		}
+		e.st = *st
+	}
+	return nil, e, fmt.Errorf("CRAM %s kept changing while being opened (%d tries): %w", e.rel, tries, syscall.ESTALE)
+}
+
+// dirNode is a mirrored source directory.
+type dirNode struct {
+	fusefs.Inode
+	m     *mountFS
+	rel   string   // resolved source path relative to the source root
+	mpath string   // path inside the mount, for logs and inode numbers
+	chain []string // rel of this directory and its ancestors, for loop checks
+}
+
+var (
+	_ fusefs.NodeLookuper  = (*dirNode)(nil)
+	_ fusefs.NodeReaddirer = (*dirNode)(nil)
+	_ fusefs.NodeGetattrer = (*dirNode)(nil)
+	_ fusefs.NodeStatfser  = (*dirNode)(nil)
+)
+
+// Getattr implements fs.NodeGetattrer from the source directory.
+func (d *dirNode) Getattr(ctx context.Context, _ fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	fi, err := d.m.root.Stat(d.rel)
+	if err != nil {
+		return d.m.fail("getattr", d.mpath, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return syscall.EIO
+	}
+	fillAttr(&out.Attr, st, st.Size, d.StableAttr().Ino)
+	return 0
+}
+
+// Statfs implements fs.NodeStatfser with the source filesystem's numbers.
+func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	var s syscall.Statfs_t
+	if err := syscall.Statfs(d.m.srcReal, &s); err != nil {
+		return d.m.fail("statfs", d.mpath, err)
+	}
+	out.FromStatfsT(&s)
+	return 0
+}
+
+// Lookup implements fs.NodeLookuper by the package's name mapping rules.
+// Looking up a .bam or .bai opens the CRAM's BAM, which may wait for a
+// first scan of the CRAM; a broken CRAM fails here with EIO.
+func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	mp := path.Join(d.mpath, name)
+	e, err := d.m.child(d, name)
+	if err != nil {
+		return nil, d.m.fail("lookup", mp, err)
+	}
+	ino := inoOf(d, name, &e)
+	switch e.kind {
+	case kindDir:
+		n := &dirNode{m: d.m, rel: e.rel, mpath: mp, chain: append(slices.Clip(d.chain), e.rel)}
+		fillAttr(&out.Attr, &e.st, e.st.Size, ino)
+		return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino}), 0
+	case kindFile:
+		n := &fileNode{m: d.m, rel: e.rel, mpath: mp, id: identOf(&e.st)}
+		fillAttr(&out.Attr, &e.st, e.st.Size, ino)
+		return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
+	}
+	// Revalidation of an unchanged CRAM: reuse the node and its BAM.
+	if ch := d.GetChild(name); ch != nil && ch.StableAttr().Ino == ino {
+		if bn, ok := ch.Operations().(*bamNode); ok {
+			fillAttr(&out.Attr, &bn.st, bn.size(), ino)
+			return ch, 0
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, d.m.fail("lookup", mp, err)
+	}
+	f, e, err := d.m.openBAM(ctx, e)
+	if err != nil {
+		return nil, d.m.fail("lookup", mp, err)
+	}
+	ino = inoOf(d, name, &e)
+	n := &bamNode{m: d.m, rel: e.rel, mpath: mp, st: e.st, f: f, bai: e.kind == kindBAI}
+	if n.bai {
+		n.index = f.Index()
+	}
+	fillAttr(&out.Attr, &e.st, n.size(), ino)
+	return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
+}
+
+// Readdir implements fs.NodeReaddirer: it lists the source directory and
+// maps the names as Lookup does, without opening any CRAM.
+func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno) {
+	f, err := d.m.root.Open(d.rel)
+	if err != nil {
+		return nil, d.m.fail("readdir", d.mpath, err)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil, d.m.fail("readdir", d.mpath, err)
+	}
+	cand := make(map[string]struct{}, len(names)+len(names)/2)
+	for _, n := range names {
+		cand[n] = struct{}{}
+		if base, ok := strings.CutSuffix(n, ".cram"); ok {
+			cand[base+".bam"] = struct{}{}
+			cand[base+".bam.bai"] = struct{}{}
+		}
+	}
+	list := make([]string, 0, len(cand))
+	for n := range cand {
+		list = append(list, n)
+	}
+	sort.Strings(list)
+	out := make([]fuse.DirEntry, 0, len(list))
+	for _, n := range list {
+		if err := ctx.Err(); err != nil {
+			return nil, d.m.fail("readdir", d.mpath, err)
+		}
+		e, err := d.m.child(d, n)
+		if err != nil {
+			if !errors.Is(err, iofs.ErrNotExist) {
+				d.m.fail("readdir", path.Join(d.mpath, n), err)
+			}
+			continue
+		}
+		mode := uint32(syscall.S_IFREG)
+		if e.kind == kindDir {
+			mode = syscall.S_IFDIR
+		}
+		out = append(out, fuse.DirEntry{Name: n, Mode: mode, Ino: inoOf(d, n, &e)})
+	}
+	return fusefs.NewListDirStream(out), 0
+}
+
+// bamNode is the synthetic .bam (or, with bai set, .bam.bai) of one
+// version of a CRAM.
+type bamNode struct {
+	fusefs.Inode
+	m     *mountFS
+	rel   string // the CRAM, relative to the source root
+	mpath string
+	st    syscall.Stat_t // the CRAM version this node serves
+	f     BAMFile
+	bai   bool
+	index []byte // f.Index(), when bai
+}
+
+var (
+	_ fusefs.NodeGetattrer = (*bamNode)(nil)
+	_ fusefs.NodeOpener    = (*bamNode)(nil)
+	_ fusefs.NodeReader    = (*bamNode)(nil)
+)
+
+func (n *bamNode) size() int64 {
+	if n.bai {
+		return int64(len(n.index))
+	}
+	return n.f.Size()
+}
+
+// Getattr implements fs.NodeGetattrer: the exact size of the BAM or BAI,
+// with the CRAM's mode (minus write bits), owner and times.
+func (n *bamNode) Getattr(ctx context.Context, _ fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	fillAttr(&out.Attr, &n.st, n.size(), n.StableAttr().Ino)
+	return 0
+}
+
+// Open implements fs.NodeOpener. It refuses writing (EROFS) and answers
+// ESTALE when the CRAM changed since the lookup, which makes the kernel
+// look the name up again and get the node of the new version.
+func (n *bamNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
+		return nil, 0, n.m.fail("open", n.mpath, syscall.EROFS)
+	}
+	fi, err := n.m.root.Stat(n.rel)
+	if err != nil {
+		return nil, 0, n.m.fail("open", n.mpath, err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || identOf(st) != identOf(&n.st) {
+		return nil, 0, n.m.fail("open", n.mpath, fmt.Errorf("CRAM %s was replaced: %w", n.rel, syscall.ESTALE))
+	}
+	return nil, fuse.FOPEN_KEEP_CACHE, 0
+}
+
+// Read implements fs.NodeReader; offsets past the end read 0 bytes.
+func (n *bamNode) Read(ctx context.Context, _ fusefs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	size := n.size()
+	if off < 0 {
+		return nil, n.m.fail("read", n.mpath, fmt.Errorf("negative offset %d: %w", off, syscall.EINVAL))
+	}
+	if off >= size || len(dest) == 0 {
+		return fuse.ReadResultData(nil), 0
+	}
+	want := int(min(int64(len(dest)), size-off))
+	if n.bai {
+		return fuse.ReadResultData(n.index[off : off+int64(want)]), 0
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, n.m.fail("read", n.mpath, err)
+	}
+	got, err := n.f.ReadAt(dest[:want], off)
+	if got < want {
+		if err == nil || err == io.EOF {
+			err = fmt.Errorf("short read at offset %d: %d of %d bytes (size %d): %w", off, got, want, size, io.ErrUnexpectedEOF)
+		}
+		return nil, n.m.fail("read", n.mpath, err)
+	}
+	return fuse.ReadResultData(dest[:want]), 0
+}
+
+// fileNode is a source regular file passed through read-only.
+type fileNode struct {
+	fusefs.Inode
+	m     *mountFS
+	rel   string
+	mpath string
+	id    ident // dev and ino are what Open checks
+}
+
+var (
+	_ fusefs.NodeGetattrer = (*fileNode)(nil)
+	_ fusefs.NodeOpener    = (*fileNode)(nil)
+)
+
+// Getattr implements fs.NodeGetattrer from the source file (or the open
+// handle), minus write bits.
+func (n *fileNode) Getattr(ctx context.Context, fh fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	var fi os.FileInfo
+	var err error
+	if h, ok := fh.(*fileHandle); ok {
+		fi, err = h.f.Stat()
+	} else {
+		fi, err = n.m.root.Stat(n.rel)
+	}
+	if err != nil {
+		return n.m.fail("getattr", n.mpath, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return syscall.EIO
+	}
+	fillAttr(&out.Attr, st, st.Size, n.StableAttr().Ino)
+	return 0
+}
+
+// Open implements fs.NodeOpener: read-only, and ESTALE when the source
+// file was replaced by another inode since the lookup.
+func (n *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
+		return nil, 0, n.m.fail("open", n.mpath, syscall.EROFS)
+	}
+	f, err := n.m.root.Open(n.rel)
+	if err != nil {
+		return nil, 0, n.m.fail("open", n.mpath, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, n.m.fail("open", n.mpath, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !isReg(st) || uint64(st.Dev) != n.id.dev || st.Ino != n.id.ino {
+		f.Close()
+		return nil, 0, n.m.fail("open", n.mpath, fmt.Errorf("source %s was replaced: %w", n.rel, syscall.ESTALE))
+	}
+	return &fileHandle{f: f, n: n}, 0, 0
+}
+
+// fileHandle is an open pass-through file.
+type fileHandle struct {
+	f *os.File
+	n *fileNode
+}
+
+var (
+	_ fusefs.FileReader   = (*fileHandle)(nil)
+	_ fusefs.FileReleaser = (*fileHandle)(nil)
+)
+
+// Read implements fs.FileReader from the source file.
+func (h *fileHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if off < 0 {
+		return nil, h.n.m.fail("read", h.n.mpath, fmt.Errorf("negative offset %d: %w", off, syscall.EINVAL))
+	}
+	got, err := h.f.ReadAt(dest, off)
+	if err != nil && err != io.EOF {
+		return nil, h.n.m.fail("read", h.n.mpath, err)
+	}
+	return fuse.ReadResultData(dest[:got]), 0
+}
+
+// Release implements fs.FileReleaser.
+func (h *fileHandle) Release(ctx context.Context) syscall.Errno {
+	if err := h.f.Close(); err != nil {
+		return h.n.m.fail("release", h.n.mpath, err)
+	}
+	return 0
+}
