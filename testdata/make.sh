@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# make.sh regenerates the project's small CRAM fixtures under testdata/cram/
+# and the reference FASTA files under testdata/ref/.
+#
+# Needs samtools (Debian's 1.16.1 is the oracle) and Debian's htslib-test
+# package (SAM files and references under /usr/share/htslib-test/test, or
+# $HTSLIB_TEST). Deterministic and idempotent: it removes and rewrites
+# testdata/cram/ and testdata/ref/ and nothing else. Run it from anywhere:
+#
+#     bash testdata/make.sh
+#
+# For every input set below it writes one CRAM per setting (see VARIANTS),
+# and for each CRAM X:
+#   X.expected.sam  samtools view -h --no-PG -T ref X.cram
+#   X.bam.md5       md5 of the uncompressed BAM stream of
+#                   samtools view -u --no-PG -T ref X.cram (BGZF inflated by gzip -dc)
+# plus cram/manifest.tsv, whose columns follow the shared corpus's
+# cram_manifest.tsv (paths are relative to testdata/) with an extra last
+# column "options" saying how the file was written.
+#
+# Input SAM headers get M5 tags on their @SQ lines before conversion: without
+# them samtools computes M5 itself and also writes UR:<absolute path of the
+# reference>, which would make the fixtures depend on where the tree lives.
+set -euo pipefail
+export LC_ALL=C
+# Nothing may come from the network or a local cache: only -T.
+export REF_PATH=/nonexistent REF_CACHE=/nonexistent
+
+src=${HTSLIB_TEST:-/usr/share/htslib-test/test}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$here"
+
+command -v samtools >/dev/null || { echo "make.sh: samtools not found" >&2; exit 1; }
+[[ -d $src ]] || { echo "make.sh: $src not found (apt-get install htslib-test)" >&2; exit 1; }
+case $(samtools --version | head -1) in
+"samtools 1.16.1") ;;
+*) echo "make.sh: warning: expected outputs come from $(samtools --version | head -1), not samtools 1.16.1" >&2 ;;
+esac
+
+# Input sets: name, SAM file in $src, reference FASTA in $src, records kept (0: all).
+#   ce_1000   one reference, 500 single-end reads (first half of ce#1000.sam)
+#   ce_5b     reads on five references, a secondary alignment
+#   ce_unmap2 mapped reads followed by unplaced unmapped reads, @RG and @PG lines
+#   ce_supp   a read pair with supplementary alignments
+#   xx_tlen   read pairs on two references (mate fields, template lengths)
+SETS=(
+	"ce_1000	ce#1000.sam	ce.fa	500"
+	"ce_5b	ce#5b.sam	ce.fa	0"
+	"ce_unmap2	ce#unmap2.sam	ce.fa	0"
+	"ce_supp	ce#supp.sam	ce.fa	0"
+	"xx_tlen	xx#tlen.sam	xx.fa	0"
+)
+
+# Settings: variant name, then the samtools output format string.
+# SPS in a format string is replaced by a per-set seqs_per_slice that gives
+# about ten slices (at least two records each), three slices per container.
+VARIANTS=(
+	"3.0	cram,version=3.0"
+	"3.0-multislice	cram,version=3.0,seqs_per_slice=SPS,slices_per_container=3"
+	"3.0-embedref	cram,version=3.0,embed_ref=1"
+	"3.0-noref	cram,version=3.0,no_ref=1"
+	"3.0-lossynames	cram,version=3.0,lossy_names=1"
+	"3.1-fast	cram,version=3.1,fast"
+	"3.1-normal	cram,version=3.1,normal"
+	"3.1-small	cram,version=3.1,small"
+	"3.1-archive	cram,version=3.1,archive"
+	"2.1	cram,version=2.1"
+)
+
+rm -rf cram ref
+mkdir -p cram ref
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+manifest=cram/manifest.tsv
+printf 'cram\tversion\tbytes\treference\tsamtools_rc\trecords\texpected_sam_md5\tbam_payload_md5\tbam_payload_md5_decode_md0\tstderr\toptions\n' >"$manifest"
+
+md5() { md5sum | cut -d' ' -f1; }
+
+# expect CRAM REF OPTIONS: writes CRAM.expected.sam and CRAM.bam.md5 and a
+# manifest row. A non-zero samtools exit is recorded, not fatal.
+expect() {
+	local cram=$1 ref=$2 opts=$3 base=${1%.cram} rc version bytes records sammd5 bammd5 bammd5nomd errs
+	set +e
+	samtools view -h --no-PG -T "$ref" "$cram" >"$base.expected.sam" 2>"$work/err"
+	rc=$?
+	bammd5=$(samtools view -u --no-PG -T "$ref" "$cram" 2>/dev/null | gzip -dc 2>/dev/null | md5)
+	bammd5nomd=$(samtools view -u --no-PG --input-fmt-option decode_md=0 -T "$ref" "$cram" 2>/dev/null |
+		gzip -dc 2>/dev/null | md5)
+	set -e
+	echo "$bammd5" >"$base.bam.md5"
+	version=$(od -An -tu1 -j4 -N2 "$cram" | awk '{print $1 "." $2}')
+	bytes=$(wc -c <"$cram")
+	records=$(grep -vc '^@' "$base.expected.sam" || true)
+	sammd5=$(md5 <"$base.expected.sam")
+	errs=$(tr '\n\t' '  ' <"$work/err")
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$cram" "$version" "$bytes" "$ref" "$rc" \
+		"$records" "$sammd5" "$bammd5" "$bammd5nomd" "$errs" "$opts" >>"$manifest"
+}
+
+# add_m5 SAM REF: the SAM on stdout with M5 tags added to @SQ lines lacking one.
+add_m5() {
+	samtools dict "$2" | awk -F'\t' '
+		FNR == NR { if ($1 == "@SQ") { for (i = 2; i <= NF; i++) { if ($i ~ /^SN:/) sn = substr($i, 4); if ($i ~ /^M5:/) m5[sn] = $i } } next }
+		$1 == "@SQ" && $0 !~ /\tM5:/ { for (i = 2; i <= NF; i++) if ($i ~ /^SN:/ && (substr($i, 4) in m5)) { print $0 "\t" m5[substr($i, 4)]; next } }
+		{ print }' - "$1"
+}
+
+for set in "${SETS[@]}"; do
+	IFS=$'\t' read -r name sam fa keep <<<"$set"
+	if [[ ! -e ref/$fa ]]; then
+		cp "$src/$fa" "ref/$fa"
+		cp "$src/$fa.fai" "ref/$fa.fai"
+	fi
+	in=$work/$name.sam
+	if ((keep > 0)); then
+		awk -v keep="$keep" '/^@/ { print; next } n++ < keep' "$src/$sam" >"$work/raw.sam"
+	else
+		cp "$src/$sam" "$work/raw.sam"
+	fi
+	add_m5 "$work/raw.sam" "ref/$fa" >"$in"
+	n=$(grep -vc '^@' "$in")
+	sps=$((n / 10 >= 2 ? n / 10 : 2))
+	for v in "${VARIANTS[@]}"; do
+		IFS=$'\t' read -r vname fmt <<<"$v"
+		fmt=${fmt//SPS/$sps}
+		out=cram/$name.$vname.cram
+		# 3.1 writing warns that 3.1 is a draft; that is expected.
+		samtools view --no-PG -T "ref/$fa" -O "$fmt" -o "$out" "$in" 2>"$work/werr" ||
+			{ cat "$work/werr" >&2; exit 1; }
+		expect "$out" "ref/$fa" "from $sam: $fmt"
+	done
+done
+
+# The corrupt fixture: ce_1000.3.0.cram with one byte flipped (XOR 0xff) in
+# the middle of the largest external data block (content type 4) of the first
+# data container. Its CRC32 no longer matches, and its content decodes to
+# garbage: a reader must fail with an error, not return wrong records. The
+# offset, block and content id are printed and recorded in the manifest.
+corrupt_src=cram/ce_1000.3.0.cram
+corrupt=cram/corrupt.ce_1000.3.0.cram
+cp "$corrupt_src" "$corrupt"
+mapfile -t B < <(od -An -v -tu1 "$corrupt_src" | tr -s ' ' '\n' | sed '/^$/d')
+pos=0
+itf8() { # value and length of the ITF8 at $pos into V, L
+	local b0=${B[pos]}
+	if ((b0 < 0x80)); then V=$b0 L=1
+	elif ((b0 < 0xc0)); then V=$(((b0 & 0x3f) << 8 | B[pos + 1])) L=2
+	elif ((b0 < 0xe0)); then V=$(((b0 & 0x1f) << 16 | B[pos + 1] << 8 | B[pos + 2])) L=3
+	elif ((b0 < 0xf0)); then V=$(((b0 & 0x0f) << 24 | B[pos + 1] << 16 | B[pos + 2] << 8 | B[pos + 3])) L=4
+	else V=$(((b0 & 0x0f) << 28 | B[pos + 1] << 20 | B[pos + 2] << 12 | B[pos + 3] << 4 | (B[pos + 4] & 0x0f))) L=5
+	fi
+	pos=$((pos + L))
+}
+ltf8_skip() { # skip the LTF8 at $pos: its length is the count of leading 1 bits + 1
+	local b0=${B[pos]} n=1
+	while ((n < 9 && (b0 << (n - 1)) & 0x80)); do n=$((n + 1)); done
+	pos=$((pos + n))
+}
+container_header() { # parse a CRAM 3 container header at $pos; sets CLEN, NBLOCKS
+	CLEN=$((B[pos] | B[pos + 1] << 8 | B[pos + 2] << 16 | B[pos + 3] << 24))
+	pos=$((pos + 4))
+	itf8; itf8; itf8; itf8 # ref id, start, span, records
+	ltf8_skip; ltf8_skip  # record counter, bases
+	itf8; NBLOCKS=$V
+	itf8; local nl=$V i
+	for ((i = 0; i < nl; i++)); do itf8; done
+	pos=$((pos + 4)) # CRC32
+}
+pos=26 # after the file definition
+container_header
+pos=$((pos + CLEN)) # skip the SAM header container
+container_header
+best_off=-1 best_size=0 best_id=-1
+for ((blk = 0; blk < NBLOCKS; blk++)); do
+	ctype=${B[pos + 1]}
+	pos=$((pos + 2))
+	itf8; cid=$V
+	itf8; csize=$V
+	itf8 # raw size
+	if ((ctype == 4 && csize > best_size)); then
+		best_off=$((pos + csize / 2)) best_size=$csize best_id=$cid
+	fi
+	pos=$((pos + csize + 4))
+done
+((best_off >= 0)) || { echo "make.sh: no external block found in $corrupt_src" >&2; exit 1; }
+flipped=$((B[best_off] ^ 0xff))
+printf "$(printf '\\%03o' "$flipped")" | dd of="$corrupt" bs=1 seek="$best_off" conv=notrunc status=none
+echo "make.sh: $corrupt: byte $best_off (${B[best_off]} -> $flipped) in external block content id $best_id ($best_size bytes)"
+expect "$corrupt" ref/ce.fa "copy of $corrupt_src, byte at offset $best_off XOR 0xff (middle of external block content id $best_id, $best_size bytes, first data container)"
+
+echo "make.sh: wrote $(($(wc -l <"$manifest") - 1)) CRAM files, $(du -sk cram ref | awk '{s += $1} END {print s}') KiB in cram/ and ref/"
