@@ -187,7 +187,7 @@ func AppendRecord(dst []byte, r *decode.Record) ([]byte, error) {
 	start := len(dst)
 	total := 4 + int(size)
 	if cap(dst)-start < total {
-		nd := make([]byte, start, start+total)
+		nd := make([]byte, start, 2*cap(dst)+total)
 		copy(nd, dst)
 		dst = nd
 	}
