@@ -1,0 +1,70 @@
+package decode_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+// storeRef adapts a reference store to decode.ReferenceSource by @SQ name.
+type storeRef struct {
+	refs    []decode.RefSeq
+	contigs []*reference.Contig
+}
+
+func newStoreRef(b testing.TB, s *reference.Store, refs []decode.RefSeq) *storeRef {
+	r := &storeRef{refs: refs}
+	for _, q := range refs {
+		c, err := s.Lookup(q.Name, q.Length, q.M5)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.contigs = append(r.contigs, c)
+	}
+	return r
+}
+
+func (r *storeRef) Bases(dst []byte, id int, start, end int64) ([]byte, error) {
+	return r.contigs[id].Bases(dst, start, min(end, r.contigs[id].Len()))
+}
+func (r *storeRef) Length(int) int64 { return -1 }
+
+// BenchmarkDecode decodes every container of testdata files; bytes are the
+// CRAM file's size.
+func BenchmarkDecode(b *testing.B) {
+	root := filepath.Join(corpus.Root(), "testdata")
+	for _, name := range []string{"ce_1000.3.0", "ce_1000.3.1-normal", "ce_1000.3.1-archive", "ce_1000.2.1"} {
+		b.Run(name, func(b *testing.B) {
+			p := filepath.Join(root, "cram", name+".cram")
+			data, err := os.ReadFile(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			store, err := reference.Open([]string{filepath.Join(root, "ref/ce.fa")}, reference.Options{NoEnv: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			f, err := decode.Open(p, bytes.NewReader(data), int64(len(data)), decode.OpenOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := f.NewDecoder(decode.DecoderOptions{Reference: newStoreRef(b, store, f.Refs)})
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				for i := range f.Containers {
+					if _, err := d.Container(i); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,175 @@
+package decode
+
+import (
+	"bytes"
+	"compress/bzip2"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/ulikunitz/xz"
+)
+
+// BlockMethod is a block's compression method (CRAMv3 §8.1).
+type BlockMethod byte
+
+// Block compression methods.
+const (
+	MethodRaw      BlockMethod = 0
+	MethodGzip     BlockMethod = 1
+	MethodBzip2    BlockMethod = 2
+	MethodLZMA     BlockMethod = 3
+	MethodRANS4x8  BlockMethod = 4
+	MethodRANSNx16 BlockMethod = 5
+	MethodArith    BlockMethod = 6
+	MethodFQZComp  BlockMethod = 7
+	MethodTok3     BlockMethod = 8
+)
+
+// ContentType is a block's content type (CRAMv3 §8.1).
+type ContentType byte
+
+// Block content types.
+const (
+	ContentFileHeader        ContentType = 0
+	ContentCompressionHeader ContentType = 1
+	ContentSliceHeader       ContentType = 2
+	ContentExternal          ContentType = 4
+	ContentCore              ContentType = 5
+)
+
+// MaxBlockSize caps a block's declared raw or compressed size. Nothing is
+// allocated from a size read off the disk beyond this.
+const MaxBlockSize = 1 << 30
+
+// Block is one CRAM block (CRAMv3 §8).
+type Block struct {
+	Method      BlockMethod
+	ContentType ContentType
+	ContentID   int32
+	RawSize     int32
+	// Data is the compressed payload as stored; it aliases the container
+	// bytes it was parsed from.
+	Data []byte
+}
+
+// Codecs decodes the block methods that live in their own packages. The
+// zero value handles raw, gzip, bzip2 and lzma only.
+type Codecs struct {
+	RANS4x8  func(src []byte, rawSize int) ([]byte, error)
+	RANSNx16 func(src []byte, rawSize int) ([]byte, error)
+	Arith    func(src []byte, rawSize int) ([]byte, error)
+	FQZComp  func(src []byte, rawSize int) ([]byte, error)
+	Tok3     func(src []byte, rawSize int) ([]byte, error)
+}
+
+// parseBlock reads one block from b at *pos. Major version 3 and later
+// carry a CRC32 over the block, which is verified.
+func parseBlock(b []byte, pos *int, major int) (Block, error) {
+	start := *pos
+	if start+2 > len(b) {
+		return Block{}, corruptf("block at offset %d: end of data", start)
+	}
+	var blk Block
+	blk.Method = BlockMethod(b[start])
+	blk.ContentType = ContentType(b[start+1])
+	*pos = start + 2
+	var err error
+	if blk.ContentID, err = readITF8(b, pos); err != nil {
+		return Block{}, err
+	}
+	size, err := readITF8(b, pos)
+	if err != nil {
+		return Block{}, err
+	}
+	if blk.RawSize, err = readITF8(b, pos); err != nil {
+		return Block{}, err
+	}
+	if size < 0 || blk.RawSize < 0 || blk.RawSize > MaxBlockSize {
+		return Block{}, corruptf("block at offset %d: sizes %d compressed, %d raw", start, size, blk.RawSize)
+	}
+	if int(size) > len(b)-*pos {
+		return Block{}, corruptf("block at offset %d (content id %d): %d bytes declared, %d remain", start, blk.ContentID, size, len(b)-*pos)
+	}
+	blk.Data = b[*pos : *pos+int(size)]
+	*pos += int(size)
+	if major >= 3 {
+		if *pos+4 > len(b) {
+			return Block{}, corruptf("block at offset %d: CRC32 missing", start)
+		}
+		want := binary.LittleEndian.Uint32(b[*pos:])
+		if got := crc32.ChecksumIEEE(b[start:*pos]); got != want {
+			return Block{}, fmt.Errorf("%w: block at offset %d (content id %d): CRC32 %08x, header says %08x", ErrChecksum, start, blk.ContentID, got, want)
+		}
+		*pos += 4
+	}
+	return blk, nil
+}
+
+// Decompress returns the block's raw bytes.
+func (blk *Block) Decompress(c *Codecs) ([]byte, error) {
+	raw := int(blk.RawSize)
+	if raw == 0 {
+		// An empty block needs no decompression, whatever its method
+		// (Java writers store empty rANS blocks with no payload).
+		return nil, nil
+	}
+	var out []byte
+	var err error
+	switch blk.Method {
+	case MethodRaw:
+		out = blk.Data
+	case MethodGzip:
+		out, err = readAllCapped(func() (io.Reader, error) { return gzip.NewReader(bytes.NewReader(blk.Data)) }, raw)
+	case MethodBzip2:
+		out, err = readAllCapped(func() (io.Reader, error) { return bzip2.NewReader(bytes.NewReader(blk.Data)), nil }, raw)
+	case MethodLZMA:
+		out, err = readAllCapped(func() (io.Reader, error) { return xz.NewReader(bytes.NewReader(blk.Data)) }, raw)
+	default:
+		var f func([]byte, int) ([]byte, error)
+		if c != nil {
+			switch blk.Method {
+			case MethodRANS4x8:
+				f = c.RANS4x8
+			case MethodRANSNx16:
+				f = c.RANSNx16
+			case MethodArith:
+				f = c.Arith
+			case MethodFQZComp:
+				f = c.FQZComp
+			case MethodTok3:
+				f = c.Tok3
+			}
+		}
+		if f == nil {
+			return nil, fmt.Errorf("%w: block compression method %d", ErrUnsupported, blk.Method)
+		}
+		out, err = f(blk.Data, raw)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: block content id %d, method %d: %w", ErrCorrupt, blk.ContentID, blk.Method, err)
+	}
+	if len(out) != raw {
+		return nil, corruptf("block content id %d, method %d: decoded %d bytes, header says %d", blk.ContentID, blk.Method, len(out), raw)
+	}
+	return out, nil
+}
+
+// readAllCapped reads a stream expected to hold exactly raw bytes. The
+// buffer grows with what the stream actually produces, up to raw+1 bytes.
+func readAllCapped(open func() (io.Reader, error), raw int) ([]byte, error) {
+	r, err := open()
+	if err != nil {
+		return nil, err
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, min(raw+1, 1<<20)))
+	if _, err := io.Copy(buf, io.LimitReader(r, int64(raw)+1)); err != nil {
+		return nil, err
+	}
+	if buf.Len() > raw {
+		return nil, fmt.Errorf("stream holds more than the %d bytes declared", raw)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,231 @@
+package decode
+
+import "fmt"
+
+// DataSeries identifies a record data series by its two-letter key
+// (CRAMv3 §8.4.2).
+type DataSeries int
+
+// The data series, in no particular order.
+const (
+	DSBF DataSeries = iota
+	DSCF
+	DSRI
+	DSRL
+	DSAP
+	DSRG
+	DSRN
+	DSMF
+	DSNS
+	DSNP
+	DSTS
+	DSNF
+	DSTL
+	DSFN
+	DSFC
+	DSFP
+	DSDL
+	DSBB
+	DSQQ
+	DSBS
+	DSIN
+	DSRS
+	DSPD
+	DSHC
+	DSSC
+	DSMQ
+	DSBA
+	DSQS
+	numDataSeries
+)
+
+// dataSeriesKeys maps each key to its series and value type.
+var dataSeriesKeys = map[string]struct {
+	ds DataSeries
+	vt valueType
+}{
+	"BF": {DSBF, typeInt}, "CF": {DSCF, typeInt}, "RI": {DSRI, typeInt},
+	"RL": {DSRL, typeInt}, "AP": {DSAP, typeInt}, "RG": {DSRG, typeInt},
+	"RN": {DSRN, typeByteArray}, "MF": {DSMF, typeInt}, "NS": {DSNS, typeInt},
+	"NP": {DSNP, typeInt}, "TS": {DSTS, typeInt}, "NF": {DSNF, typeInt},
+	"TL": {DSTL, typeInt}, "FN": {DSFN, typeInt}, "FC": {DSFC, typeByte},
+	"FP": {DSFP, typeInt}, "DL": {DSDL, typeInt}, "BB": {DSBB, typeByteArray},
+	"QQ": {DSQQ, typeByteArray}, "BS": {DSBS, typeByte}, "IN": {DSIN, typeByteArray},
+	"RS": {DSRS, typeInt}, "PD": {DSPD, typeInt}, "HC": {DSHC, typeInt},
+	"SC": {DSSC, typeByteArray}, "MQ": {DSMQ, typeInt}, "BA": {DSBA, typeByte},
+	"QS": {DSQS, typeByte},
+}
+
+// CompressionHeader is a container's compression header (CRAMv3 §8.4).
+type CompressionHeader struct {
+	ReadNamesIncluded  bool // RN
+	APDelta            bool // AP
+	ReferenceRequired  bool // RR
+	QSSeqOrient        bool // QO (CRAM 4 only; true otherwise)
+	SubstitutionMatrix [5][4]byte
+	// TagLines is the tag dictionary TD: for each line, the tags as
+	// 3-byte (name, name, BAM type) entries.
+	TagLines   [][]byte
+	DataSeries [numDataSeries]*Encoding
+	// Tags maps a tag key (name0<<16 | name1<<8 | type) to its encoding.
+	Tags map[int32]*Encoding
+}
+
+// parseCompressionHeader parses the raw bytes of a compression header block.
+func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
+	h := &CompressionHeader{APDelta: true, ReferenceRequired: true, QSSeqOrient: true}
+	copy(h.SubstitutionMatrix[0][:], "CGTN")
+	copy(h.SubstitutionMatrix[1][:], "AGTN")
+	copy(h.SubstitutionMatrix[2][:], "ACTN")
+	copy(h.SubstitutionMatrix[3][:], "ACGN")
+	copy(h.SubstitutionMatrix[4][:], "ACGT")
+	pos := 0
+
+	// Preservation map.
+	size, err := readITF8(b, &pos)
+	if err != nil {
+		return nil, fmt.Errorf("preservation map: %w", err)
+	}
+	start := pos
+	n, err := readITF8(b, &pos)
+	if err != nil {
+		return nil, fmt.Errorf("preservation map: %w", err)
+	}
+	for i := int32(0); i < n; i++ {
+		if pos+3 > len(b) {
+			return nil, corruptf("preservation map: entry %d past the end", i)
+		}
+		key := string(b[pos : pos+2])
+		pos += 2
+		switch key {
+		case "RN", "AP", "RR", "QO", "MI", "UI", "PI":
+			v := b[pos] != 0
+			pos++
+			switch key {
+			case "RN":
+				h.ReadNamesIncluded = v
+			case "AP":
+				h.APDelta = v
+			case "RR":
+				h.ReferenceRequired = v
+			case "QO":
+				h.QSSeqOrient = v
+			}
+		case "SM":
+			if pos+5 > len(b) {
+				return nil, corruptf("preservation map: SM past the end")
+			}
+			const bases = "ACGTN"
+			for r := 0; r < 5; r++ {
+				c := b[pos+r]
+				k := 0
+				for _, alt := range []byte(bases) {
+					if alt == bases[r] {
+						continue
+					}
+					h.SubstitutionMatrix[r][(c>>(6-2*k))&3] = alt
+					k++
+				}
+			}
+			pos += 5
+		case "TD":
+			tdLen, err := readITF8(b, &pos)
+			if err != nil {
+				return nil, fmt.Errorf("tag dictionary: %w", err)
+			}
+			if tdLen < 0 || int(tdLen) > len(b)-pos {
+				return nil, corruptf("tag dictionary: %d bytes declared, %d remain", tdLen, len(b)-pos)
+			}
+			td := b[pos : pos+int(tdLen)]
+			pos += int(tdLen)
+			h.TagLines = splitTagLines(td)
+		default:
+			// An unknown key: like htslib, assume a one-byte value.
+			pos++
+		}
+	}
+	if pos-start != int(size) {
+		return nil, corruptf("preservation map: %d bytes declared, %d read", size, pos-start)
+	}
+
+	// Data series encodings.
+	if size, err = readITF8(b, &pos); err != nil {
+		return nil, fmt.Errorf("data series encodings: %w", err)
+	}
+	start = pos
+	if n, err = readITF8(b, &pos); err != nil {
+		return nil, fmt.Errorf("data series encodings: %w", err)
+	}
+	for i := int32(0); i < n; i++ {
+		if pos+2 > len(b) {
+			return nil, corruptf("data series encodings: entry %d past the end", i)
+		}
+		key := string(b[pos : pos+2])
+		pos += 2
+		info, known := dataSeriesKeys[key]
+		vt := info.vt
+		if !known {
+			vt = typeInt
+		}
+		enc, err := parseEncoding(b, &pos, vt, 0)
+		if err != nil {
+			if known {
+				return nil, fmt.Errorf("data series %s: %w", key, err)
+			}
+			continue // unknown series (TC, TN, ...) are never read
+		}
+		if known {
+			h.DataSeries[info.ds] = enc
+		}
+	}
+	if pos-start != int(size) {
+		return nil, corruptf("data series encodings: %d bytes declared, %d read", size, pos-start)
+	}
+
+	// Tag encodings.
+	if size, err = readITF8(b, &pos); err != nil {
+		return nil, fmt.Errorf("tag encodings: %w", err)
+	}
+	start = pos
+	if n, err = readITF8(b, &pos); err != nil {
+		return nil, fmt.Errorf("tag encodings: %w", err)
+	}
+	if n < 0 || int(n) > len(b)-pos {
+		return nil, corruptf("tag encodings: %d entries", n)
+	}
+	h.Tags = make(map[int32]*Encoding, n)
+	for i := int32(0); i < n; i++ {
+		key, err := readITF8(b, &pos)
+		if err != nil {
+			return nil, fmt.Errorf("tag encodings: %w", err)
+		}
+		enc, err := parseEncoding(b, &pos, typeByteArray, 0)
+		if err != nil {
+			return nil, fmt.Errorf("tag %c%c:%c: %w", byte(key>>16), byte(key>>8), byte(key), err)
+		}
+		h.Tags[key] = enc
+	}
+	if pos-start != int(size) {
+		return nil, corruptf("tag encodings: %d bytes declared, %d read", size, pos-start)
+	}
+	return h, nil
+}
+
+// splitTagLines splits the TD block into its NUL-terminated lines.
+func splitTagLines(td []byte) [][]byte {
+	if len(td) == 0 {
+		return nil
+	}
+	var lines [][]byte
+	start := 0
+	for i := 0; i <= len(td); i++ {
+		if i == len(td) || td[i] == 0 {
+			if i == len(td) && i == start && len(lines) > 0 {
+				break
+			}
+			lines = append(lines, td[start:i])
+			start = i + 1
+		}
+	}
+	return lines
+}

@@ -1,0 +1,375 @@
+package decode
+
+import (
+	"fmt"
+	"sort"
+)
+
+// EncodingID names a data series encoding (CRAMv3 §13).
+type EncodingID int32
+
+// Encodings.
+const (
+	EncodingNull          EncodingID = 0
+	EncodingExternal      EncodingID = 1
+	EncodingGolomb        EncodingID = 2
+	EncodingHuffman       EncodingID = 3
+	EncodingByteArrayLen  EncodingID = 4
+	EncodingByteArrayStop EncodingID = 5
+	EncodingBeta          EncodingID = 6
+	EncodingSubexp        EncodingID = 7
+	EncodingGolombRice    EncodingID = 8
+	EncodingGamma         EncodingID = 9
+)
+
+// valueType is what a data series holds; it decides how an encoding reads.
+type valueType int
+
+const (
+	typeInt valueType = iota
+	typeByte
+	typeByteArray
+)
+
+// Encoding is a parsed encoding of one data series or tag (CRAMv3 §13).
+type Encoding struct {
+	ID        EncodingID
+	ContentID int32     // EXTERNAL, BYTE_ARRAY_STOP
+	Stop      byte      // BYTE_ARRAY_STOP
+	Offset    int32     // BETA, SUBEXP, GAMMA
+	NBits     int32     // BETA
+	K         int32     // SUBEXP
+	Len, Val  *Encoding // BYTE_ARRAY_LEN
+	huff      *huffman
+}
+
+// huffman is a canonical Huffman code (CRAMv3 §13.3).
+type huffman struct {
+	symbols []int32 // sorted by (length, symbol)
+	// for each length l in 0..maxLen: first canonical code, number of
+	// codes and index of the first symbol of that length.
+	first, count, index []int32
+	maxLen              int32
+}
+
+// parseEncoding parses an encoding (id, parameter length, parameters) at *pos.
+func parseEncoding(b []byte, pos *int, vt valueType, depth int) (*Encoding, error) {
+	id, err := readITF8(b, pos)
+	if err != nil {
+		return nil, err
+	}
+	n, err := readITF8(b, pos)
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 || int(n) > len(b)-*pos {
+		return nil, corruptf("encoding %d: %d parameter bytes, %d remain", id, n, len(b)-*pos)
+	}
+	params := b[*pos : *pos+int(n)]
+	*pos += int(n)
+	e := &Encoding{ID: EncodingID(id)}
+	p := 0
+	switch e.ID {
+	case EncodingNull:
+		return nil, nil
+	case EncodingExternal:
+		if e.ContentID, err = readITF8(params, &p); err != nil {
+			return nil, err
+		}
+	case EncodingHuffman:
+		if vt == typeByteArray {
+			return nil, corruptf("HUFFMAN used for a byte array series")
+		}
+		if e.huff, err = parseHuffman(params); err != nil {
+			return nil, err
+		}
+		p = len(params)
+	case EncodingByteArrayLen:
+		if vt != typeByteArray || depth > 0 {
+			return nil, corruptf("BYTE_ARRAY_LEN outside a byte array series")
+		}
+		if e.Len, err = parseEncoding(params, &p, typeInt, depth+1); err != nil {
+			return nil, err
+		}
+		if e.Val, err = parseEncoding(params, &p, typeByte, depth+1); err != nil {
+			return nil, err
+		}
+		if e.Len == nil || e.Val == nil {
+			return nil, corruptf("BYTE_ARRAY_LEN with a NULL sub-encoding")
+		}
+	case EncodingByteArrayStop:
+		if vt != typeByteArray {
+			return nil, corruptf("BYTE_ARRAY_STOP outside a byte array series")
+		}
+		if len(params) < 1 {
+			return nil, corruptf("BYTE_ARRAY_STOP: no stop byte")
+		}
+		e.Stop = params[0]
+		p = 1
+		if e.ContentID, err = readITF8(params, &p); err != nil {
+			return nil, err
+		}
+	case EncodingBeta:
+		if e.Offset, err = readITF8(params, &p); err != nil {
+			return nil, err
+		}
+		if e.NBits, err = readITF8(params, &p); err != nil {
+			return nil, err
+		}
+		if e.NBits < 0 || e.NBits > 32 {
+			return nil, corruptf("BETA with %d bits", e.NBits)
+		}
+	case EncodingSubexp:
+		if e.Offset, err = readITF8(params, &p); err != nil {
+			return nil, err
+		}
+		if e.K, err = readITF8(params, &p); err != nil {
+			return nil, err
+		}
+		if e.K < 0 || e.K > 31 {
+			return nil, corruptf("SUBEXP with k=%d", e.K)
+		}
+	case EncodingGamma:
+		if e.Offset, err = readITF8(params, &p); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%w: encoding %d", ErrUnsupported, id)
+	}
+	if (e.ID == EncodingBeta || e.ID == EncodingSubexp || e.ID == EncodingGamma) && vt == typeByteArray {
+		return nil, corruptf("encoding %d used for a byte array series", e.ID)
+	}
+	return e, nil
+}
+
+// parseHuffman reads the alphabet and code lengths and assigns canonical
+// codes in (length, symbol) order.
+func parseHuffman(params []byte) (*huffman, error) {
+	p := 0
+	syms, err := readArrayITF8(params, &p, nil)
+	if err != nil {
+		return nil, err
+	}
+	lens, err := readArrayITF8(params, &p, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(syms) != len(lens) {
+		return nil, corruptf("HUFFMAN: %d symbols, %d code lengths", len(syms), len(lens))
+	}
+	if p != len(params) {
+		return nil, corruptf("HUFFMAN: %d parameter bytes unused", len(params)-p)
+	}
+	h := &huffman{}
+	if len(syms) == 0 {
+		return h, nil
+	}
+	type code struct{ sym, len int32 }
+	codes := make([]code, len(syms))
+	for i := range syms {
+		if lens[i] < 0 || lens[i] > 31 {
+			return nil, corruptf("HUFFMAN: code length %d", lens[i])
+		}
+		if int(lens[i]) >= len(syms) && !(len(syms) == 1 && lens[i] == 0) {
+			return nil, corruptf("HUFFMAN: code length %d for %d symbols", lens[i], len(syms))
+		}
+		codes[i] = code{syms[i], lens[i]}
+		h.maxLen = max(h.maxLen, lens[i])
+	}
+	sort.Slice(codes, func(i, j int) bool {
+		if codes[i].len != codes[j].len {
+			return codes[i].len < codes[j].len
+		}
+		return codes[i].sym < codes[j].sym
+	})
+	h.symbols = make([]int32, len(codes))
+	h.first = make([]int32, h.maxLen+1)
+	h.count = make([]int32, h.maxLen+1)
+	h.index = make([]int32, h.maxLen+1)
+	val, lastLen := int64(-1), int32(0)
+	for i, c := range codes {
+		val++
+		if c.len > lastLen {
+			val <<= uint(c.len - lastLen)
+			lastLen = c.len
+		}
+		if val >= int64(1)<<uint(c.len) && c.len > 0 {
+			return nil, corruptf("HUFFMAN: code lengths over-subscribe the code space")
+		}
+		if h.count[c.len] == 0 {
+			h.first[c.len] = int32(val)
+			h.index[c.len] = int32(i)
+		}
+		h.count[c.len]++
+		h.symbols[i] = c.sym
+	}
+	return h, nil
+}
+
+// decode reads one symbol.
+func (h *huffman) decode(br *bitReader) (int32, error) {
+	if len(h.symbols) == 0 {
+		return 0, corruptf("HUFFMAN with an empty alphabet used")
+	}
+	if h.count[0] > 0 {
+		return h.symbols[0], nil
+	}
+	code := int32(0)
+	for l := int32(1); l <= h.maxLen; l++ {
+		bit, err := br.readBit()
+		if err != nil {
+			return 0, err
+		}
+		code = code<<1 | int32(bit)
+		if d := code - h.first[l]; h.count[l] > 0 && d >= 0 && d < h.count[l] {
+			return h.symbols[h.index[l]+d], nil
+		}
+	}
+	return 0, corruptf("HUFFMAN: no code matches the bits read")
+}
+
+// decodeInt reads one integer value of the series.
+func (e *Encoding) decodeInt(s *streams) (int32, error) {
+	switch e.ID {
+	case EncodingExternal:
+		x, err := s.external(e.ContentID)
+		if err != nil {
+			return 0, err
+		}
+		return x.readITF8()
+	case EncodingHuffman:
+		return e.huff.decode(&s.core)
+	case EncodingBeta:
+		v, err := s.core.readBits(int(e.NBits))
+		return int32(v) - e.Offset, err
+	case EncodingSubexp:
+		u := 0
+		for {
+			bit, err := s.core.readBit()
+			if err != nil {
+				return 0, err
+			}
+			if bit == 0 {
+				break
+			}
+			u++
+			if u > 32 {
+				return 0, corruptf("SUBEXP: unary prefix too long")
+			}
+		}
+		var v uint32
+		if u == 0 {
+			x, err := s.core.readBits(int(e.K))
+			if err != nil {
+				return 0, err
+			}
+			v = x
+		} else {
+			b := u + int(e.K) - 1
+			if b > 31 {
+				return 0, corruptf("SUBEXP: %d bits", b)
+			}
+			x, err := s.core.readBits(b)
+			if err != nil {
+				return 0, err
+			}
+			v = 1<<uint(b) | x
+		}
+		return int32(v) - e.Offset, nil
+	case EncodingGamma:
+		n := 0
+		for {
+			bit, err := s.core.readBit()
+			if err != nil {
+				return 0, err
+			}
+			if bit == 1 {
+				break
+			}
+			n++
+			if n > 31 {
+				return 0, corruptf("GAMMA: prefix too long")
+			}
+		}
+		x, err := s.core.readBits(n)
+		if err != nil {
+			return 0, err
+		}
+		return int32(uint32(1)<<uint(n)|x) - e.Offset, nil
+	}
+	return 0, corruptf("encoding %d cannot decode an integer", e.ID)
+}
+
+// decodeByte reads one byte value of the series.
+func (e *Encoding) decodeByte(s *streams) (byte, error) {
+	if e.ID == EncodingExternal {
+		x, err := s.external(e.ContentID)
+		if err != nil {
+			return 0, err
+		}
+		return x.readByte()
+	}
+	v, err := e.decodeInt(s)
+	return byte(v), err
+}
+
+// appendBytes appends n byte values of the series to dst.
+func (e *Encoding) appendBytes(s *streams, dst []byte, n int) ([]byte, error) {
+	if e.ID == EncodingExternal {
+		x, err := s.external(e.ContentID)
+		if err != nil {
+			return dst, err
+		}
+		b, err := x.readN(n)
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, b...), nil
+	}
+	if e.ID == EncodingHuffman && e.huff.count != nil && len(e.huff.count) > 0 && e.huff.count[0] > 0 {
+		c := byte(e.huff.symbols[0])
+		for i := 0; i < n; i++ {
+			dst = append(dst, c)
+		}
+		return dst, nil
+	}
+	for i := 0; i < n; i++ {
+		c, err := e.decodeByte(s)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, c)
+	}
+	return dst, nil
+}
+
+// appendArray appends one byte-array value of the series to dst.
+func (e *Encoding) appendArray(s *streams, dst []byte) ([]byte, error) {
+	switch e.ID {
+	case EncodingByteArrayLen:
+		n, err := e.Len.decodeInt(s)
+		if err != nil {
+			return dst, err
+		}
+		if n < 0 {
+			return dst, corruptf("BYTE_ARRAY_LEN: length %d", n)
+		}
+		if int(n) > s.maxArray {
+			return dst, corruptf("BYTE_ARRAY_LEN: length %d exceeds the slice's data", n)
+		}
+		return e.Val.appendBytes(s, dst, int(n))
+	case EncodingByteArrayStop:
+		x, err := s.external(e.ContentID)
+		if err != nil {
+			return dst, err
+		}
+		b, err := x.readUntil(e.Stop)
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, b...), nil
+	case EncodingExternal:
+		return e.appendBytes(s, dst, 1)
+	}
+	return dst, corruptf("encoding %d cannot decode a byte array", e.ID)
+}

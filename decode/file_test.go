@@ -1,0 +1,163 @@
+package decode_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+// fakeRef serves a repeating ACGT reference of any length; slices decode
+// against it when MD5 checks are off.
+type fakeRef struct{}
+
+func (fakeRef) Bases(dst []byte, id int, start, end int64) ([]byte, error) {
+	for p := start; p < end; p++ {
+		dst = append(dst, "ACGT"[p%4])
+	}
+	return dst, nil
+}
+func (fakeRef) Length(int) int64 { return -1 }
+
+// decodeAll opens b as a CRAM and decodes every container.
+func decodeAll(name string, b []byte, opt decode.DecoderOptions) (int, error) {
+	f, err := decode.Open(name, bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
+	if err != nil {
+		return 0, err
+	}
+	d := f.NewDecoder(opt)
+	n := 0
+	for i := range f.Containers {
+		recs, err := d.Container(i)
+		if err != nil {
+			return n, err
+		}
+		n += len(recs)
+	}
+	return n, nil
+}
+
+func TestTruncatedFilesFail(t *testing.T) {
+	dir := corpus.Dir(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "samtools-test/quickcheck/*truncated*.cram"))
+	files = append(files, filepath.Join(dir, "hts-specs/test/cram/3.0/failed/0000_empty_noeof.cram"))
+	if len(files) < 3 {
+		t.Fatalf("expected truncated files in the corpus, found %v", files)
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = decodeAll(p, b, decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true})
+		if !errors.Is(err, decode.ErrTruncated) {
+			t.Errorf("%s: err %v, want ErrTruncated", filepath.Base(p), err)
+			continue
+		}
+		var de *decode.Error
+		if !errors.As(err, &de) || de.File != p || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: error %q does not name the file", p, err)
+		}
+	}
+}
+
+func TestCutAtEveryContainerFails(t *testing.T) {
+	p := filepath.Join(corpus.Root(), "testdata/cram/ce_1000.3.0-multislice.cram")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := decode.Open(p, bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cuts []int64
+	for _, c := range f.Containers {
+		cuts = append(cuts, c.Offset, c.Offset+3, c.End()-1)
+	}
+	cuts = append(cuts, int64(len(b))-1, 10, 30)
+	for _, n := range cuts {
+		_, err := decodeAll(p, b[:n], decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true})
+		if !errors.Is(err, decode.ErrTruncated) && !errors.Is(err, decode.ErrCorrupt) {
+			t.Errorf("cut at %d: err %v, want ErrTruncated or ErrCorrupt", n, err)
+		}
+	}
+}
+
+func TestFlippedBytesNeverPanic(t *testing.T) {
+	p := filepath.Join(corpus.Root(), "testdata/cram/ce_5b.3.0.cram")
+	orig, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := decodeAll(p, orig, decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bytes.Clone(orig)
+	errs := 0
+	for i := range b {
+		for _, x := range []byte{0x01, 0x80, 0xff} {
+			b[i] ^= x
+			n, err := decodeAll(p, b, decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true})
+			if err != nil {
+				errs++
+			} else if i >= 26 && n != want {
+				// Bytes covered by CRCs change nothing silently; the file
+				// ID and unused bytes may.
+				t.Errorf("flip %#x at byte %d: %d records without error, want %d", x, i, n, want)
+			}
+			b[i] ^= x
+		}
+	}
+	if errs == 0 {
+		t.Fatal("no flipped byte was detected")
+	}
+}
+
+func TestCorruptFixtureNamesBlock(t *testing.T) {
+	p := filepath.Join(corpus.Root(), "testdata/cram/corrupt.ce_1000.3.0.cram")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = decodeAll(p, b, decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true})
+	if !errors.Is(err, decode.ErrChecksum) {
+		t.Fatalf("err %v, want ErrChecksum", err)
+	}
+	if !strings.Contains(err.Error(), "container at byte") {
+		t.Errorf("error %q gives no container offset", err)
+	}
+}
+
+func TestRefusesOtherVersions(t *testing.T) {
+	for _, v := range [][2]byte{{1, 0}, {4, 0}} {
+		b := append([]byte("CRAM"), v[0], v[1])
+		b = append(b, make([]byte, 40)...)
+		_, err := decode.Open("x.cram", bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
+		if !errors.Is(err, decode.ErrUnsupported) || !strings.Contains(err.Error(), "x.cram") {
+			t.Errorf("CRAM %d.%d: err %v, want ErrUnsupported naming the file", v[0], v[1], err)
+		}
+	}
+}
+
+func FuzzDecodeFile(f *testing.F) {
+	seeds, _ := filepath.Glob(filepath.Join(corpus.Root(), "testdata/cram/ce_5b.*.cram"))
+	if dir := os.Getenv("CRAMFS_CORPUS"); dir != "" {
+		more, _ := filepath.Glob(filepath.Join(dir, "hts-specs/test/cram/3.0/passed/0*.cram"))
+		seeds = append(seeds, more...)
+	}
+	for _, p := range seeds {
+		if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		decodeAll("fuzz.cram", b, decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true})
+	})
+}

@@ -1,0 +1,163 @@
+package decode
+
+import "strconv"
+
+// resolveMates links the mates of a slice's records and rebuilds mate
+// fields and template lengths, as htslib's cram_decode_slice_xref does
+// (CRAMv3 §10.4).
+func (d *Decoder) resolveMates(first int) error {
+	recs := d.crecs[first:]
+	n := int32(len(recs))
+	for rec := int32(0); rec < n; rec++ {
+		cr := &recs[rec]
+		if cr.mateLine >= 0 {
+			if cr.mateLine < n {
+				if cr.tlen == unsetTLen {
+					id1, id2 := rec, rec
+					aleft, aright := cr.apos, cr.aend
+					ref := cr.refID
+					leftCnt := 0
+					for {
+						r2 := &recs[id2]
+						if aleft > r2.apos {
+							aleft, leftCnt = r2.apos, 1
+						} else if aleft == r2.apos {
+							leftCnt++
+						}
+						if aright < r2.aend {
+							aright = r2.aend
+						}
+						if r2.mateLine == -1 {
+							r2.mateLine = rec
+							break
+						}
+						if r2.mateLine <= id2 || r2.mateLine >= n {
+							return corruptf("record %d: mate line %d", id2, r2.mateLine)
+						}
+						id2 = r2.mateLine
+						if recs[id2].refID != ref {
+							ref = -1
+						}
+						if id2 == id1 {
+							break
+						}
+					}
+					if ref != -1 {
+						tlen := aright - aleft + 1
+						set := func(r *crec) {
+							if r.apos == aleft {
+								if leftCnt == 1 || r.flags&flagRead1 != 0 {
+									r.tlen = tlen
+								} else {
+									r.tlen = -tlen
+								}
+							} else {
+								r.tlen = -tlen
+							}
+						}
+						set(&recs[rec])
+						for id := recs[rec].mateLine; id != rec; id = recs[id].mateLine {
+							set(&recs[id])
+						}
+					} else {
+						recs[rec].tlen = 0
+						for id := recs[rec].mateLine; id != rec; id = recs[id].mateLine {
+							recs[id].tlen = 0
+						}
+					}
+				}
+				m := &recs[cr.mateLine]
+				cr.matePos = m.apos
+				cr.mateRefID = m.refID
+				cr.flags |= flagPaired
+				if m.flags&flagUnmapped != 0 {
+					cr.flags |= flagMUnmap
+					cr.tlen = 0
+				}
+				if cr.flags&flagUnmapped != 0 {
+					cr.tlen = 0
+				}
+				if m.flags&flagReverse != 0 {
+					cr.flags |= flagMReverse
+				}
+			}
+		} else {
+			if cr.mateFlags&mfReverse != 0 {
+				cr.flags |= flagPaired | flagMReverse
+			}
+			if cr.mateFlags&mfUnmapped != 0 {
+				cr.flags |= flagMUnmap
+			}
+			if cr.flags&flagPaired == 0 {
+				cr.mateRefID = -1
+			}
+		}
+		if cr.tlen == unsetTLen {
+			cr.tlen = 0
+		}
+	}
+	for i := range recs {
+		if recs[i].explicitTLen != unsetTLen {
+			recs[i].tlen = recs[i].explicitTLen
+		}
+	}
+	return nil
+}
+
+// finish turns the decoded records of a container into Records, generating
+// read names where the file has none (htslib's cram_to_bam).
+func (d *Decoder) finish() []Record {
+	prefix := d.f.prefix()
+	// Generated names go to the end of the names buffer; record offsets
+	// are resolved after it stops growing.
+	type nameRef struct{ off, n int }
+	names := make([]nameRef, len(d.crecs))
+	for i := range d.crecs {
+		cr := &d.crecs[i]
+		rec := i - cr.sliceStart
+		if cr.nameLen > 0 {
+			names[i] = nameRef{cr.nameOff, cr.nameLen}
+			continue
+		}
+		ml := int(cr.mateLine)
+		if ml >= 0 && ml < cr.sliceN {
+			if m := &d.crecs[cr.sliceStart+ml]; m.nameLen > 0 {
+				names[i] = nameRef{m.nameOff, m.nameLen}
+				continue
+			}
+		}
+		off := len(d.names)
+		d.names = append(d.names, prefix...)
+		d.names = append(d.names, ':')
+		num := cr.counter + int64(rec) + 1
+		if ml >= 0 && ml < rec {
+			num = cr.counter + int64(ml) + 1
+		}
+		d.names = strconv.AppendInt(d.names, num, 10)
+		names[i] = nameRef{off, len(d.names) - off}
+	}
+	if cap(d.recs) < len(d.crecs) {
+		d.recs = make([]Record, len(d.crecs))
+	}
+	d.recs = d.recs[:len(d.crecs)]
+	for i := range d.crecs {
+		cr := &d.crecs[i]
+		r := &d.recs[i]
+		n := int(cr.length)
+		*r = Record{
+			Name:           d.names[names[i].off : names[i].off+names[i].n],
+			Flags:          cr.flags,
+			RefID:          cr.refID,
+			Pos:            cr.apos - 1,
+			MapQ:           cr.mapq,
+			Cigar:          d.cigars[cr.cigOff : cr.cigOff+cr.cigN],
+			MateRefID:      cr.mateRefID,
+			MatePos:        cr.matePos - 1,
+			TemplateLength: cr.tlen,
+			Seq:            d.seqs[cr.seqOff : cr.seqOff+n],
+			Qual:           d.quals[cr.qualOff : cr.qualOff+n],
+			Aux:            d.aux[cr.auxOff : cr.auxOff+cr.auxLen],
+		}
+	}
+	return d.recs
+}

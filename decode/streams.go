@@ -1,0 +1,151 @@
+package decode
+
+import "bytes"
+
+// bitReader reads the core data block most significant bit first
+// (CRAMv3 §12).
+type bitReader struct {
+	data []byte
+	pos  int // next byte
+	cur  uint64
+	n    uint // bits held in cur
+}
+
+func (br *bitReader) reset(b []byte) { *br = bitReader{data: b} }
+
+func (br *bitReader) fill() {
+	for br.n <= 56 && br.pos < len(br.data) {
+		br.cur |= uint64(br.data[br.pos]) << (56 - br.n)
+		br.pos++
+		br.n += 8
+	}
+}
+
+func (br *bitReader) readBit() (uint32, error) {
+	if br.n == 0 {
+		br.fill()
+		if br.n == 0 {
+			return 0, corruptf("core data block: read past its end")
+		}
+	}
+	v := uint32(br.cur >> 63)
+	br.cur <<= 1
+	br.n--
+	return v, nil
+}
+
+// readBits reads n (0..32) bits as an unsigned value.
+func (br *bitReader) readBits(n int) (uint32, error) {
+	if n == 0 {
+		return 0, nil
+	}
+	if br.n < uint(n) {
+		br.fill()
+		if br.n < uint(n) {
+			return 0, corruptf("core data block: read past its end")
+		}
+	}
+	v := uint32(br.cur >> (64 - uint(n)))
+	br.cur <<= uint(n)
+	br.n -= uint(n)
+	return v, nil
+}
+
+// extStream is one external block's raw bytes being consumed.
+type extStream struct {
+	id   int32
+	data []byte
+	pos  int
+}
+
+func (x *extStream) readByte() (byte, error) {
+	if x.pos >= len(x.data) {
+		return 0, corruptf("external block %d: read past its end (%d bytes)", x.id, len(x.data))
+	}
+	c := x.data[x.pos]
+	x.pos++
+	return c, nil
+}
+
+func (x *extStream) readITF8() (int32, error) {
+	v, err := readITF8(x.data, &x.pos)
+	if err != nil {
+		return 0, corruptf("external block %d: %w", x.id, err)
+	}
+	return v, nil
+}
+
+func (x *extStream) readN(n int) ([]byte, error) {
+	if n < 0 || n > len(x.data)-x.pos {
+		return nil, corruptf("external block %d: %d bytes wanted at offset %d, %d remain", x.id, n, x.pos, len(x.data)-x.pos)
+	}
+	b := x.data[x.pos : x.pos+n]
+	x.pos += n
+	return b, nil
+}
+
+func (x *extStream) readUntil(stop byte) ([]byte, error) {
+	i := bytes.IndexByte(x.data[x.pos:], stop)
+	if i < 0 {
+		return nil, corruptf("external block %d: no stop byte %#x after offset %d", x.id, stop, x.pos)
+	}
+	b := x.data[x.pos : x.pos+i]
+	x.pos += i + 1
+	return b, nil
+}
+
+// streams is the core and external blocks of one slice.
+type streams struct {
+	core     bitReader
+	small    [64]*extStream // content IDs 0..63
+	large    map[int32]*extStream
+	pool     []extStream
+	maxArray int // bound on one byte array: the slice's total raw bytes
+}
+
+func (s *streams) reset() {
+	s.small = [64]*extStream{}
+	for k := range s.large {
+		delete(s.large, k)
+	}
+	s.pool = s.pool[:0]
+	s.maxArray = 0
+}
+
+func (s *streams) add(id int32, data []byte) {
+	s.pool = append(s.pool, extStream{id: id, data: data})
+	s.maxArray += len(data)
+}
+
+// index makes the added blocks findable by content ID. It is called once
+// all blocks were added, since add may move the pool.
+func (s *streams) index() {
+	for i := range s.pool {
+		x := &s.pool[i]
+		if x.id >= 0 && x.id < int32(len(s.small)) {
+			if s.small[x.id] == nil {
+				s.small[x.id] = x
+			}
+			continue
+		}
+		if s.large == nil {
+			s.large = make(map[int32]*extStream)
+		}
+		if _, ok := s.large[x.id]; !ok {
+			s.large[x.id] = x
+		}
+	}
+}
+
+func (s *streams) external(id int32) (*extStream, error) {
+	var x *extStream
+	if id >= 0 && id < int32(len(s.small)) {
+		x = s.small[id]
+	} else {
+		x = s.large[id]
+	}
+	if x == nil {
+		return nil, corruptf("no external block with content id %d in the slice", id)
+	}
+	return x, nil
+}
