@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+// manifestEntry is one row of a CRAM manifest (corpus or testdata).
+type manifestEntry struct {
+	path, version, ref, rc, records, samMD5, bamMD5, bamMD5NoMD string
+}
+
+func readManifest(t *testing.T, path string) []manifestEntry {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var out []manifestEntry
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(nil, 1<<20)
+	first := true
+	for sc.Scan() {
+		if first {
+			first = false
+			continue
+		}
+		f := strings.Split(sc.Text(), "\t")
+		if len(f) < 9 {
+			continue
+		}
+		out = append(out, manifestEntry{f[0], f[1], f[3], f[4], f[5], f[6], f[7], f[8]})
+	}
+	return out
+}
+
+// convertMD5 decodes a whole CRAM to an uncompressed BAM stream and
+// returns its MD5.
+func convertMD5(t *testing.T, path string, fastas []string, noMD bool) (string, error) {
+	t.Helper()
+	env := reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"}
+	store, err := reference.Open(fastas, env)
+	if err != nil {
+		return "", err
+	}
+	defer store.Close()
+	c, err := OpenCRAM(path, CRAMOptions{Reference: store, NoMD: noMD, AllowMissingEOF: true})
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	h := md5.New()
+	h.Write(c.Header())
+	var buf []byte
+	for i := 0; i < c.NumContainers(); i++ {
+		buf, err = c.AppendContainer(context.Background(), i, buf[:0])
+		if err != nil {
+			return "", err
+		}
+		h.Write(buf)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func TestCorpusConformance(t *testing.T) {
+	dir := corpus.Dir(t)
+	checkManifest(t, dir, filepath.Join(dir, "cram_manifest.tsv"))
+}
+
+func TestTestdataConformance(t *testing.T) {
+	dir := filepath.Join(corpus.Root(), "testdata")
+	checkManifest(t, dir, filepath.Join(dir, "cram", "manifest.tsv"))
+}
+
+// checkManifest converts every file of a manifest that samtools reads
+// without error and compares the uncompressed BAM stream with samtools',
+// with and without MD/NM generation.
+func checkManifest(t *testing.T, dir, manifest string) {
+	entries := readManifest(t, manifest)
+	if len(entries) == 0 {
+		t.Fatalf("%s lists no files", manifest)
+	}
+	for _, e := range entries {
+		if e.rc != "0" || strings.Contains(e.path, "truncated") {
+			continue
+		}
+		t.Run(e.path, func(t *testing.T) {
+			var fastas []string
+			if e.ref != "" {
+				fastas = []string{filepath.Join(dir, e.ref)}
+			}
+			for _, noMD := range []bool{false, true} {
+				want := e.bamMD5
+				if noMD {
+					want = e.bamMD5NoMD
+				}
+				got, err := convertMD5(t, filepath.Join(dir, e.path), fastas, noMD)
+				if err != nil {
+					t.Fatalf("noMD=%v: %v", noMD, err)
+				}
+				if got != want {
+					t.Errorf("noMD=%v: BAM stream md5 %s, samtools %s", noMD, got, want)
+				}
+			}
+		})
+	}
+}

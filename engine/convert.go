@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/cramfs/cramfs/encode/bgzf"
+)
+
+// ConvertOptions configures Convert.
+type ConvertOptions struct {
+	Threads int // decoding and compressing workers; 0 means GOMAXPROCS
+	Level   int // BGZF compression level, 0 (stored) to 9
+	// Progress, when set, is called after each container is written with
+	// the number written so far and the total.
+	Progress func(done, total int)
+}
+
+// Convert writes the BAM of src to w: the header's BGZF blocks, one run of
+// blocks per container and the EOF block, the same bytes as the virtual
+// BAM at that level. Containers are decoded and compressed by Threads
+// workers and written in order, so the output does not depend on Threads.
+// At most 2×Threads containers are held in memory at once.
+func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) error {
+	threads := opt.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	if opt.Level < 0 || opt.Level > 9 {
+		return fmt.Errorf("compression level %d: want 0 to 9", opt.Level)
+	}
+	comp, err := bgzf.NewCompressor(opt.Level)
+	if err != nil {
+		return err
+	}
+	out, err := comp.AppendBlocks(nil, src.Header())
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(out); err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		data []byte
+		err  error
+	}
+	n := src.NumContainers()
+	queue := make(chan chan result, 2*threads)
+	sem := make(chan struct{}, threads)
+	comps := make(chan *bgzf.Compressor, threads)
+	for range threads {
+		c, err := bgzf.NewCompressor(opt.Level)
+		if err != nil {
+			return err
+		}
+		comps <- c
+	}
+	go func() {
+		defer close(queue)
+		for i := range n {
+			ch := make(chan result, 1)
+			select {
+			case queue <- ch:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				ch <- result{err: ctx.Err()}
+				return
+			}
+			go func() {
+				defer func() { <-sem }()
+				raw, err := src.AppendContainer(ctx, i, nil)
+				if err != nil {
+					ch <- result{err: err}
+					return
+				}
+				c := <-comps
+				data, err := c.AppendBlocks(make([]byte, 0, len(raw)/2+1024), raw)
+				comps <- c
+				ch <- result{data: data, err: err}
+			}()
+		}
+	}()
+	done := 0
+	for ch := range queue {
+		r := <-ch
+		if r.err != nil {
+			cancel()
+			for ch := range queue { // let the workers finish
+				<-ch
+			}
+			return r.err
+		}
+		if _, err := w.Write(r.data); err != nil {
+			cancel()
+			for ch := range queue {
+				<-ch
+			}
+			return err
+		}
+		done++
+		if opt.Progress != nil {
+			opt.Progress(done, n)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err = w.Write(bgzf.EOF)
+	return err
+}

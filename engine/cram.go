@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/encode/bam"
+)
+
+// CRAMOptions configures how a CRAM file is read.
+type CRAMOptions struct {
+	// Reference holds the FASTA files and REF_PATH/REF_CACHE lookups. It
+	// may be nil for files that need no external reference.
+	Reference *reference.Store
+	// NoMD turns off MD/NM generation (htslib's decode_md=0).
+	NoMD bool
+	// AllowMissingEOF accepts a file without its EOF container.
+	AllowMissingEOF bool
+}
+
+// CRAM is a CRAM file as an engine Source.
+type CRAM struct {
+	// constant after OpenCRAM
+	path   string
+	file   *os.File
+	f      *decode.File
+	header []byte
+	dopt   decode.DecoderOptions
+
+	decoders sync.Pool // *decode.Decoder
+}
+
+// OpenCRAM opens a CRAM file and reads its header and container table.
+func OpenCRAM(path string, opt CRAMOptions) (*CRAM, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	f, err := decode.Open(path, fh, st.Size(), decode.OpenOptions{AllowMissingEOF: opt.AllowMissingEOF})
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	c := &CRAM{path: path, file: fh, f: f}
+	c.dopt = decode.DecoderOptions{NoMD: opt.NoMD}
+	var rs *refSource
+	if opt.Reference != nil {
+		rs = newRefSource(opt.Reference, f.Refs)
+		c.dopt.Reference = rs
+	}
+	refs := make([]bam.Reference, len(f.Refs))
+	for i, r := range f.Refs {
+		refs[i] = bam.Reference{Name: r.Name, Length: r.Length}
+		// Like htslib, a FASTA contig of the same name but another length
+		// replaces the @SQ length in the binary header (not in the text).
+		if rs != nil {
+			if n := rs.Length(i); n >= 0 {
+				refs[i].Length = n
+			}
+		}
+	}
+	c.header = bam.AppendHeader(nil, f.HeaderText, refs)
+	return c, nil
+}
+
+// Close releases the file.
+func (c *CRAM) Close() error { return c.file.Close() }
+
+// File is the decoded file structure.
+func (c *CRAM) File() *decode.File { return c.f }
+
+// Name implements Source.
+func (c *CRAM) Name() string { return c.path }
+
+// Header implements Source.
+func (c *CRAM) Header() []byte { return c.header }
+
+// NumContainers implements Source.
+func (c *CRAM) NumContainers() int { return len(c.f.Containers) }
+
+// ContainerOffset implements Source.
+func (c *CRAM) ContainerOffset(i int) int64 { return c.f.Containers[i].Offset }
+
+// AppendContainer implements Source.
+func (c *CRAM) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return dst, err
+	}
+	d, _ := c.decoders.Get().(*decode.Decoder)
+	if d == nil {
+		d = c.f.NewDecoder(c.dopt)
+	}
+	defer c.decoders.Put(d)
+	recs, err := d.Container(i)
+	if err != nil {
+		return dst, err
+	}
+	for j := range recs {
+		if dst, err = bam.AppendRecord(dst, &recs[j]); err != nil {
+			return dst, fmt.Errorf("%s: container at byte %d: record %d (%s): %w", c.path, c.f.Containers[i].Offset, j, recs[j].Name, err)
+		}
+	}
+	return dst, nil
+}
+
+// refSource resolves the @SQ lines of one file against a reference store,
+// once per contig, on first use.
+type refSource struct {
+	store *reference.Store
+	refs  []decode.RefSeq
+	// byName holds the FASTA contig lengths by name, for htslib's
+	// @SQ length sanitising.
+	byName map[string]int64
+
+	mu      sync.Mutex // guards contigs and errs
+	contigs []*reference.Contig
+	errs    []error
+}
+
+func newRefSource(s *reference.Store, refs []decode.RefSeq) *refSource {
+	r := &refSource{store: s, refs: refs, byName: map[string]int64{},
+		contigs: make([]*reference.Contig, len(refs)), errs: make([]error, len(refs))}
+	for _, c := range s.Contigs() {
+		if _, ok := r.byName[c.Name()]; !ok {
+			r.byName[c.Name()] = c.Len()
+		}
+	}
+	return r
+}
+
+func (r *refSource) contig(id int) (*reference.Contig, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.contigs[id] == nil && r.errs[id] == nil {
+		q := r.refs[id]
+		r.contigs[id], r.errs[id] = r.store.Lookup(q.Name, q.Length, q.M5)
+		if r.errs[id] != nil {
+			// Like htslib with -T, fall back to the FASTA contig of that
+			// name; the slice MD5s still guard every base used.
+			for _, c := range r.store.Contigs() {
+				if c.Name() == q.Name {
+					r.contigs[id], r.errs[id] = c, nil
+					break
+				}
+			}
+		}
+	}
+	return r.contigs[id], r.errs[id]
+}
+
+// Bases implements decode.ReferenceSource.
+func (r *refSource) Bases(dst []byte, id int, start, end int64) ([]byte, error) {
+	c, err := r.contig(id)
+	if err != nil {
+		return dst, err
+	}
+	end = min(end, c.Len())
+	start = min(start, end)
+	return c.Bases(dst, start, end)
+}
+
+// Length implements decode.ReferenceSource.
+func (r *refSource) Length(id int) int64 {
+	if n, ok := r.byName[r.refs[id].Name]; ok {
+		return n
+	}
+	return -1
+}
