@@ -1,0 +1,146 @@
+// Package cache holds built BGZF data of virtual BAM segments in memory,
+// bounded by the total number of bytes held rather than by entry count.
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// ErrInvalid is returned for invalid cache parameters.
+var ErrInvalid = errors.New("cache: invalid parameter")
+
+// Key identifies one segment of one file: File is a stable identity of the
+// file (not merely its path) and Segment the segment number within it.
+type Key struct {
+	File    string
+	Segment int
+}
+
+// Stats are cumulative counters of a Cache and its current occupancy.
+type Stats struct {
+	Hits      uint64 // Get calls that found their key
+	Misses    uint64 // Get calls that did not
+	Adds      uint64 // values stored
+	Rejected  uint64 // values larger than the whole cache, not stored
+	Evictions uint64 // values dropped to respect the byte bound
+	Entries   int    // values held now
+	Bytes     int64  // bytes held now
+	MaxBytes  int64  // the byte bound
+}
+
+// Cache is a least-recently-used cache of byte slices whose total length
+// never exceeds a fixed bound. It is safe for concurrent use. Stored slices
+// are shared with callers and must be treated as read-only by both sides.
+type Cache[K comparable] struct {
+	mu       sync.Mutex
+	lru      *simplelru.LRU[K, []byte]
+	maxBytes int64
+	bytes    int64
+	evicting bool // set while the cache itself drops entries for space
+	st       Stats
+}
+
+// New returns a cache holding at most maxBytes bytes of values. A
+// maxBytes of 0 gives a cache that stores nothing.
+func New[K comparable](maxBytes int64) (*Cache[K], error) {
+	if maxBytes < 0 {
+		return nil, fmt.Errorf("%w: negative byte bound %d", ErrInvalid, maxBytes)
+	}
+	c := &Cache[K]{maxBytes: maxBytes}
+	l, err := simplelru.NewLRU[K, []byte](math.MaxInt, c.onEvict)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	c.lru = l
+	return c, nil
+}
+
+// onEvict runs under c.mu for every value leaving the LRU list.
+func (c *Cache[K]) onEvict(_ K, v []byte) {
+	c.bytes -= int64(len(v))
+	if c.evicting {
+		c.st.Evictions++
+	}
+}
+
+// Get returns the value stored under k and marks it most recently used.
+func (c *Cache[K]) Get(k K) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.lru.Get(k)
+	if ok {
+		c.st.Hits++
+	} else {
+		c.st.Misses++
+	}
+	return v, ok
+}
+
+// Contains reports whether k is stored, without touching recency or stats.
+func (c *Cache[K]) Contains(k K) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Contains(k)
+}
+
+// Add stores v under k, replacing any previous value, and evicts the least
+// recently used values until the byte bound holds. A value longer than the
+// bound is not stored; Add reports whether v was stored.
+func (c *Cache[K]) Add(k K, v []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if int64(len(v)) > c.maxBytes {
+		c.st.Rejected++
+		c.lru.Remove(k) // never leave an older value behind a newer one
+		return false
+	}
+	c.lru.Remove(k)
+	c.lru.Add(k, v)
+	c.bytes += int64(len(v))
+	c.st.Adds++
+	c.evicting = true
+	for c.bytes > c.maxBytes {
+		if _, _, ok := c.lru.RemoveOldest(); !ok {
+			break
+		}
+	}
+	c.evicting = false
+	return true
+}
+
+// Remove drops the value stored under k and reports whether there was one.
+func (c *Cache[K]) Remove(k K) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Remove(k)
+}
+
+// Len returns the number of values held.
+func (c *Cache[K]) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}
+
+// Bytes returns the total length of the values held.
+func (c *Cache[K]) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
+// Stats returns a snapshot of the counters.
+func (c *Cache[K]) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.st
+	s.Entries = c.lru.Len()
+	s.Bytes = c.bytes
+	s.MaxBytes = c.maxBytes
+	return s
+}
