@@ -1,0 +1,714 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cramfs/cramfs/encode/bgzf"
+)
+
+func newTestManager(t testing.TB, opts Options) (*Manager, *logCounter) {
+	t.Helper()
+	if opts.CacheDir == "" {
+		opts.CacheDir = t.TempDir()
+	}
+	if opts.Threads == 0 {
+		opts.Threads = 2
+	}
+	lc := newLogCounter()
+	m := NewManager(opts, slog.New(lc))
+	t.Cleanup(m.Close)
+	return m, lc
+}
+
+func openT(t testing.TB, m *Manager, src Source) *VirtualBAM {
+	t.Helper()
+	v, err := m.Open(context.Background(), src)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", src.Name(), err)
+	}
+	return v
+}
+
+func TestWholeFileEqualsIndependentCompression(t *testing.T) {
+	cases := []struct {
+		fixture string
+		level   int // Options.Level
+		bgzf    int // level handed to the compressor
+		chunk   int
+	}{
+		{"synth", 0, 1, 1 << 16},
+		{"synth", -1, 0, 128 << 10},
+		{"synth", 6, 6, 4096},
+		{"small", 0, 1, 7919},
+		{"unsorted", 0, 1, 100},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s/level%d", tc.fixture, tc.level), func(t *testing.T) {
+			src := newFakeSource(fixture(t, tc.fixture), "")
+			m, _ := newTestManager(t, Options{Level: tc.level})
+			v := openT(t, m, src)
+			want := src.expected(t, tc.bgzf)
+			if v.Size() != int64(len(want)) {
+				t.Fatalf("Size = %d, want %d", v.Size(), len(want))
+			}
+			got := readAll(t, v, tc.chunk)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("virtual BAM (%d bytes) differs from independent compression (%d bytes)", len(got), len(want))
+			}
+			raw, err := bgzf.DecompressAll(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(raw, src.rawStream()) {
+				t.Fatal("decompressed virtual BAM differs from Header()+records")
+			}
+			l := v.Layout()
+			if l.Level != tc.bgzf || len(l.Segments) != src.NumContainers() || l.Size != v.Size() {
+				t.Fatalf("layout level %d, %d segments, size %d", l.Level, len(l.Segments), l.Size)
+			}
+			multi := false
+			for _, s := range l.Segments {
+				if s.RawLen > bgzf.MaxBlockData {
+					multi = true
+				}
+			}
+			if tc.fixture == "synth" && !multi {
+				t.Error("fixture has no segment spanning several BGZF blocks")
+			}
+		})
+	}
+}
+
+// interestingOffsets lists offsets around every boundary of the layout.
+func interestingOffsets(l Layout) []int64 {
+	offs := []int64{0, 1, l.Header.CompLen - 1, l.Header.CompLen, l.Size - 28, l.Size - 1, l.Size, l.Size + 1, l.Size + 1<<20}
+	for _, s := range l.Segments {
+		offs = append(offs, s.Offset-1, s.Offset, s.Offset+1, s.End()-1)
+	}
+	return offs
+}
+
+func checkReadAt(t *testing.T, v *VirtualBAM, want []byte, off int64, n int) {
+	t.Helper()
+	p := make([]byte, n)
+	got, err := v.ReadAt(p, off)
+	size := int64(len(want))
+	switch {
+	case off >= size:
+		if got != 0 || err != io.EOF {
+			t.Fatalf("ReadAt(%d bytes at %d) past end = %d, %v; want 0, EOF", n, off, got, err)
+		}
+	case off+int64(n) > size:
+		if int64(got) != size-off || err != io.EOF {
+			t.Fatalf("ReadAt(%d bytes at %d) over end = %d, %v; want %d, EOF", n, off, got, err, size-off)
+		}
+	default:
+		if got != n || err != nil {
+			t.Fatalf("ReadAt(%d bytes at %d) = %d, %v", n, off, got, err)
+		}
+	}
+	if off < size && !bytes.Equal(p[:got], want[off:off+int64(got)]) {
+		t.Fatalf("ReadAt(%d bytes at %d): wrong bytes", n, off)
+	}
+}
+
+func TestRandomReads(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	want := src.expected(t, 1)
+	m, _ := newTestManager(t, Options{CacheSize: 1 << 20})
+	v := openT(t, m, src)
+	r := rand.New(rand.NewPCG(7, 7))
+	for _, off := range interestingOffsets(v.Layout()) {
+		for _, n := range []int{1, 2, 29, 70000} {
+			checkReadAt(t, v, want, max(off, 0), n)
+		}
+	}
+	for range 150 {
+		off := r.Int64N(int64(len(want)) + 100)
+		n := 1 + r.IntN(150<<10)
+		checkReadAt(t, v, want, off, n)
+	}
+	if n, err := v.ReadAt(make([]byte, 4), -1); n != 0 || !errors.Is(err, ErrInvalid) {
+		t.Errorf("ReadAt at -1 = %d, %v", n, err)
+	}
+	if n, err := v.ReadAt(nil, 5); n != 0 || err != nil {
+		t.Errorf("empty ReadAt = %d, %v", n, err)
+	}
+}
+
+func TestConcurrentReadersSmallCache(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	want := src.expected(t, 1)
+	// The cache holds a small fraction of the file: segments are evicted
+	// and rebuilt all the time, and must come back identical.
+	m, _ := newTestManager(t, Options{CacheSize: int64(len(want)) / 10, Threads: 2})
+	v := openT(t, m, src)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 3))
+			p := make([]byte, 64<<10)
+			for range 60 {
+				off := r.Int64N(int64(len(want)))
+				n := 1 + r.IntN(len(p))
+				got, err := v.ReadAt(p[:n], off)
+				if err != nil && err != io.EOF {
+					t.Errorf("ReadAt: %v", err)
+					return
+				}
+				if !bytes.Equal(p[:got], want[off:off+int64(got)]) {
+					t.Errorf("reader %d: wrong bytes at %d", g, off)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	st := m.CacheStats()
+	if st.Evictions == 0 {
+		t.Errorf("no evictions with a cache of %d bytes: %+v", st.MaxBytes, st)
+	}
+	if st.Bytes > st.MaxBytes {
+		t.Errorf("cache holds %d bytes, bound %d", st.Bytes, st.MaxBytes)
+	}
+	// Whole file again after all that eviction: still the same bytes.
+	if got := readAll(t, v, 100<<10); !bytes.Equal(got, want) {
+		t.Fatal("bytes differ after eviction")
+	}
+}
+
+func TestOneBuildPerSegment(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	m, _ := newTestManager(t, Options{Readahead: -1})
+	var opens sync.WaitGroup
+	vs := make([]*VirtualBAM, 6)
+	for i := range vs {
+		opens.Add(1)
+		go func() {
+			defer opens.Done()
+			v, err := m.Open(context.Background(), src)
+			if err != nil {
+				t.Error(err)
+			}
+			vs[i] = v
+		}()
+	}
+	opens.Wait()
+	if t.Failed() {
+		return
+	}
+	for i := range src.conts {
+		if n := src.decodes[i].Load(); n != 1 {
+			t.Fatalf("container %d decoded %d times by concurrent opens, want 1", i, n)
+		}
+	}
+	// Many readers of the same segment at once: one more decode of it.
+	seg := v0Seg(vs[0], 4)
+	var wg sync.WaitGroup
+	for _, v := range vs {
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := make([]byte, 100)
+				if _, err := v.ReadAt(p, seg.Offset+10); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if n := src.decodes[4].Load(); n != 2 {
+		t.Fatalf("segment 4 decoded %d times in total, want 2 (scan + one build)", n)
+	}
+}
+
+func v0Seg(v *VirtualBAM, i int) Segment { return v.Layout().Segments[i] }
+
+func TestReadahead(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	m, _ := newTestManager(t, Options{Readahead: 3, Threads: 2})
+	v := openT(t, m, src)
+	l := v.Layout()
+	base := src.total.Load()
+
+	// A random read decodes only what it touches.
+	mid := l.Segments[len(l.Segments)/2]
+	for mid.CompLen == 0 {
+		t.Fatal("middle segment empty")
+	}
+	if _, err := v.ReadAt(make([]byte, 10), mid.Offset); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.ReadAt(make([]byte, 10), 7); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := src.total.Load() - base; n != 1 {
+		t.Fatalf("random reads decoded %d containers, want 1", n)
+	}
+
+	// Sequential reads from the start: later segments get built ahead.
+	p := make([]byte, 4096)
+	off := int64(0)
+	for range 3 {
+		n, err := v.ReadAt(p, off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off += int64(n)
+	}
+	next := v.segmentAt(off)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ahead := 0
+		for i := next + 1; i < len(l.Segments); i++ {
+			if src.decodes[i].Load() > 1 {
+				ahead++
+			}
+		}
+		if ahead >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no readahead after sequential reads (%d segments built ahead)", ahead)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestIndexMatchesSamtools(t *testing.T) {
+	for _, name := range []string{"synth", "small"} {
+		t.Run(name, func(t *testing.T) {
+			src := newFakeSource(fixture(t, name), "")
+			m, _ := newTestManager(t, Options{})
+			v := openT(t, m, src)
+			dir := t.TempDir()
+			path := filepath.Join(dir, "v.bam")
+			if err := os.WriteFile(path, readAll(t, v, 1<<20), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			samtools(t, "index", path)
+			want, err := os.ReadFile(path + ".bai")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := v.Index()
+			if got == nil {
+				t.Fatal("no index for a sorted file")
+			}
+			if !bytes.Equal(got, want) {
+				os.WriteFile(filepath.Join(dir, "got.bai"), got, 0o644)
+				t.Fatalf(".bai differs from samtools index: %d vs %d bytes", len(got), len(want))
+			}
+			// The served index also answers region queries like samtools'.
+			if err := os.WriteFile(path+".bai", got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			samtools(t, "quickcheck", path)
+		})
+	}
+}
+
+func TestUnsortedHasNoIndex(t *testing.T) {
+	src := newFakeSource(fixture(t, "unsorted"), "")
+	m, lc := newTestManager(t, Options{})
+	v := openT(t, m, src)
+	if v.Index() != nil {
+		t.Fatal("index built for unsorted records")
+	}
+	if lc.count(slog.LevelWarn) == 0 {
+		t.Fatal("missing index not logged")
+	}
+	if !bytes.Equal(readAll(t, v, 333), src.expected(t, 1)) {
+		t.Fatal("unsorted file served wrong bytes")
+	}
+}
+
+func indexPathFor(t *testing.T, m *Manager, src Source) string {
+	t.Helper()
+	id, err := fileIdentity(src.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(m.opts.CacheDir, indexKey(id, m.opts.Level)+".idx")
+}
+
+func TestPersistedIndex(t *testing.T) {
+	fx := fixture(t, "synth")
+	dir := t.TempDir()
+	src := newFakeSource(fx, "")
+	m1, _ := newTestManager(t, Options{CacheDir: dir})
+	v1 := openT(t, m1, src)
+	path := indexPathFor(t, m1, src)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("index not written: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("cache dir holds %d entries, want 1 (no temporary files left)", len(entries))
+	}
+
+	// Other foreign index: the same file indexed at another level.
+	other := newFakeSource(fx, "")
+	mOther, _ := newTestManager(t, Options{CacheDir: t.TempDir(), Level: 6})
+	openT(t, mOther, other)
+	foreign, err := os.ReadFile(indexPathFor(t, mOther, other))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	corrupt := func(b []byte) []byte {
+		c := append([]byte(nil), b...)
+		c[len(c)/2] ^= 0x40
+		return c
+	}
+	cases := []struct {
+		name    string
+		content []byte // nil: leave the file as is
+		rebuild bool
+	}{
+		{"valid", nil, false},
+		{"corrupt", corrupt(good), true},
+		{"truncated", good[:len(good)-9], true},
+		{"empty", []byte{}, true},
+		{"foreign", foreign, true},
+		{"missing", nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.content != nil {
+				if err := os.WriteFile(path, tc.content, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.name == "missing" {
+				os.Remove(path)
+			}
+			s := newFakeSource(fx, "")
+			m, lc := newTestManager(t, Options{CacheDir: dir})
+			v := openT(t, m, s)
+			decoded := s.total.Load() > 0
+			if decoded != tc.rebuild {
+				t.Fatalf("Open decoded %d containers; rebuild expected %v", s.total.Load(), tc.rebuild)
+			}
+			if tc.rebuild && tc.name != "missing" && lc.count(slog.LevelInfo) == 0 {
+				t.Error("rebuild of an unusable index not logged")
+			}
+			if !bytes.Equal(v.Index(), v1.Index()) || v.Size() != v1.Size() {
+				t.Fatal("index or size differ from the first open")
+			}
+			after, err := os.ReadFile(path)
+			if err != nil || !bytes.Equal(after, good) {
+				t.Fatalf("index file not restored (%v)", err)
+			}
+			if tc.name == "corrupt" && !bytes.Equal(readAll(t, v, 1<<20), s.expected(t, 1)) {
+				t.Fatal("wrong bytes")
+			}
+			if fmt.Sprint(v.Layout()) != fmt.Sprint(v1.Layout()) {
+				t.Fatal("layout differs from the first open")
+			}
+		})
+	}
+
+	// A changed file (new mtime) is not served from the old index.
+	later := time.Now().Add(time.Hour)
+	copyPath := filepath.Join(t.TempDir(), "copy.bam")
+	data, _ := os.ReadFile(fx.path)
+	os.WriteFile(copyPath, data, 0o644)
+	os.Chtimes(copyPath, later, later)
+	s := newFakeSource(fx, copyPath)
+	m, _ := newTestManager(t, Options{CacheDir: dir})
+	openT(t, m, s)
+	if s.total.Load() == 0 {
+		t.Fatal("index reused for a file with another mtime")
+	}
+}
+
+func TestTwoManagersIndexConcurrently(t *testing.T) {
+	fx := fixture(t, "synth")
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	vs := make([]*VirtualBAM, 2)
+	for i := range vs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m, _ := newTestManager(t, Options{CacheDir: dir})
+			v, err := m.Open(context.Background(), newFakeSource(fx, ""))
+			if err != nil {
+				t.Error(err)
+			}
+			vs[i] = v
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	src := newFakeSource(fx, "")
+	want := src.expected(t, 1)
+	for i, v := range vs {
+		if !bytes.Equal(readAll(t, v, 1<<20), want) {
+			t.Fatalf("manager %d serves wrong bytes", i)
+		}
+	}
+	if !bytes.Equal(vs[0].Index(), vs[1].Index()) {
+		t.Fatal("indexes differ")
+	}
+	// The file left behind is valid: a third manager loads it without decoding.
+	m, _ := newTestManager(t, Options{CacheDir: dir})
+	openT(t, m, src)
+	if src.total.Load() != 0 {
+		t.Fatal("index left by concurrent writers was not reusable")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("cache dir holds %d entries, want 1", len(entries))
+	}
+}
+
+func TestUnwritableCacheDir(t *testing.T) {
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fx := fixture(t, "small")
+	// A cache dir below a regular file can never be created, even by root.
+	m, lc := newTestManager(t, Options{CacheDir: filepath.Join(blocker, "cache")})
+	s1 := newFakeSource(fx, "")
+	v := openT(t, m, s1)
+	if !bytes.Equal(readAll(t, v, 1<<16), s1.expected(t, 1)) {
+		t.Fatal("wrong bytes")
+	}
+	s2 := newFakeSource(fx, "")
+	openT(t, m, s2)
+	if s2.total.Load() != 0 {
+		t.Error("second open rescanned although the layout is kept in memory")
+	}
+	if n := lc.count(slog.LevelWarn); n != 1 {
+		t.Errorf("%d warnings, want exactly 1:\n%s", n, lc.text())
+	}
+}
+
+func TestNonFileSource(t *testing.T) {
+	src := newFakeSource(fixture(t, "small"), "not/a/file.cram")
+	m, _ := newTestManager(t, Options{})
+	v := openT(t, m, src)
+	if !bytes.Equal(readAll(t, v, 5000), src.expected(t, 1)) {
+		t.Fatal("wrong bytes")
+	}
+	if entries, _ := os.ReadDir(m.opts.CacheDir); len(entries) != 0 {
+		t.Fatal("index persisted for a source without a file identity")
+	}
+}
+
+func TestMismatchOnRebuild(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	src.flipOn, src.flipIdx = 2, 4 // the scan sees the true bytes, every rebuild other ones
+	m, lc := newTestManager(t, Options{CacheSize: -1, Readahead: -1})
+	v := openT(t, m, src)
+	seg := v.Layout().Segments[4]
+	p := make([]byte, 64)
+	// The header and the EOF block do not depend on containers.
+	if _, err := v.ReadAt(p, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := v.ReadAt(p, seg.Offset)
+	if !errors.Is(err, ErrMismatch) || n != 0 {
+		t.Fatalf("ReadAt of a changed segment = %d, %v; want ErrMismatch", n, err)
+	}
+	if !strings.Contains(err.Error(), "container 4") {
+		t.Errorf("error lacks context: %v", err)
+	}
+	if lc.count(slog.LevelError) != 1 {
+		t.Errorf("mismatch logged %d times at error level", lc.count(slog.LevelError))
+	}
+	// A read spanning into the bad segment returns only the good bytes.
+	prev := v.Layout().Segments[3]
+	n, err = v.ReadAt(make([]byte, 200), seg.Offset-10)
+	if prev.CompLen >= 10 && (n != 10 || !errors.Is(err, ErrMismatch)) {
+		t.Fatalf("spanning read = %d, %v", n, err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	fx := fixture(t, "small")
+	broken := errors.New("decoder exploded")
+	t.Run("source error", func(t *testing.T) {
+		src := newFakeSource(fx, "")
+		src.fail = broken
+		m, _ := newTestManager(t, Options{})
+		if _, err := m.Open(context.Background(), src); !errors.Is(err, broken) {
+			t.Fatalf("Open = %v, want the source's error", err)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		m, _ := newTestManager(t, Options{})
+		if _, err := m.Open(ctx, newFakeSource(fx, "")); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Open = %v, want context.Canceled", err)
+		}
+	})
+	t.Run("bad framing", func(t *testing.T) {
+		src := newFakeSource(fx, "")
+		src.conts[1] = append(append([]byte(nil), src.conts[1]...), 9, 0, 0)
+		m, _ := newTestManager(t, Options{})
+		if _, err := m.Open(context.Background(), src); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("Open = %v, want ErrInvalid", err)
+		}
+	})
+	t.Run("empty header", func(t *testing.T) {
+		src := newFakeSource(fx, "")
+		src.header = nil
+		m, _ := newTestManager(t, Options{})
+		if _, err := m.Open(context.Background(), src); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("Open = %v, want ErrInvalid", err)
+		}
+	})
+	t.Run("bad level", func(t *testing.T) {
+		m, _ := newTestManager(t, Options{Level: 12})
+		if _, err := m.Open(context.Background(), newFakeSource(fx, "")); !errors.Is(err, bgzf.ErrLevel) {
+			t.Fatalf("Open = %v, want bgzf.ErrLevel", err)
+		}
+	})
+}
+
+func TestIndexRoundTrip(t *testing.T) {
+	f := &indexFile{
+		Depends: dependsOn(1),
+		ID:      identity{Size: 123, MTime: 456, Head: [32]byte{1}, Tail: [32]byte{2}},
+		Layout: Layout{Level: 1, Header: Segment{CompLen: 50, RawLen: 70, CRC: 9},
+			Segments: []Segment{{Offset: 50, CompLen: 10, RawLen: 20, CRC: 1}, {Offset: 60}, {Offset: 60, CompLen: 5, RawLen: 6, CRC: 2}},
+			Size:     65 + 28},
+		HasBAI: true,
+		BAI:    []byte("BAI\x01rest"),
+	}
+	b := marshalIndex(f)
+	g, err := readIndex(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(g) != fmt.Sprint(f) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", g, f)
+	}
+	for cut := range len(b) {
+		if _, err := readIndex(b[:cut]); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("truncated to %d: %v", cut, err)
+		}
+	}
+}
+
+// FuzzReadIndex feeds arbitrary bytes to the index parser: it must never
+// panic, and whatever it accepts must re-encode to the same bytes.
+func FuzzReadIndex(f *testing.F) {
+	f.Add(marshalIndex(&indexFile{Depends: dependsOn(1), Layout: Layout{Header: Segment{CompLen: 1, RawLen: 1}}}))
+	if _, err := exec.LookPath("samtools"); err == nil {
+		src := newFakeSource(fixture(f, "small"), "")
+		dir := f.TempDir()
+		m := NewManager(Options{CacheDir: dir, Threads: 2}, nil)
+		if _, err := m.Open(context.Background(), src); err != nil {
+			f.Fatal(err)
+		}
+		m.Close()
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkIndexBytes(t, b)
+		// The same bytes with a valid checksum reach the parser proper.
+		if len(b) >= 4 {
+			body := b[:len(b)-4]
+			checkIndexBytes(t, binary.LittleEndian.AppendUint32(body[:len(body):len(body)], crc32.Checksum(body, castagnoli)))
+		}
+	})
+}
+
+func checkIndexBytes(t *testing.T, b []byte) {
+	{
+		idx, err := readIndex(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error not wrapping ErrInvalid: %v", err)
+			}
+			return
+		}
+		if !bytes.Equal(marshalIndex(idx), b) {
+			t.Fatal("accepted index does not re-encode to its bytes")
+		}
+		l := idx.Layout
+		off := l.Header.CompLen
+		for _, s := range l.Segments {
+			if s.Offset != off || s.CompLen < 0 {
+				t.Fatal("inconsistent layout accepted")
+			}
+			off += s.CompLen
+		}
+		if l.Size != off+28 {
+			t.Fatal("inconsistent size")
+		}
+	}
+}
+
+// TestCancelledLeaderDoesNotFailOthers: when the read leading a segment
+// build is interrupted, a concurrent reader of the same segment still gets
+// its bytes.
+func TestCancelledLeaderDoesNotFailOthers(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	m, _ := newTestManager(t, Options{Readahead: -1})
+	v := openT(t, m, src)
+	want := src.expected(t, 1)
+	src.gateIdx, src.gate = 4, make(chan struct{})
+	seg := v.Layout().Segments[4]
+	ctx, cancel := context.WithCancel(context.Background())
+	leader := make(chan error, 1)
+	go func() {
+		_, err := v.ReadAtContext(ctx, make([]byte, 10), seg.Offset)
+		leader <- err
+	}()
+	for src.decodes[4].Load() < 2 { // the leader is inside the build
+		time.Sleep(time.Millisecond)
+	}
+	other := make(chan error, 1)
+	p := make([]byte, 100)
+	go func() {
+		_, err := v.ReadAt(p, seg.Offset+5)
+		other <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // let the second reader join the build
+	cancel()
+	if err := <-leader; !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted read = %v, want context.Canceled", err)
+	}
+	close(src.gate)
+	if err := <-other; err != nil {
+		t.Fatalf("second reader failed with the leader's cancellation: %v", err)
+	}
+	if !bytes.Equal(p, want[seg.Offset+5:seg.Offset+105]) {
+		t.Fatal("wrong bytes")
+	}
+}

@@ -1,0 +1,222 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/cramfs/cramfs/encode/bam"
+	"github.com/cramfs/cramfs/encode/bgzf"
+)
+
+// castagnoli is the CRC-32C table used for segment checksums.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Segment is one contiguous run of BGZF blocks in the virtual BAM: the
+// header's blocks, or the records of one CRAM data container (CRAMv3 §7)
+// compressed to BGZF (SAMv1 §4.1). No BGZF block spans two segments.
+type Segment struct {
+	Offset  int64  // byte offset of the first block in the virtual BAM
+	CompLen int64  // length of the BGZF blocks; 0 for a container without records
+	RawLen  int64  // length of the BAM data the blocks hold
+	CRC     uint32 // CRC-32C (Castagnoli) of the BGZF blocks
+}
+
+// End returns the offset just past the segment.
+func (s Segment) End() int64 { return s.Offset + s.CompLen }
+
+// Layout is the shape of a virtual BAM (SAMv1 §4): the BGZF blocks of the
+// header, one segment per CRAM data container, then the BGZF EOF block.
+type Layout struct {
+	Level    int       // deflate level of the blocks; 0 = stored
+	Header   Segment   // the BAM header's blocks, at offset 0
+	Segments []Segment // one per data container, in file order
+	Size     int64     // total size including the 28-byte EOF block
+}
+
+// clone returns a deep copy of l.
+func (l Layout) clone() Layout {
+	l.Segments = append([]Segment(nil), l.Segments...)
+	return l
+}
+
+// eofOffset returns the offset of the BGZF EOF block.
+func (l *Layout) eofOffset() int64 { return l.Size - int64(len(bgzf.EOF)) }
+
+// blockInfo is one BGZF block of a compressed segment.
+type blockInfo struct {
+	cOff int64 // offset of the block within the segment
+	uOff int64 // offset of its data within the segment's raw bytes
+	uLen int64 // length of its data
+}
+
+// walkBlocks lists the BGZF blocks of b (SAMv1 §4.1: BSIZE in the BC extra
+// subfield, ISIZE in the last four bytes), appending to dst.
+func walkBlocks(dst []blockInfo, b []byte) ([]blockInfo, error) {
+	var uOff int64
+	for off := 0; off < len(b); {
+		rest := b[off:]
+		if len(rest) < 18+8 || rest[0] != 31 || rest[1] != 139 || rest[3]&4 == 0 {
+			return dst, fmt.Errorf("%w: no BGZF block header at segment offset %d", ErrInvalid, off)
+		}
+		xlen := int(binary.LittleEndian.Uint16(rest[10:]))
+		if 12+xlen > len(rest) {
+			return dst, fmt.Errorf("%w: BGZF extra field of %d bytes overruns segment at offset %d", ErrInvalid, xlen, off)
+		}
+		bsize := -1
+		for x := rest[12 : 12+xlen]; len(x) >= 4; {
+			sl := int(binary.LittleEndian.Uint16(x[2:]))
+			if 4+sl > len(x) {
+				break
+			}
+			if x[0] == 'B' && x[1] == 'C' && sl == 2 {
+				bsize = int(binary.LittleEndian.Uint16(x[4:])) + 1
+			}
+			x = x[4+sl:]
+		}
+		if bsize < 12+xlen+8 || bsize > len(rest) {
+			return dst, fmt.Errorf("%w: BGZF block size %d invalid at segment offset %d (%d bytes left)", ErrInvalid, bsize, off, len(rest))
+		}
+		isize := int64(binary.LittleEndian.Uint32(rest[bsize-4:]))
+		if isize > 1<<16 {
+			return dst, fmt.Errorf("%w: BGZF block holds %d bytes at segment offset %d", ErrInvalid, isize, off)
+		}
+		dst = append(dst, blockInfo{cOff: int64(off), uOff: uOff, uLen: isize})
+		uOff += isize
+		off += bsize
+	}
+	return dst, nil
+}
+
+// recInfo is what the .bai needs of one record; offsets are within the
+// segment's raw bytes.
+type recInfo struct {
+	refID    int32
+	unmapped bool
+	beg, end int64
+	uStart   int64
+	uEnd     int64
+}
+
+// walkRecords frames the BAM records of raw (SAMv1 §4.2: each begins with
+// its block_size) and appends what the index needs to dst.
+func walkRecords(dst []recInfo, raw []byte) ([]recInfo, error) {
+	for off := 0; off < len(raw); {
+		if len(raw)-off < 4 {
+			return dst, fmt.Errorf("%w: %d trailing bytes after the last record at offset %d", ErrInvalid, len(raw)-off, off)
+		}
+		bs := int64(binary.LittleEndian.Uint32(raw[off:]))
+		if bs > int64(len(raw)-off-4) {
+			return dst, fmt.Errorf("%w: record block_size %d overruns container data (%d bytes left) at offset %d", ErrInvalid, bs, len(raw)-off-4, off)
+		}
+		n := 4 + int(bs)
+		refID, pos, end, flags, err := bam.RecordInfo(raw[off : off+n])
+		if err != nil {
+			return dst, fmt.Errorf("%w: record at offset %d: %w", ErrInvalid, off, err)
+		}
+		dst = append(dst, recInfo{refID: refID, unmapped: flags&4 != 0, beg: pos, end: end, uStart: int64(off), uEnd: int64(off + n)})
+		off += n
+	}
+	return dst, nil
+}
+
+// compressSegment BGZF-compresses raw with c, appending to dst; an empty
+// raw gives no blocks at all (an empty block would read as EOF).
+func compressSegment(c *bgzf.Compressor, dst, raw []byte) ([]byte, error) {
+	if len(raw) == 0 {
+		return dst, nil
+	}
+	return c.AppendBlocks(dst, raw)
+}
+
+// voffsetMapper turns raw offsets within a segment into BGZF virtual
+// offsets (SAMv1 §4.1.1) the way htslib reports them while reading: an
+// offset at the end of a block is given as the start of the next block.
+// Queries must come in non-decreasing order.
+type voffsetMapper struct {
+	base   int64 // offset of the segment in the virtual BAM
+	end    int64 // offset just past the segment
+	blocks []blockInfo
+	k      int
+}
+
+func (m *voffsetMapper) at(u int64) (uint64, error) {
+	for m.k < len(m.blocks) && u >= m.blocks[m.k].uOff+m.blocks[m.k].uLen {
+		m.k++
+	}
+	var coff, within int64
+	if m.k < len(m.blocks) {
+		b := m.blocks[m.k]
+		if u < b.uOff {
+			return 0, fmt.Errorf("%w: raw offset %d precedes block at %d", ErrInvalid, u, b.uOff)
+		}
+		coff, within = m.base+b.cOff, u-b.uOff
+	} else {
+		coff = m.end
+	}
+	if coff < 0 || coff >= 1<<48 || within >= 1<<16 {
+		return 0, fmt.Errorf("%w: virtual offset out of range (block %d, within %d)", ErrInvalid, coff, within)
+	}
+	return uint64(coff)<<16 | uint64(within), nil
+}
+
+// builtSegment is one container decoded and compressed by the scan.
+type builtSegment struct {
+	seg    Segment // Offset not yet known
+	blocks []blockInfo
+	recs   []recInfo
+}
+
+// scanContainer decodes container i of src, compresses it with c and
+// measures it; raw is a reusable buffer, returned grown.
+func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, i int, raw []byte) (*builtSegment, []byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, raw, err
+	}
+	raw, err := src.AppendContainer(ctx, i, raw[:0])
+	if err != nil {
+		return nil, raw, fmt.Errorf("%s: container %d at offset %d: %w", src.Name(), i, src.ContainerOffset(i), err)
+	}
+	recs, err := walkRecords(nil, raw)
+	if err != nil {
+		return nil, raw, fmt.Errorf("%s: container %d at offset %d: %w", src.Name(), i, src.ContainerOffset(i), err)
+	}
+	comp, err := compressSegment(c, nil, raw)
+	if err != nil {
+		return nil, raw, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
+	}
+	blocks, err := walkBlocks(nil, comp)
+	if err != nil {
+		return nil, raw, fmt.Errorf("%s: container %d: %w", src.Name(), i, err)
+	}
+	var total int64
+	if len(blocks) > 0 {
+		last := blocks[len(blocks)-1]
+		total = last.uOff + last.uLen
+	}
+	if total != int64(len(raw)) {
+		return nil, raw, fmt.Errorf("%w: %s: container %d: blocks hold %d bytes, want %d", ErrInvalid, src.Name(), i, total, len(raw))
+	}
+	return &builtSegment{
+		seg:    Segment{CompLen: int64(len(comp)), RawLen: int64(len(raw)), CRC: crc32.Checksum(comp, castagnoli)},
+		blocks: blocks,
+		recs:   recs,
+	}, raw, nil
+}
+
+// parseNRef returns n_ref of a BAM header (SAMv1 §4.2).
+func parseNRef(h []byte) (int, error) {
+	if len(h) < 12 || string(h[:4]) != "BAM\x01" {
+		return 0, fmt.Errorf("%w: BAM header lacks magic", ErrInvalid)
+	}
+	lText := int64(binary.LittleEndian.Uint32(h[4:]))
+	if lText > int64(len(h))-12 {
+		return 0, fmt.Errorf("%w: BAM header l_text %d exceeds header length %d", ErrInvalid, lText, len(h))
+	}
+	nRef := int64(int32(binary.LittleEndian.Uint32(h[8+lText:])))
+	if nRef < 0 || nRef > int64(len(h)) {
+		return 0, fmt.Errorf("%w: BAM header n_ref %d invalid", ErrInvalid, nRef)
+	}
+	return int(nRef), nil
+}

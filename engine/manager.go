@@ -1,0 +1,386 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/cramfs/cramfs/cache"
+	"github.com/cramfs/cramfs/encode/bai"
+	"github.com/cramfs/cramfs/encode/bgzf"
+)
+
+// Manager serves virtual BAMs for any number of CRAM files, sharing one
+// block cache and one bounded pool of workers between them. It is safe for
+// concurrent use.
+type Manager struct {
+	opts  Options
+	log   *slog.Logger
+	cache *cache.Cache[cache.Key]
+	sem   chan struct{} // one token per worker
+
+	comps sync.Pool // *bgzf.Compressor at opts.Level
+	raws  sync.Pool // *[]byte scratch for decoded containers
+
+	opens    singleflight.Group // one layout scan per file
+	builds   singleflight.Group // one build per segment, keyed by cache identity
+	mu       sync.Mutex
+	layouts  map[string]*indexFile // by index key, for files with an identity
+	warnOnce sync.Once
+	anonSeq  atomic.Uint64
+
+	ctx    context.Context // cancelled by Close; bounds readahead
+	cancel context.CancelFunc
+}
+
+// NewManager returns a Manager with opts (zero fields take their defaults)
+// logging to log (nil discards).
+func NewManager(opts Options, log *slog.Logger) *Manager {
+	opts = opts.withDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c, err := cache.New[cache.Key](opts.CacheSize)
+	if err != nil { // unreachable: withDefaults makes the size non-negative
+		c, _ = cache.New[cache.Key](0)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Manager{
+		opts:    opts,
+		log:     log,
+		cache:   c,
+		sem:     make(chan struct{}, opts.Threads),
+		layouts: make(map[string]*indexFile),
+		ctx:     ctx,
+		cancel:  cancel,
+	}
+}
+
+// Close stops readahead. Open VirtualBAMs still serve reads.
+func (m *Manager) Close() { m.cancel() }
+
+// Options returns the options in effect, defaults resolved.
+func (m *Manager) Options() Options { return m.opts }
+
+// CacheStats returns the counters of the shared block cache.
+func (m *Manager) CacheStats() cache.Stats { return m.cache.Stats() }
+
+func (m *Manager) acquire(ctx context.Context) error {
+	select {
+	case m.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (m *Manager) release() { <-m.sem }
+
+func (m *Manager) getComp() (*bgzf.Compressor, error) {
+	if c, ok := m.comps.Get().(*bgzf.Compressor); ok {
+		return c, nil
+	}
+	return bgzf.NewCompressor(m.opts.Level)
+}
+
+func (m *Manager) putComp(c *bgzf.Compressor) { m.comps.Put(c) }
+
+func (m *Manager) getRaw() []byte {
+	if p, ok := m.raws.Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+func (m *Manager) putRaw(b []byte) {
+	b = b[:0]
+	m.raws.Put(&b)
+}
+
+// Open returns the virtual BAM of src. The first Open of a file scans every
+// container once (or loads the persisted layout index); concurrent Opens of
+// the same file share one scan.
+func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
+	hdrRaw := src.Header()
+	if len(hdrRaw) == 0 {
+		return nil, fmt.Errorf("%w: %s: empty BAM header", ErrInvalid, src.Name())
+	}
+	c, err := m.getComp()
+	if err != nil {
+		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+	}
+	hdr, err := compressSegment(c, nil, hdrRaw)
+	m.putComp(c)
+	if err != nil {
+		return nil, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
+	}
+	hdrSeg := Segment{CompLen: int64(len(hdr)), RawLen: int64(len(hdrRaw)), CRC: crc32.Checksum(hdr, castagnoli)}
+	if src.NumContainers() < 0 {
+		return nil, fmt.Errorf("%w: %s: %d containers", ErrInvalid, src.Name(), src.NumContainers())
+	}
+
+	id, idErr := fileIdentity(src.Name())
+	persist := idErr == nil
+	var key string
+	if persist {
+		key = indexKey(id, m.opts.Level)
+	} else {
+		key = "anon:" + src.Name()
+		m.log.Debug("no file identity; layout kept in memory only", "file", src.Name(), "err", idErr)
+	}
+	r, err, _ := m.opens.Do(key, func() (any, error) {
+		return m.layoutFor(ctx, src, key, persist, id, hdrRaw, hdrSeg)
+	})
+	if err != nil {
+		return nil, err
+	}
+	idx := r.(*indexFile)
+	cacheID := key
+	if !persist {
+		cacheID = fmt.Sprintf("%s#%d", key, m.anonSeq.Add(1))
+	}
+	return &VirtualBAM{
+		m:       m,
+		src:     src,
+		id:      cacheID,
+		hdr:     hdr,
+		layout:  idx.Layout,
+		bai:     idx.BAI,
+		hasBAI:  idx.HasBAI,
+		lastEnd: -1,
+		ahead:   make(map[int]bool),
+	}, nil
+}
+
+// validFor reports why idx cannot serve src, or nil if it can.
+func (m *Manager) validFor(idx *indexFile, src Source, id identity, hdrSeg Segment) error {
+	switch {
+	case idx.Depends != dependsOn(m.opts.Level):
+		return fmt.Errorf("%w: index built for %q", ErrInvalid, idx.Depends)
+	case idx.ID != id:
+		return fmt.Errorf("%w: index belongs to another file version", ErrInvalid)
+	case idx.Layout.Level != m.opts.Level:
+		return fmt.Errorf("%w: index level %d, want %d", ErrInvalid, idx.Layout.Level, m.opts.Level)
+	case idx.Layout.Header != hdrSeg:
+		return fmt.Errorf("%w: index header segment %+v, header now gives %+v", ErrInvalid, idx.Layout.Header, hdrSeg)
+	case len(idx.Layout.Segments) != src.NumContainers():
+		return fmt.Errorf("%w: index has %d segments, file has %d containers", ErrInvalid, len(idx.Layout.Segments), src.NumContainers())
+	}
+	return nil
+}
+
+// layoutFor finds a trustworthy layout for src: in memory, on disk, or
+// by scanning (then persisting it).
+func (m *Manager) layoutFor(ctx context.Context, src Source, key string, persist bool, id identity, hdrRaw []byte, hdrSeg Segment) (*indexFile, error) {
+	var path string
+	if persist {
+		m.mu.Lock()
+		idx := m.layouts[key]
+		m.mu.Unlock()
+		if idx != nil && m.validFor(idx, src, id, hdrSeg) == nil {
+			return idx, nil
+		}
+		path = filepath.Join(m.opts.CacheDir, key+".idx")
+		idx, err := loadIndex(path)
+		if err == nil {
+			err = m.validFor(idx, src, id, hdrSeg)
+		}
+		if err == nil {
+			m.log.Debug("layout index loaded", "file", src.Name(), "index", path)
+			m.remember(key, idx)
+			return idx, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			m.log.Info("layout index unusable; rebuilding", "file", src.Name(), "index", path, "err", err)
+		}
+	}
+	idx, err := m.scan(ctx, src, hdrRaw, hdrSeg)
+	if err != nil {
+		return nil, err
+	}
+	if persist {
+		idx.ID = id
+		if err := writeIndex(path, idx); err != nil {
+			m.warnOnce.Do(func() {
+				m.log.Warn("cannot persist layout indexes; keeping them in memory", "dir", m.opts.CacheDir, "err", err)
+			})
+		}
+		m.remember(key, idx)
+	}
+	return idx, nil
+}
+
+func (m *Manager) remember(key string, idx *indexFile) {
+	m.mu.Lock()
+	m.layouts[key] = idx
+	m.mu.Unlock()
+}
+
+// scan decodes and compresses every container of src once, in parallel,
+// and derives the layout and the .bai (SAMv1 §5.2) from the results, which
+// are consumed in container order within a bounded window.
+func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Segment) (*indexFile, error) {
+	n := src.NumContainers()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	window := 2 * m.opts.Threads
+	slots := make(chan struct{}, window)
+	res := make([]chan *builtSegment, n)
+	for i := range res {
+		res[i] = make(chan *builtSegment, 1)
+	}
+	g.Go(func() error {
+		for i := 0; i < n; i++ {
+			select {
+			case slots <- struct{}{}:
+			case <-gctx.Done():
+				return nil
+			}
+			if err := m.acquire(gctx); err != nil {
+				return nil
+			}
+			g.Go(func() error {
+				defer m.release()
+				c, err := m.getComp()
+				if err != nil {
+					return fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+				}
+				defer m.putComp(c)
+				bs, raw, err := scanContainer(gctx, src, c, i, m.getRaw())
+				m.putRaw(raw)
+				if err != nil {
+					return err
+				}
+				res[i] <- bs
+				return nil
+			})
+		}
+		return nil
+	})
+
+	var bld *bai.Builder
+	if nRef, err := parseNRef(hdrRaw); err != nil {
+		m.log.Warn("no .bai: unreadable header", "file", src.Name(), "err", err)
+	} else {
+		bld = bai.NewBuilder(nRef)
+	}
+	noIndex := func(err error) {
+		m.log.Warn("no .bai for this file", "file", src.Name(), "err", err)
+		bld = nil
+	}
+	segs := make([]Segment, 0, n)
+	off := hdrSeg.CompLen
+	var consumeErr error
+consume:
+	for i := 0; i < n; i++ {
+		var bs *builtSegment
+		select {
+		case bs = <-res[i]:
+		case <-gctx.Done():
+			break consume
+		}
+		<-slots
+		s := bs.seg
+		s.Offset = off
+		off += s.CompLen
+		segs = append(segs, s)
+		if bld == nil {
+			continue
+		}
+		vm := voffsetMapper{base: s.Offset, end: s.End(), blocks: bs.blocks}
+		for _, r := range bs.recs {
+			vs, err := vm.at(r.uStart)
+			if err != nil {
+				consumeErr = fmt.Errorf("%s: container %d: %w", src.Name(), i, err)
+				cancel()
+				break consume
+			}
+			ve, err := vm.at(r.uEnd)
+			if err != nil {
+				consumeErr = fmt.Errorf("%s: container %d: %w", src.Name(), i, err)
+				cancel()
+				break consume
+			}
+			if err := bld.Add(r.refID, r.beg, r.end, r.unmapped, vs, ve); err != nil {
+				noIndex(fmt.Errorf("container %d: %w", i, err))
+				break
+			}
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if consumeErr != nil {
+		return nil, consumeErr
+	}
+	if len(segs) != n {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s: scan stopped after %d of %d containers", src.Name(), len(segs), n)
+	}
+	idx := &indexFile{
+		Depends: dependsOn(m.opts.Level),
+		Layout: Layout{
+			Level:    m.opts.Level,
+			Header:   hdrSeg,
+			Segments: segs,
+			Size:     off + int64(len(bgzf.EOF)),
+		},
+	}
+	if bld != nil {
+		b, err := bld.Finish(uint64(off) << 16)
+		if err != nil {
+			noIndex(err)
+		} else {
+			idx.HasBAI, idx.BAI = true, b
+		}
+	}
+	return idx, nil
+}
+
+// buildSegment rebuilds segment i of src and checks it against want.
+func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segment) ([]byte, error) {
+	if err := m.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer m.release()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	raw, err := src.AppendContainer(ctx, i, m.getRaw())
+	if err != nil {
+		m.putRaw(raw)
+		return nil, fmt.Errorf("%s: container %d at offset %d: %w", src.Name(), i, src.ContainerOffset(i), err)
+	}
+	c, err := m.getComp()
+	if err != nil {
+		m.putRaw(raw)
+		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+	}
+	comp, err := compressSegment(c, make([]byte, 0, min(want.CompLen, 64<<20)), raw)
+	m.putComp(c)
+	rawLen := len(raw)
+	m.putRaw(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
+	}
+	crc := crc32.Checksum(comp, castagnoli)
+	if int64(len(comp)) != want.CompLen || int64(rawLen) != want.RawLen || crc != want.CRC {
+		err := fmt.Errorf("%w: %s: container %d at offset %d: built %d bytes (%d raw, CRC-32C %08x), layout has %d (%d raw, %08x)",
+			ErrMismatch, src.Name(), i, src.ContainerOffset(i), len(comp), rawLen, crc, want.CompLen, want.RawLen, want.CRC)
+		m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", src.Name(), "container", i, "err", err)
+		return nil, err
+	}
+	return comp, nil
+}

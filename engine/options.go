@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// ErrMismatch is returned when a segment rebuilt on demand does not match
+// the layout recorded by the scan (length or CRC-32C of its BGZF bytes).
+// The bytes are never served.
+var ErrMismatch = errors.New("engine: rebuilt segment does not match layout")
+
+// ErrInvalid is returned for malformed input: a Source whose records are
+// not well-framed BAM, or a layout index file that cannot be trusted.
+var ErrInvalid = errors.New("engine: invalid data")
+
+// EncoderVersion names the generation of the BGZF output this package
+// produces. Bump it whenever the bytes produced for the same records
+// change (compressor upgrade, block cutting), so persisted layouts rebuild.
+const EncoderVersion = 1
+
+// DefaultCacheSize is the block cache bound used when Options.CacheSize is 0.
+const DefaultCacheSize = 256 << 20
+
+// Options configure a Manager. The zero value selects the defaults.
+type Options struct {
+	// Threads bounds how many containers are decoded and compressed at
+	// once, across all files. 0 means runtime.GOMAXPROCS(0).
+	Threads int
+	// CacheSize bounds, in bytes, the BGZF data kept in memory across all
+	// files. 0 means DefaultCacheSize; negative means no cache.
+	CacheSize int64
+	// Level is the deflate level of the served BGZF blocks, 1-9. 0 means
+	// the default, 1; a negative value means stored (uncompressed) blocks.
+	Level int
+	// CacheDir holds the persisted layout indexes. "" means
+	// $XDG_CACHE_HOME/cramfs, or ~/.cache/cramfs.
+	CacheDir string
+	// Readahead is how many segments are built ahead of a sequential
+	// reader. 0 means Threads; negative disables readahead.
+	Readahead int
+}
+
+// withDefaults resolves the zero values of o.
+func (o Options) withDefaults() Options {
+	if o.Threads <= 0 {
+		o.Threads = runtime.GOMAXPROCS(0)
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCacheSize
+	} else if o.CacheSize < 0 {
+		o.CacheSize = 0
+	}
+	switch {
+	case o.Level == 0:
+		o.Level = 1
+	case o.Level < 0:
+		o.Level = 0
+	}
+	if o.Readahead == 0 {
+		o.Readahead = o.Threads
+	} else if o.Readahead < 0 {
+		o.Readahead = 0
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = defaultCacheDir()
+	}
+	return o
+}
+
+// defaultCacheDir follows the XDG base directory convention.
+func defaultCacheDir() string {
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "cramfs")
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		return filepath.Join(h, ".cache", "cramfs")
+	}
+	return filepath.Join(os.TempDir(), "cramfs-cache")
+}
