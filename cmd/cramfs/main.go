@@ -1,4 +1,99 @@
-// Command cramfs presents CRAM files as BAM: convert, index, mount.
+// Command cramfs presents CRAM files as BAM: it converts them (convert),
+// prepares their layout indexes (index) and mounts a directory of them as
+// a read-only filesystem of BAM files (mount).
 package main
 
-func main() {}
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+const usage = `cramfs presents CRAM files as BAM files.
+
+Usage:
+  cramfs convert [-T FASTA]... [-@ N] [--level 0-9] [-o OUT.bam|-] IN.cram
+  cramfs index   [-T FASTA]... [--cache-dir DIR] [-@ N] PATH...
+  cramfs mount   [-T FASTA]... [--cache-dir DIR] [--cache-size SIZE] [-@ N] [--level N] [--allow-other] SRC MNT
+  cramfs unmount MNT
+
+Run 'cramfs COMMAND -h' for the options of a command.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command line and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var err error
+	switch args[0] {
+	case "convert":
+		err = cmdConvert(args[1:], stdout, stderr)
+	case "index":
+		err = cmdIndex(args[1:], stderr, log)
+	case "mount":
+		err = cmdMount(args[1:], stderr, log)
+	case "unmount", "umount":
+		err = cmdUnmount(args[1:], stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "cramfs: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "cramfs %s: %v\n", args[0], err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "cramfs %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+// usageError is a command line mistake (exit code 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// listFlag collects a flag given several times.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// parseInterleaved parses flags that may come before or after the
+// positional arguments, and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+func testdata(p ...string) string {
+	return filepath.Join(append([]string{corpus.Root(), "testdata"}, p...)...)
+}
+
+// runCmd runs the command line in-process and returns its exit code and
+// the standard error text.
+func runCmd(t *testing.T, args ...string) (int, string, []byte) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	rc := run(args, &stdout, &stderr)
+	return rc, stderr.String(), stdout.Bytes()
+}
+
+func wantMD5(t *testing.T, name string) string {
+	b, err := os.ReadFile(testdata("cram", name+".bam.md5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))[0]
+}
+
+func TestConvertMatchesSamtoolsForAnyThreads(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"ce_1000.3.0-multislice", "ce_5b.3.1-archive", "xx_tlen.2.1", "ce_unmap2.3.1-small"} {
+		ref := testdata("ref", "ce.fa")
+		if strings.HasPrefix(name, "xx_") {
+			ref = testdata("ref", "xx.fa")
+		}
+		var first []byte
+		for _, threads := range []string{"1", "2", "7"} {
+			for _, level := range []string{"0", "1", "6"} {
+				out := filepath.Join(dir, name+threads+level+".bam")
+				rc, stderr, _ := runCmd(t, "convert", "-T", ref, "-@", threads, "--level", level, "-o", out, testdata("cram", name+".cram"))
+				if rc != 0 {
+					t.Fatalf("%s: exit %d: %s", name, rc, stderr)
+				}
+				b, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.HasSuffix(b, bgzf.EOF) {
+					t.Errorf("%s: output does not end in the BGZF EOF block", name)
+				}
+				raw, err := bgzf.DecompressAll(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum := md5.Sum(raw)
+				if got := hex.EncodeToString(sum[:]); got != wantMD5(t, name) {
+					t.Errorf("%s -@%s --level %s: BAM stream md5 %s, samtools %s", name, threads, level, got, wantMD5(t, name))
+				}
+				if level == "1" {
+					if first == nil {
+						first = b
+					} else if !bytes.Equal(first, b) {
+						t.Errorf("%s: -@%s output differs from -@1", name, threads)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestConvertToStdout(t *testing.T) {
+	rc, stderr, out := runCmd(t, "convert", "--reference", testdata("ref", "ce.fa"), testdata("cram", "ce_5b.3.0.cram"))
+	if rc != 0 {
+		t.Fatalf("exit %d: %s", rc, stderr)
+	}
+	raw, err := bgzf.DecompressAll(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := md5.Sum(raw)
+	if got := hex.EncodeToString(sum[:]); got != wantMD5(t, "ce_5b.3.0") {
+		t.Fatalf("md5 %s", got)
+	}
+}
+
+func TestConvertErrors(t *testing.T) {
+	dir := t.TempDir()
+	trunc := filepath.Join(dir, "cut.cram")
+	full, err := os.ReadFile(testdata("cram", "ce_1000.3.0.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(trunc, full[:len(full)-100], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noEOF := filepath.Join(dir, "noeof.cram")
+	if err := os.WriteFile(noEOF, full[:len(full)-38], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		rc   int
+		want []string
+	}{
+		{"truncated", []string{"convert", "-T", testdata("ref", "ce.fa"), "-o", filepath.Join(dir, "a.bam"), trunc}, 1, []string{trunc, "container at byte", "truncated"}},
+		{"no EOF", []string{"convert", "-T", testdata("ref", "ce.fa"), "-o", filepath.Join(dir, "b.bam"), noEOF}, 1, []string{noEOF, "EOF"}},
+		{"corrupt block", []string{"convert", "-T", testdata("ref", "ce.fa"), "-o", filepath.Join(dir, "c.bam"), testdata("cram", "corrupt.ce_1000.3.0.cram")}, 1, []string{"corrupt.ce_1000.3.0.cram", "container at byte", "CRC32"}},
+		{"missing reference", []string{"convert", "-o", filepath.Join(dir, "d.bam"), testdata("cram", "ce_1000.3.0.cram")}, 1, []string{"CHROMOSOME_I", "reference"}},
+		{"missing input", []string{"convert", "-o", filepath.Join(dir, "e.bam"), filepath.Join(dir, "nope.cram")}, 1, []string{"nope.cram"}},
+		{"no input", []string{"convert"}, 2, []string{"want one input"}},
+		{"bad level", []string{"convert", "--level", "12", "-T", testdata("ref", "ce.fa"), "-o", filepath.Join(dir, "f.bam"), testdata("cram", "ce_1000.3.0.cram")}, 1, []string{"level"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("REF_PATH", "/nonexistent")
+			t.Setenv("REF_CACHE", "/nonexistent")
+			rc, stderr, _ := runCmd(t, c.args...)
+			if rc != c.rc {
+				t.Fatalf("exit %d, want %d; stderr: %s", rc, c.rc, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not mention %q", stderr, w)
+				}
+			}
+		})
+	}
+	// A failed conversion leaves no output file behind.
+	for _, n := range []string{"a.bam", "b.bam", "c.bam", "d.bam"} {
+		if _, err := os.Stat(filepath.Join(dir, n)); !os.IsNotExist(err) {
+			t.Errorf("%s exists after a failed conversion", n)
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/cramfs/cramfs/engine"
+)
+
+// cmdIndex builds the persisted layout index of every CRAM given or found
+// in the directories given.
+func cmdIndex(args []string, stderr io.Writer, log *slog.Logger) error {
+	fl := flag.NewFlagSet("index", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	var ef engineFlags
+	ef.register(fl)
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cramfs index [-T FASTA]... [--cache-dir DIR] [-@ N] [--level N] PATH...")
+		fl.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fl, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageError{"want at least one CRAM file or directory"}
+	}
+	var files []string
+	for _, p := range pos {
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if st.IsDir() {
+			files = append(files, findCRAMs(p, log)...)
+		} else {
+			files = append(files, p)
+		}
+	}
+	store, mgr, copt, err := ef.open(log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	defer mgr.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var bar *progressbar.ProgressBar
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = progressbar.NewOptions(len(files), progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("indexing"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+	}
+	var failed []string
+	for _, p := range files {
+		if !strings.HasSuffix(p, ".cram") && bar == nil {
+			log.Info("indexing a file without .cram suffix", "file", p)
+		}
+		err := indexOne(ctx, mgr, copt, p)
+		if bar != nil {
+			bar.Add(1)
+		}
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return err
+			}
+			log.Error("index failed", "file", p, "err", err)
+			failed = append(failed, p)
+			continue
+		}
+		if bar == nil {
+			log.Info("indexed", "file", p)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d files failed: %s", len(failed), len(files), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+func indexOne(ctx context.Context, mgr *engine.Manager, copt engine.CRAMOptions, path string) error {
+	src, err := engine.OpenCRAM(path, copt)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	_, err = mgr.Open(ctx, src)
+	return err
+}

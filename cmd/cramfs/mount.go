@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/engine"
+	cfs "github.com/cramfs/cramfs/fs"
+)
+
+// engineFlags are the options shared by mount and index.
+type engineFlags struct {
+	refs      listFlag
+	cacheDir  string
+	cacheSize string
+	threads   int
+	level     int
+	noMD      bool
+}
+
+func (e *engineFlags) register(fs *flag.FlagSet) {
+	fs.Var(&e.refs, "T", "reference FASTA (repeatable)")
+	fs.Var(&e.refs, "reference", "reference FASTA (repeatable)")
+	fs.StringVar(&e.cacheDir, "cache-dir", "", "directory of persisted layout indexes (default $XDG_CACHE_HOME/cramfs)")
+	fs.StringVar(&e.cacheSize, "cache-size", "256M", "bytes of BGZF blocks kept in memory (K, M, G suffixes)")
+	fs.IntVar(&e.threads, "@", runtime.GOMAXPROCS(0), "worker threads")
+	fs.IntVar(&e.threads, "threads", runtime.GOMAXPROCS(0), "worker threads")
+	fs.IntVar(&e.level, "level", 1, "BGZF level of the served BAM, 0 (uncompressed) to 9")
+	fs.BoolVar(&e.noMD, "no-md", false, "do not generate MD and NM tags (htslib decode_md=0)")
+}
+
+// open builds the reference store and engine manager the flags describe.
+func (e *engineFlags) open(log *slog.Logger) (*reference.Store, *engine.Manager, engine.CRAMOptions, error) {
+	size, err := parseSize(e.cacheSize)
+	if err != nil {
+		return nil, nil, engine.CRAMOptions{}, usageError{fmt.Sprintf("--cache-size: %v", err)}
+	}
+	if e.level < 0 || e.level > 9 {
+		return nil, nil, engine.CRAMOptions{}, usageError{fmt.Sprintf("--level %d: want 0 to 9", e.level)}
+	}
+	store, err := reference.Open(e.refs, reference.Options{})
+	if err != nil {
+		return nil, nil, engine.CRAMOptions{}, err
+	}
+	level := e.level
+	if level == 0 {
+		level = -1 // the engine's stored blocks
+	}
+	if size == 0 {
+		size = -1
+	}
+	mgr := engine.NewManager(engine.Options{Threads: e.threads, CacheSize: size, Level: level, CacheDir: e.cacheDir}, log)
+	return store, mgr, engine.CRAMOptions{Reference: store, NoMD: e.noMD}, nil
+}
+
+// parseSize reads a byte count with an optional K, M, G or T suffix.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(strings.ToUpper(s))
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "IB"), "B")
+	mult := int64(1)
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult != 1 {
+			s = s[:n-1]
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 || v > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a size", s)
+	}
+	return v * mult, nil
+}
+
+// cmdMount mounts SRC at MNT and serves it until unmounted or signalled.
+func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
+	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	var ef engineFlags
+	ef.register(fl)
+	allowOther := fl.Bool("allow-other", false, "let other users access the mount")
+	indexOnMount := fl.Bool("index-on-mount", false, "scan every CRAM in the background at mount time")
+	debug := fl.Bool("debug", false, "log every FUSE request")
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: cramfs mount [-T FASTA]... [--cache-dir DIR] [--cache-size SIZE] [-@ N] [--level N] [--allow-other] SRC MNT")
+		fl.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fl, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usageError{fmt.Sprintf("want SRC and MNT, got %d arguments", len(pos))}
+	}
+	src, mnt := pos[0], pos[1]
+	store, mgr, copt, err := ef.open(log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	defer mgr.Close()
+	op := newOpener(mgr, store, copt, log)
+	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: *allowOther, Logger: log, Debug: *debug})
+	if err != nil {
+		return err
+	}
+	log.Info("mounted", "src", src, "mnt", mnt, "threads", ef.threads, "cache_size", ef.cacheSize, "level", ef.level)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	if *indexOnMount {
+		go op.indexAll(ctx, findCRAMs(src, log))
+	}
+	done := make(chan struct{})
+	go func() { srv.Wait(); close(done) }()
+	select {
+	case <-done:
+		log.Info("unmounted", "mnt", mnt)
+		return nil
+	case <-ctx.Done():
+	}
+	log.Info("signal received, unmounting", "mnt", mnt)
+	if err := srv.Unmount(); err != nil {
+		// Busy: detach lazily so no stale mount is left behind.
+		log.Warn("unmount failed, detaching lazily", "err", err)
+		if err := cfs.Unmount(mnt); err != nil {
+			return err
+		}
+	}
+	<-done
+	return nil
+}
+
+// findCRAMs lists the CRAM files below root.
+func findCRAMs(root string, log *slog.Logger) []string {
+	var out []string
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			log.Warn("walk", "path", p, "err", err)
+			return nil
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".cram") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// cmdUnmount unmounts a cramfs mount point.
+func cmdUnmount(args []string, stderr io.Writer) error {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		return usageError{"usage: cramfs unmount MNT"}
+	}
+	return cfs.Unmount(args[0])
+}

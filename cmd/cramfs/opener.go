@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/fs"
+)
+
+// fileKey identifies one version of a CRAM file: a replaced file (new
+// inode, size or mtime) is a different key, so bytes never mix.
+type fileKey struct {
+	path      string
+	dev, ino  uint64
+	size      int64
+	mtimeNsec int64
+}
+
+func statKey(path string) (fileKey, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileKey{}, err
+	}
+	k := fileKey{path: path, size: st.Size(), mtimeNsec: st.ModTime().UnixNano()}
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		k.dev, k.ino = uint64(s.Dev), s.Ino
+	}
+	return k, nil
+}
+
+// opener gives the FUSE layer the virtual BAM of each CRAM, opening each
+// version of a file once and sharing it between all readers.
+type opener struct {
+	// dependencies
+	mgr  *engine.Manager
+	refs *reference.Store
+	copt engine.CRAMOptions
+	log  *slog.Logger
+
+	mu      sync.Mutex // guards entries
+	entries map[fileKey]*openEntry
+}
+
+type openEntry struct {
+	once sync.Once
+	vbam *engine.VirtualBAM
+	src  *engine.CRAM
+	err  error
+	when time.Time
+}
+
+// failedRetry is how long a failure to open a file version is remembered
+// before it is tried again.
+const failedRetry = 30 * time.Second
+
+func newOpener(mgr *engine.Manager, refs *reference.Store, copt engine.CRAMOptions, log *slog.Logger) *opener {
+	return &opener{mgr: mgr, refs: refs, copt: copt, log: log, entries: map[fileKey]*openEntry{}}
+}
+
+// OpenBAM implements fs.Opener.
+func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
+	k, err := statKey(path)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	e := o.entries[k]
+	if e != nil && e.err != nil && time.Since(e.when) > failedRetry {
+		e = nil
+	}
+	if e == nil {
+		e = &openEntry{}
+		o.entries[k] = e
+		// Drop older versions of the same path; open handles keep theirs.
+		for old := range o.entries {
+			if old.path == path && old != k {
+				delete(o.entries, old)
+			}
+		}
+	}
+	o.mu.Unlock()
+	e.once.Do(func() {
+		e.when = time.Now()
+		e.src, e.err = engine.OpenCRAM(path, o.copt)
+		if e.err != nil {
+			return
+		}
+		// The scan is not tied to one request's context: other readers may
+		// be waiting for it too.
+		e.vbam, e.err = o.mgr.Open(context.WithoutCancel(ctx), e.src)
+		if e.err != nil {
+			e.src.Close()
+		}
+	})
+	if e.err != nil {
+		return nil, fmt.Errorf("%s: %w", path, e.err)
+	}
+	return e.vbam, nil
+}
+
+// indexAll opens every CRAM below root in the background, so their
+// layouts are ready before a client asks.
+func (o *opener) indexAll(ctx context.Context, paths []string) {
+	for _, p := range paths {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := o.OpenBAM(ctx, p); err != nil {
+			o.log.Warn("background index failed", "file", p, "err", err)
+		}
+	}
+}
