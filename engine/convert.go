@@ -52,6 +52,10 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	n := src.NumContainers()
 	queue := make(chan chan result, 2*threads)
 	sem := make(chan struct{}, threads)
+	// Buffers cycle between the workers and the writer: raw BAM bytes
+	// back to the workers, compressed bytes back after writing.
+	raws := make(chan []byte, threads)
+	outs := make(chan []byte, 3*threads)
 	comps := make(chan *bgzf.Compressor, threads)
 	for range threads {
 		c, err := bgzf.NewCompressor(opt.Level)
@@ -77,14 +81,27 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 			}
 			go func() {
 				defer func() { <-sem }()
-				raw, err := src.AppendContainer(ctx, i, nil)
+				var raw, out []byte
+				select {
+				case raw = <-raws:
+				default:
+				}
+				select {
+				case out = <-outs:
+				default:
+				}
+				raw, err := src.AppendContainer(ctx, i, raw[:0])
 				if err != nil {
 					ch <- result{err: err}
 					return
 				}
 				c := <-comps
-				data, err := c.AppendBlocks(make([]byte, 0, len(raw)/2+1024), raw)
+				data, err := c.AppendBlocks(out[:0], raw)
 				comps <- c
+				select {
+				case raws <- raw:
+				default:
+				}
 				ch <- result{data: data, err: err}
 			}()
 		}
@@ -105,6 +122,10 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 				<-ch
 			}
 			return err
+		}
+		select {
+		case outs <- r.data:
+		default:
 		}
 		done++
 		if opt.Progress != nil {

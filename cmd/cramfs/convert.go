@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/cramfs/cramfs/decode/reference"
@@ -29,6 +30,7 @@ func cmdConvert(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "-", "output BAM file, - for standard output")
 	noMD := fs.Bool("no-md", false, "do not generate MD and NM tags (htslib decode_md=0)")
 	allowTrunc := fs.Bool("allow-missing-eof", false, "accept a CRAM without its EOF container")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile to this file")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cramfs convert [-T FASTA]... [-@ N] [--level 0-9] [-o OUT.bam|-] IN.cram")
 		fs.PrintDefaults()
@@ -41,6 +43,17 @@ func cmdConvert(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Sprintf("want one input CRAM, got %d arguments", len(pos))}
 	}
 	in := pos[0]
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *out != "-" {
 		if a, b := absPath(in), absPath(*out); a == b {
 			return usageError{"output would overwrite the input"}

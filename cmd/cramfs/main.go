@@ -82,6 +82,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 // positional arguments, and returns the positional ones.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
+	args = splitAttached(args)
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, err
@@ -96,4 +97,18 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// splitAttached accepts samtools' attached forms "-@4" and "-Tref.fa" as
+// "-@ 4" and "-T ref.fa".
+func splitAttached(args []string) []string {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		if len(a) > 2 && (strings.HasPrefix(a, "-@") || strings.HasPrefix(a, "-T")) && !strings.Contains(a, "=") {
+			out = append(out, a[:2], a[2:])
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
