@@ -361,7 +361,7 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 	raw, err := src.AppendContainer(ctx, i, m.getRaw())
 	if err != nil {
 		m.putRaw(raw)
-		return nil, fmt.Errorf("%s: container %d at offset %d: %w", src.Name(), i, src.ContainerOffset(i), err)
+		return nil, err // Source errors name the file and container
 	}
 	c, err := m.getComp()
 	if err != nil {

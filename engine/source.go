@@ -19,6 +19,7 @@ type Source interface {
 	// CRAM file, for messages.
 	ContainerOffset(i int) int64
 	// AppendContainer decodes data container i and appends its records,
-	// BAM-encoded (each with its block_size prefix), to dst.
+	// BAM-encoded (each with its block_size prefix), to dst. Its errors
+	// name the file and the container, so callers pass them on as they are.
 	AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error)
 }

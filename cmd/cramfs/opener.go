@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -100,7 +99,7 @@ func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
 		}
 	})
 	if e.err != nil {
-		return nil, fmt.Errorf("%s: %w", path, e.err)
+		return nil, e.err // names the file already
 	}
 	return e.vbam, nil
 }
