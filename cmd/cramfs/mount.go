@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -62,6 +64,7 @@ func (e *engineFlags) open(log *slog.Logger) (*reference.Store, *engine.Manager,
 		size = -1
 	}
 	mgr := engine.NewManager(engine.Options{Threads: e.threads, CacheSize: size, Level: level, CacheDir: e.cacheDir}, log)
+	setMemoryLimit(mgr.Options().CacheSize, mgr.Options().Threads)
 	return store, mgr, engine.CRAMOptions{Reference: store, NoMD: e.noMD}, nil
 }
 
@@ -101,6 +104,7 @@ func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
 	allowOther := fl.Bool("allow-other", false, "let other users access the mount")
 	indexOnMount := fl.Bool("index-on-mount", false, "scan every CRAM in the background at mount time")
 	debug := fl.Bool("debug", false, "log every FUSE request")
+	memProfile := fl.String("memprofile", "", "write a Go heap profile to this file at unmount")
 	fl.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cramfs mount [-T FASTA]... [--cache-dir DIR] [--cache-size SIZE] [-@ N] [--level N] [--allow-other] SRC MNT")
 		fl.PrintDefaults()
@@ -135,9 +139,15 @@ func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
 	go func() { srv.Wait(); close(done) }()
 	select {
 	case <-done:
+		if *memProfile != "" {
+			writeHeapProfile(*memProfile, log)
+		}
 		log.Info("unmounted", "mnt", mnt)
 		return nil
 	case <-ctx.Done():
+	}
+	if *memProfile != "" {
+		writeHeapProfile(*memProfile, log)
 	}
 	log.Info("signal received, unmounting", "mnt", mnt)
 	if err := srv.Unmount(); err != nil {
@@ -173,4 +183,27 @@ func cmdUnmount(args []string, stderr io.Writer) error {
 		return usageError{"usage: cramfs unmount MNT"}
 	}
 	return cfs.Unmount(args[0])
+}
+
+// setMemoryLimit keeps the Go heap near what the cache and the workers
+// need. Without a limit the collector lets the heap grow to twice the live
+// data, which is mostly cache, so RSS would be about twice the cache
+// budget. GOMEMLIMIT, when set, wins.
+func setMemoryLimit(cacheSize int64, threads int) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(max(cacheSize, 0) + int64(threads)*32<<20 + 64<<20)
+}
+
+func writeHeapProfile(path string, log *slog.Logger) {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Warn("heap profile", "err", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		log.Warn("heap profile", "err", err)
+	}
 }
