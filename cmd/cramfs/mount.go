@@ -39,7 +39,7 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.cacheSize, "cache-size", "256M", "bytes of BGZF blocks kept in memory (K, M, G suffixes)")
 	fs.IntVar(&e.threads, "@", runtime.GOMAXPROCS(0), "worker threads")
 	fs.IntVar(&e.threads, "threads", runtime.GOMAXPROCS(0), "worker threads")
-	fs.IntVar(&e.level, "level", 1, "BGZF level of the served BAM, 0 (uncompressed) to 9")
+	fs.IntVar(&e.level, "level", 0, "BGZF level of the served BAM, 0 (stored blocks, fastest to read) to 9")
 	fs.BoolVar(&e.noMD, "no-md", false, "do not generate MD and NM tags (htslib decode_md=0)")
 }
 
