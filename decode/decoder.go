@@ -319,6 +319,15 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 	}
 	first := len(d.crecs)
 	lastAPos := sh.RefStart
+	// A read's bases are either stored in the slice or copied from the
+	// reference it spans, so its length is bounded by the two together;
+	// a larger length is a lie that would only make us allocate.
+	maxReadLen := int64(st.maxArray) + 1<<16 + sh.RefSpan
+	if multi {
+		for _, r := range d.f.Refs {
+			maxReadLen = max(maxReadLen, int64(st.maxArray)+1<<16+r.Length)
+		}
+	}
 	nrec := int(sh.NumRecords)
 	if nrec > st.maxArray+1 && nrec > 1<<20 {
 		return corruptf("slice claims %d records for %d bytes of data", nrec, st.maxArray)
@@ -378,7 +387,7 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 		if cr.length, err = e.decodeInt(st); err != nil {
 			return fmt.Errorf("record %d: RL: %w", rec, err)
 		}
-		if cr.length < 0 || int(cr.length) > st.maxArray+1<<16 {
+		if cr.length < 0 || int64(cr.length) > maxReadLen {
 			return corruptf("record %d: read length %d", rec, cr.length)
 		}
 		if e, err = need(DSAP, "AP"); err != nil {
@@ -480,6 +489,12 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 			for i := range seq {
 				seq[i] = '='
 			}
+		} else {
+			// Damaged features can leave bases unwritten; they must not
+			// show what an earlier container left in the reused buffer
+			// (the output would then depend on the thread count). htslib
+			// decodes into fresh memory, zeroed in practice.
+			clear(seq)
 		}
 		cr.cigOff = len(d.cigars)
 		if cr.flags&flagUnmapped == 0 {
