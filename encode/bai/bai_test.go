@@ -267,7 +267,7 @@ func firstDiff(a, b []byte) int {
 
 type parsedBin struct {
 	bin    uint32
-	chunks []chunk
+	chunks []Chunk
 }
 
 type parsedRef struct {
@@ -317,7 +317,7 @@ func parseBAI(b []byte) (*parsedIndex, error) {
 				return nil, err
 			}
 			for k := 0; k < nc; k++ {
-				pb.chunks = append(pb.chunks, chunk{u64(), u64()})
+				pb.chunks = append(pb.chunks, Chunk{u64(), u64()})
 			}
 			r.bins = append(r.bins, pb)
 		}

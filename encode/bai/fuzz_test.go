@@ -103,7 +103,7 @@ func FuzzRoundTrip(f *testing.F) {
 						continue
 					}
 					for _, c := range pb.chunks {
-						if c.u <= r.vbeg && r.vbeg < c.v {
+						if c.Beg <= r.vbeg && r.vbeg < c.End {
 							found = true
 						}
 					}
@@ -138,7 +138,7 @@ func FuzzRoundTrip(f *testing.F) {
 			if meta == nil || len(meta.chunks) != 2 {
 				t.Fatalf("reference %d: pseudo-bin %+v", tid, meta)
 			}
-			if meta.chunks[0].u != s.first || meta.chunks[1] != (chunk{s.mapped, s.unmapd}) {
+			if meta.chunks[0].Beg != s.first || meta.chunks[1] != (Chunk{s.mapped, s.unmapd}) {
 				t.Fatalf("reference %d: pseudo-bin %+v, want start %#x counts %d/%d", tid, meta.chunks, s.first, s.mapped, s.unmapd)
 			}
 		}
