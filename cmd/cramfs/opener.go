@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,6 +50,9 @@ type opener struct {
 
 type openEntry struct {
 	once sync.Once
+	// done is set once the fields below are final; the retry check reads
+	// them only then (they are written inside once.Do without o.mu).
+	done atomic.Bool
 	vbam *engine.VirtualBAM
 	src  *engine.CRAM
 	err  error
@@ -71,7 +75,7 @@ func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
 	}
 	o.mu.Lock()
 	e := o.entries[k]
-	if e != nil && e.err != nil && time.Since(e.when) > failedRetry {
+	if e != nil && e.done.Load() && e.err != nil && time.Since(e.when) > failedRetry {
 		e = nil
 	}
 	if e == nil {
@@ -86,6 +90,7 @@ func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
 	}
 	o.mu.Unlock()
 	e.once.Do(func() {
+		defer e.done.Store(true)
 		e.when = time.Now()
 		e.src, e.err = engine.OpenCRAM(path, o.copt)
 		if e.err != nil {

@@ -1,0 +1,1221 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/engine"
+	cfs "github.com/cramfs/cramfs/fs"
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+// The tests in this file mount real kernel FUSE filesystems in temporary
+// directories and read them with samtools, comparing with what samtools
+// itself makes of the same CRAM files.
+
+// samtoolsEnv keeps samtools from looking for references anywhere but -T.
+var samtoolsEnv = append(os.Environ(), "REF_PATH=/nonexistent", "REF_CACHE=/nonexistent")
+
+// requireMount skips (or fails under CI) without FUSE or samtools.
+func requireMount(tb testing.TB) {
+	tb.Helper()
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		corpus.Missing(tb, "/dev/fuse: %v", err)
+	}
+	found := false
+	for _, n := range []string{"fusermount3", "fusermount"} {
+		if _, err := exec.LookPath(n); err == nil {
+			found = true
+		} else if _, err := os.Stat(filepath.Join("/bin", n)); err == nil {
+			found = true
+		}
+	}
+	if !found {
+		corpus.Missing(tb, "fusermount3 not found")
+	}
+	if _, err := exec.LookPath("samtools"); err != nil {
+		corpus.Missing(tb, "samtools: %v", err)
+	}
+}
+
+// samtools runs samtools with args and returns its standard output; a
+// non-zero exit is an error carrying the standard error text.
+func samtools(args ...string) ([]byte, error) {
+	cmd := exec.Command("samtools", args...)
+	cmd.Env = samtoolsEnv
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), fmt.Errorf("samtools %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
+
+func mustSamtools(tb testing.TB, args ...string) []byte {
+	tb.Helper()
+	out, err := samtools(args...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+func md5Hex(b []byte) string {
+	s := md5.Sum(b)
+	return hex.EncodeToString(s[:])
+}
+
+// syncBuffer is a log sink safe for the server's goroutines, which may
+// outlive a test (t.Log would panic then).
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// mountConfig is what cmdMount's flags would say; zero fields keep the
+// flags' defaults.
+type mountConfig struct {
+	refs      []string
+	cacheSize string // --cache-size
+	level     string // --level
+}
+
+// mounted is an in-process mount built the way cmdMount builds it.
+type mounted struct {
+	mnt      string
+	cacheDir string
+	level    int // --level in effect, as `cramfs convert --level` takes it
+	mgr      *engine.Manager
+	op       *opener
+	log      *syncBuffer
+}
+
+// mountT mounts src on a fresh temporary directory, with the objects
+// cmdMount builds (reference store, engine.Manager with a temporary cache
+// directory, opener, fs.Mount) from the same flags and defaults, and
+// unmounts it at cleanup. Unlike cmdMount it reads references only from
+// -T (as samtools is run here) and sets no process memory limit.
+func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
+	t.Helper()
+	requireMount(t)
+	cacheDir := t.TempDir()
+	args := []string{"--cache-dir", cacheDir, "-@", "2"}
+	for _, r := range cfg.refs {
+		args = append(args, "-T", r)
+	}
+	if cfg.cacheSize != "" {
+		args = append(args, "--cache-size", cfg.cacheSize)
+	}
+	if cfg.level != "" {
+		args = append(args, "--level", cfg.level)
+	}
+	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
+	var ef engineFlags
+	ef.register(fl)
+	if err := fl.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	logBuf := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	size, err := parseSize(ef.cacheSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size == 0 {
+		size = -1
+	}
+	level := ef.level
+	if level == 0 {
+		level = -1 // as engineFlags.open: the engine's stored blocks
+	}
+	store, err := reference.Open(ef.refs, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent", NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := engine.NewManager(engine.Options{Threads: ef.threads, CacheSize: size, Level: level, CacheDir: ef.cacheDir}, log)
+	op := newOpener(mgr, store, engine.CRAMOptions{Reference: store, NoMD: ef.noMD}, log)
+	mnt := t.TempDir()
+	srv, err := cfs.Mount(src, mnt, op, cfs.Options{Logger: log})
+	if err != nil {
+		mgr.Close()
+		store.Close()
+		t.Fatalf("Mount: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			t.Errorf("Unmount: %v", err)
+			if err := cfs.Unmount(mnt); err != nil {
+				t.Errorf("cfs.Unmount: %v", err)
+			}
+		}
+		mgr.Close()
+		store.Close()
+		if t.Failed() {
+			t.Logf("server log:\n%s", logBuf.String())
+		}
+	})
+	return &mounted{mnt: mnt, cacheDir: cacheDir, level: ef.level, mgr: mgr, op: op, log: logBuf}
+}
+
+// defaultMountLevel is the --level a mount serves by default.
+func defaultMountLevel(t *testing.T) int {
+	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
+	var ef engineFlags
+	ef.register(fl)
+	if err := fl.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	return ef.level
+}
+
+// convertAt runs `cramfs convert --level LEVEL` in-process and returns the
+// BAM bytes: what a mount serving that level must serve.
+func convertAt(t *testing.T, level int, cram string, refs []string) []byte {
+	t.Helper()
+	args := []string{"convert", "--level", strconv.Itoa(level), "-@", "2", "-o", "-"}
+	for _, r := range refs {
+		args = append(args, "-T", r)
+	}
+	rc, stderr, out := runCmd(t, append(args, cram)...)
+	if rc != 0 {
+		t.Fatalf("cramfs convert %s: exit %d: %s", cram, rc, stderr)
+	}
+	return out
+}
+
+// mountFixture is one CRAM file checked through a mount.
+type mountFixture struct {
+	root   string   // the directory mounted (the source)
+	rel    string   // the CRAM, relative to root
+	refs   []string // absolute reference paths
+	samMD5 string   // md5 of `samtools view -h --no-PG` of the CRAM
+	sam    string   // testdata: the expected SAM file; "" for the corpus
+}
+
+func (f mountFixture) cram() string { return filepath.Join(f.root, f.rel) }
+
+// bamIn returns the path of the fixture's BAM in the mount mnt.
+func (f mountFixture) bamIn(mnt string) string {
+	return filepath.Join(mnt, strings.TrimSuffix(f.rel, ".cram")+".bam")
+}
+
+// readManifestRows reads a tab-separated manifest, skipping its header.
+func readManifestRows(t *testing.T, path string) [][]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows [][]string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for first := true; sc.Scan(); first = false {
+		if first || sc.Text() == "" {
+			continue
+		}
+		rows = append(rows, strings.Split(sc.Text(), "\t"))
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// testdataFixtures lists the fixtures of testdata/cram/manifest.tsv that
+// samtools decodes without error.
+func testdataFixtures(t *testing.T) []mountFixture {
+	root := testdata()
+	var out []mountFixture
+	for _, f := range readManifestRows(t, testdata("cram", "manifest.tsv")) {
+		if len(f) < 7 || f[4] != "0" {
+			continue
+		}
+		out = append(out, mountFixture{
+			root:   root,
+			rel:    f[0],
+			refs:   []string{filepath.Join(root, f[3])},
+			samMD5: f[6],
+			sam:    filepath.Join(root, strings.TrimSuffix(f[0], ".cram")+".expected.sam"),
+		})
+	}
+	if len(out) == 0 {
+		t.Fatal("testdata manifest lists no fixtures")
+	}
+	return out
+}
+
+// corpusFixtures lists the corpus files samtools reads without error,
+// leaving out the truncated ones and the one without EOF container.
+func corpusFixtures(t *testing.T) []mountFixture {
+	dir := corpus.Dir(t)
+	var out []mountFixture
+	for _, f := range readManifestRows(t, filepath.Join(dir, "cram_manifest.tsv")) {
+		if len(f) < 7 || f[4] != "0" || strings.Contains(f[0], "truncated") || strings.Contains(f[0], "noeof") {
+			continue
+		}
+		fx := mountFixture{root: dir, rel: f[0], samMD5: f[6]}
+		if f[3] != "" {
+			fx.refs = []string{filepath.Join(dir, f[3])}
+		}
+		out = append(out, fx)
+	}
+	return out
+}
+
+// byRefs groups fixtures by their references: one mount per group.
+func byRefs(fx []mountFixture) ([]string, map[string][]mountFixture) {
+	groups := map[string][]mountFixture{}
+	var order []string
+	for _, f := range fx {
+		k := strings.Join(f.refs, "\x00")
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], f)
+	}
+	return order, groups
+}
+
+// regionQueries is how many `samtools view -c` region queries each
+// coordinate-sorted file of at least bigFile records gets; smaller files,
+// whose few reads a handful of regions already cover, get
+// smallRegionQueries (to keep the package fast).
+const (
+	regionQueries      = 50
+	smallRegionQueries = 10
+	bigFile            = 100
+)
+
+// samtoolsSide is what samtools itself makes of one CRAM content: its
+// own BAM (indexed), idxstats and region counts. Files whose SAM is the
+// same share it.
+type samtoolsSide struct {
+	bam      string
+	idxstats []byte
+	regions  []string
+	counts   []string
+}
+
+// checker runs the mount checks and remembers samtools' side per content.
+type checker struct {
+	tmp  string
+	mu   sync.Mutex
+	side map[string]*samtoolsSide
+	// sorted counts the coordinate-sorted files seen, unsorted the others.
+	sorted, unsorted int
+}
+
+func TestMountServesTestdataFixtures(t *testing.T) {
+	requireMount(t)
+	fx := testdataFixtures(t)
+	c := &checker{tmp: t.TempDir(), side: map[string]*samtoolsSide{}}
+	refs := []string{testdata("ref", "ce.fa"), testdata("ref", "xx.fa")}
+	m := mountT(t, testdata(), mountConfig{refs: refs})
+	for _, f := range fx {
+		t.Run(f.rel, func(t *testing.T) { c.check(t, m, f) })
+	}
+	t.Logf("%d fixtures: %d coordinate-sorted, %d not", len(fx), c.sorted, c.unsorted)
+}
+
+// TestMountServesOtherLevels checks a few fixtures through mounts serving
+// deflated BGZF blocks (the default serves stored blocks).
+func TestMountServesOtherLevels(t *testing.T) {
+	requireMount(t)
+	var fx []mountFixture
+	for _, f := range testdataFixtures(t) {
+		switch filepath.Base(f.rel) {
+		case "ce_1000.3.0-multislice.cram", "ce_unmap2.3.1-archive.cram", "xx_tlen.2.1.cram", "ce_5b.2.1.cram":
+			fx = append(fx, f)
+		}
+	}
+	if len(fx) != 4 {
+		t.Fatalf("found %d of the 4 fixtures", len(fx))
+	}
+	for _, level := range []string{"1", "6"} {
+		t.Run("level"+level, func(t *testing.T) {
+			c := &checker{tmp: t.TempDir(), side: map[string]*samtoolsSide{}}
+			m := mountT(t, testdata(), mountConfig{refs: []string{testdata("ref", "ce.fa"), testdata("ref", "xx.fa")}, level: level})
+			for _, f := range fx {
+				t.Run(f.rel, func(t *testing.T) { c.check(t, m, f) })
+			}
+		})
+	}
+}
+
+func TestMountServesCorpus(t *testing.T) {
+	requireMount(t)
+	fx := corpusFixtures(t)
+	if len(fx) == 0 {
+		t.Fatal("corpus manifest lists no usable files")
+	}
+	c := &checker{tmp: t.TempDir(), side: map[string]*samtoolsSide{}}
+	order, groups := byRefs(fx)
+	for _, k := range order {
+		g := groups[k]
+		// The corpus directory itself is the source (read only); one
+		// mount per reference, as each file is decoded with its own.
+		m := mountT(t, g[0].root, mountConfig{refs: g[0].refs})
+		for _, f := range g {
+			t.Run(f.rel, func(t *testing.T) { c.check(t, m, f) })
+		}
+	}
+	t.Logf("%d files: %d coordinate-sorted, %d not", len(fx), c.sorted, c.unsorted)
+}
+
+// check compares the BAM and BAI that mount mnt serves for f with samtools'
+// view of the CRAM, with `cramfs convert` at the mount's level, and, when the file is
+// coordinate-sorted, with samtools' idxstats, index and region counts.
+func (c *checker) check(t *testing.T, m *mounted, f mountFixture) {
+	bam := f.bamIn(m.mnt)
+	sam := mustSamtools(t, "view", "-h", "--no-PG", bam)
+	if f.sam != "" {
+		want, err := os.ReadFile(f.sam)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(sam, want) {
+			t.Errorf("samtools view -h of the mounted BAM differs from %s (%d bytes, want %d)", filepath.Base(f.sam), len(sam), len(want))
+		}
+	}
+	if got := md5Hex(sam); got != f.samMD5 {
+		t.Errorf("samtools view -h of the mounted BAM: md5 %s, want %s", got, f.samMD5)
+	}
+	// quickcheck wants @SQ lines unless told (-u) the file is unmapped.
+	qc := []string{"quickcheck", "-v"}
+	if !bytes.Contains(sam, []byte("@SQ\t")) {
+		qc = append(qc, "-u")
+	}
+	if _, err := samtools(append(qc, bam)...); err != nil {
+		t.Errorf("quickcheck: %v", err)
+	}
+	served, err := os.ReadFile(bam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := convertAt(t, m.level, f.cram(), f.refs); !bytes.Equal(served, want) {
+		t.Errorf("mounted BAM (%d bytes, md5 %s) differs from cramfs convert --level %d (%d bytes, md5 %s)",
+			len(served), md5Hex(served), m.level, len(want), md5Hex(want))
+	}
+	bai, err := os.ReadFile(bam + ".bai")
+	if err != nil {
+		t.Fatalf("reading the served .bai: %v", err)
+	}
+
+	// Coordinate-sorted is what `samtools index` accepts.
+	dir, err := os.MkdirTemp(c.tmp, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(dir, "copy.bam")
+	if err := os.WriteFile(cp, served, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := samtools("index", cp); err != nil {
+		c.mu.Lock()
+		c.unsorted++
+		c.mu.Unlock()
+		t.Logf("not coordinate-sorted (samtools index refuses it): %v", err)
+		if len(bai) != 0 {
+			t.Errorf("served a %d-byte .bai for a file samtools cannot index", len(bai))
+		}
+		return
+	}
+	c.mu.Lock()
+	c.sorted++
+	c.mu.Unlock()
+	want, err := os.ReadFile(cp + ".bai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(bai, want) {
+		t.Errorf("served .bai (%d bytes, md5 %s) differs from samtools index of the served BAM (%d bytes, md5 %s)",
+			len(bai), md5Hex(bai), len(want), md5Hex(want))
+	}
+
+	side := c.samtoolsSide(t, f, sam)
+	if got := mustSamtools(t, "idxstats", bam); !bytes.Equal(got, side.idxstats) {
+		t.Errorf("idxstats of the mounted BAM:\n%s\nsamtools' BAM:\n%s", got, side.idxstats)
+	}
+	got := countRegions(t, bam, side.regions)
+	bad := 0
+	for i, r := range side.regions {
+		if got[i] != side.counts[i] {
+			bad++
+			if bad <= 5 {
+				t.Errorf("samtools view -c %s: mount %s, samtools' BAM %s", r, got[i], side.counts[i])
+			}
+		}
+	}
+	if bad > 5 {
+		t.Errorf("... %d of %d region counts differ", bad, len(side.regions))
+	}
+	nonzero := 0
+	for _, c := range side.counts {
+		if c != "0" {
+			nonzero++
+		}
+	}
+	t.Logf("idxstats, .bai and %d region counts (%d non-zero) checked", len(side.regions), nonzero)
+}
+
+// samtoolsSide makes (once per content) samtools' own BAM of f, indexes
+// it, and answers idxstats and the region queries on it.
+func (c *checker) samtoolsSide(t *testing.T, f mountFixture, sam []byte) *samtoolsSide {
+	c.mu.Lock()
+	s := c.side[f.samMD5]
+	c.mu.Unlock()
+	if s != nil {
+		return s
+	}
+	dir, err := os.MkdirTemp(c.tmp, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = &samtoolsSide{bam: filepath.Join(dir, "samtools.bam")}
+	args := []string{"view", "-b", "--no-PG", "-o", s.bam}
+	for _, r := range f.refs {
+		args = append(args, "-T", r)
+	}
+	mustSamtools(t, append(args, f.cram())...)
+	mustSamtools(t, "index", s.bam)
+	s.idxstats = mustSamtools(t, "idxstats", s.bam)
+	n := smallRegionQueries
+	if records := bytes.Count(sam, []byte("\n")) - bytes.Count(sam, []byte("\n@")); records >= bigFile {
+		n = regionQueries
+	}
+	s.regions = pickRegions(f.samMD5, sam, n)
+	s.counts = countRegions(t, s.bam, s.regions)
+	c.mu.Lock()
+	c.side[f.samMD5] = s
+	c.mu.Unlock()
+	return s
+}
+
+// pickRegions derives n deterministic pseudo-random regions from the SAM
+// text (its @SQ lines and alignment positions): "*", whole references,
+// windows around aligned reads, and windows anywhere.
+func pickRegions(seed string, sam []byte, n int) []string {
+	type sq struct {
+		name string
+		ln   int
+	}
+	var sqs []sq
+	type hit struct {
+		ref string
+		pos int
+	}
+	var hits []hit
+	for _, line := range strings.Split(string(sam), "\n") {
+		if strings.HasPrefix(line, "@SQ\t") {
+			var s sq
+			for _, f := range strings.Split(line, "\t")[1:] {
+				if v, ok := strings.CutPrefix(f, "SN:"); ok {
+					s.name = v
+				} else if v, ok := strings.CutPrefix(f, "LN:"); ok {
+					s.ln, _ = strconv.Atoi(v)
+				}
+			}
+			if s.name != "" && s.ln > 0 && !strings.ContainsAny(s.name, ":,{}") {
+				sqs = append(sqs, s)
+			}
+			continue
+		}
+		if line == "" || line[0] == '@' {
+			continue
+		}
+		f := strings.SplitN(line, "\t", 5)
+		if len(f) < 5 || f[2] == "*" || strings.ContainsAny(f[2], ":,{}") {
+			continue
+		}
+		if p, err := strconv.Atoi(f[3]); err == nil && p > 0 {
+			hits = append(hits, hit{f[2], p})
+		}
+	}
+	if len(sqs) == 0 {
+		return []string{"*"}
+	}
+	h := fnv.New64a()
+	io.WriteString(h, seed)
+	rng := rand.New(rand.NewPCG(h.Sum64(), 0x5eed))
+	out := []string{"*"}
+	for _, s := range sqs {
+		if len(out) >= n/5 {
+			break
+		}
+		out = append(out, s.name)
+	}
+	for len(out) < n {
+		if len(hits) > 0 && rng.IntN(4) != 0 {
+			a := hits[rng.IntN(len(hits))]
+			beg := max(1, a.pos-rng.IntN(300))
+			out = append(out, fmt.Sprintf("%s:%d-%d", a.ref, beg, beg+rng.IntN(2000)))
+			continue
+		}
+		s := sqs[rng.IntN(len(sqs))]
+		beg := 1 + rng.IntN(s.ln)
+		out = append(out, fmt.Sprintf("%s:%d-%d", s.name, beg, min(s.ln, beg+rng.IntN(max(1, s.ln/8)))))
+	}
+	return out
+}
+
+// countRegions runs `samtools view -c bam region` for every region, a few
+// at a time, and returns the counts in order.
+func countRegions(t *testing.T, bam string, regions []string) []string {
+	t.Helper()
+	out := make([]string, len(regions))
+	errs := make([]error, len(regions))
+	sem := make(chan struct{}, 3)
+	var wg sync.WaitGroup
+	for i, r := range regions {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			b, err := samtools("view", "-c", bam, r)
+			out[i], errs[i] = strings.TrimSpace(string(b)), err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// corpusFile returns the path of a corpus file, or "" without the corpus.
+func corpusFile(rel string) string {
+	dir := os.Getenv("CRAMFS_CORPUS")
+	if dir == "" {
+		dir = filepath.Join(corpus.Root(), "..", "shared", "corpus")
+	}
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// copyFile copies src to dst (a new file, renamed into place).
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := dst + ".part"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMountConcurrentReadersTinyCache(t *testing.T) {
+	requireMount(t)
+	type file struct {
+		cram string
+		refs []string
+	}
+	files := []file{
+		// Four small segments, all held by the cache.
+		{testdata("cram", "ce_1000.3.0-multislice.cram"), []string{testdata("ref", "ce.fa")}},
+	}
+	if ref := corpusFile("hts-specs/test/cram/ce.fa"); ref != "" {
+		files = append(files,
+			// Seven segments each larger than the whole cache: never
+			// kept, rebuilt for every read.
+			file{corpusFile("hts-specs/test/cram/3.0/passed/level-1.cram"), nil})
+	}
+	for _, f := range files {
+		if f.cram == "" {
+			t.Fatal("corpus file missing")
+		}
+		t.Run(filepath.Base(f.cram), func(t *testing.T) { concurrentReaders(t, f.cram, f.refs) })
+	}
+}
+
+// concurrentReaders reads the BAM of cram with 8 readers at once through
+// a mount with a 64 KiB cache, bypassing the page cache (O_DIRECT) so that
+// every read reaches the server; half read in order, half in a
+// pseudo-random order of chunks.
+func concurrentReaders(t *testing.T, cram string, refs []string) {
+	src := t.TempDir()
+	copyFile(t, cram, filepath.Join(src, "x.cram"))
+	m := mountT(t, src, mountConfig{refs: refs, cacheSize: "64K"})
+	wantBytes := convertAt(t, m.level, cram, refs)
+	want := md5Hex(wantBytes)
+	bam := filepath.Join(m.mnt, "x.bam")
+	fi, err := os.Stat(bam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := fi.Size()
+	if size != int64(len(wantBytes)) {
+		t.Fatalf("stat size %d, convert gives %d bytes", size, len(wantBytes))
+	}
+	const readers = 8
+	sums := make([]string, readers)
+	errs := make([]error, readers)
+	var wg sync.WaitGroup
+	for i := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fh, err := os.OpenFile(bam, os.O_RDONLY|syscall.O_DIRECT, 0)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer fh.Close()
+			got := make([]byte, size)
+			// Chunk sizes differ per reader so requests do not line up.
+			chunk := int64(64<<10*(1+i%3) + 4096*i + 512)
+			var offs []int64
+			for off := int64(0); off < size; off += chunk {
+				offs = append(offs, off)
+			}
+			if i%2 == 1 {
+				rng := rand.New(rand.NewPCG(uint64(i), 7))
+				rng.Shuffle(len(offs), func(a, b int) { offs[a], offs[b] = offs[b], offs[a] })
+			}
+			for _, off := range offs {
+				end := min(size, off+chunk)
+				if _, err := fh.ReadAt(got[off:end], off); err != nil && !(err == io.EOF && end == size) {
+					errs[i] = fmt.Errorf("ReadAt %d: %w", off, err)
+					return
+				}
+			}
+			sums[i] = md5Hex(got)
+		}()
+	}
+	wg.Wait()
+	for i := range readers {
+		if errs[i] != nil {
+			t.Errorf("reader %d: %v", i, errs[i])
+		} else if sums[i] != want {
+			t.Errorf("reader %d: md5 %s, convert at the mount's level gives %s", i, sums[i], want)
+		}
+	}
+	st := m.mgr.CacheStats()
+	nseg := 0
+	if v, err := m.op.OpenBAM(t.Context(), filepath.Join(src, "x.cram")); err == nil {
+		nseg = len(v.(*engine.VirtualBAM).Layout().Segments)
+	} else {
+		t.Fatal(err)
+	}
+	t.Logf("%d bytes, %d segments; cache %+v", size, nseg, st)
+	if st.MaxBytes != 64<<10 {
+		t.Errorf("cache bound %d, want 64K", st.MaxBytes)
+	}
+	if st.Bytes > st.MaxBytes {
+		t.Errorf("cache holds %d bytes over its bound %d", st.Bytes, st.MaxBytes)
+	}
+	switch {
+	case size > 2*st.MaxBytes && st.Misses <= uint64(nseg):
+		t.Errorf("%d cache misses for %d segments read by %d readers: segments were not rebuilt", st.Misses, nseg, readers)
+	case size <= st.MaxBytes && (st.Adds != uint64(nseg) || st.Evictions != 0):
+		t.Errorf("a file smaller than the cache: %d segments built for %d (evictions %d), want each once", st.Adds, nseg, st.Evictions)
+	}
+}
+
+func TestMountCorruptFileIsEIOOthersRead(t *testing.T) {
+	requireMount(t)
+	src := t.TempDir()
+	ref := []string{testdata("ref", "ce.fa")}
+	good := []string{"ce_1000.3.0", "ce_5b.3.1-archive"}
+	for _, n := range good {
+		copyFile(t, testdata("cram", n+".cram"), filepath.Join(src, n+".cram"))
+	}
+	copyFile(t, testdata("cram", "corrupt.ce_1000.3.0.cram"), filepath.Join(src, "corrupt.cram"))
+	m := mountT(t, src, mountConfig{refs: ref})
+
+	names := readNames(t, m.mnt)
+	wantNames := "ce_1000.3.0.bam ce_1000.3.0.bam.bai ce_5b.3.1-archive.bam ce_5b.3.1-archive.bam.bai corrupt.bam corrupt.bam.bai"
+	if names != wantNames {
+		t.Errorf("listing %q, want %q", names, wantNames)
+	}
+	for round := range 2 {
+		for _, p := range []string{"corrupt.bam", "corrupt.bam.bai"} {
+			_, err := os.ReadFile(filepath.Join(m.mnt, p))
+			if !errors.Is(err, syscall.EIO) {
+				t.Errorf("round %d: reading %s: %v, want EIO", round, p, err)
+			}
+		}
+		for _, n := range good {
+			b, err := os.ReadFile(filepath.Join(m.mnt, n+".bam"))
+			if err != nil {
+				t.Fatalf("round %d: %s: %v", round, n, err)
+			}
+			if want := convertAt(t, m.level, testdata("cram", n+".cram"), ref); !bytes.Equal(b, want) {
+				t.Errorf("round %d: %s.bam differs from convert at the mount's level", round, n)
+			}
+		}
+	}
+	if !strings.Contains(m.log.String(), "corrupt.bam") {
+		t.Errorf("server log does not name corrupt.bam:\n%s", m.log.String())
+	}
+}
+
+// readNames lists a directory, sorted, space-separated.
+func readNames(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, " ")
+}
+
+// poll calls cond until it returns nil or the deadline passes, and fails
+// with its last error then.
+func poll(t *testing.T, what string, deadline time.Duration, cond func() error) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s: not within %v: %v", what, deadline, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestMountFollowsSourceChanges(t *testing.T) {
+	requireMount(t)
+	src := t.TempDir()
+	ref := []string{testdata("ref", "ce.fa")}
+	oldCRAM := testdata("cram", "ce_5b.3.0.cram")
+	newCRAM := testdata("cram", "ce_1000.3.1-normal.cram")
+	copyFile(t, oldCRAM, filepath.Join(src, "a.cram"))
+	copyFile(t, oldCRAM, filepath.Join(src, "b.cram"))
+	m := mountT(t, src, mountConfig{refs: ref})
+	oldBAM, newBAM := convertAt(t, m.level, oldCRAM, ref), convertAt(t, m.level, newCRAM, ref)
+	const deadline = 10 * time.Second
+
+	if b, err := os.ReadFile(filepath.Join(m.mnt, "b.bam")); err != nil || !bytes.Equal(b, oldBAM) {
+		t.Fatalf("b.bam before any change: %v (equal %v)", err, bytes.Equal(b, oldBAM))
+	}
+	// An open handle keeps the version it opened, whatever happens later.
+	held, err := os.Open(filepath.Join(m.mnt, "b.bam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	half := make([]byte, len(oldBAM)/2)
+	if _, err := io.ReadFull(held, half); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("added", func(t *testing.T) {
+		copyFile(t, newCRAM, filepath.Join(src, "c.cram"))
+		poll(t, "c.bam appears", deadline, func() error {
+			b, err := os.ReadFile(filepath.Join(m.mnt, "c.bam"))
+			if err == nil && !bytes.Equal(b, newBAM) {
+				t.Fatalf("c.bam: %d bytes, not the convert output", len(b))
+			}
+			return err
+		})
+		if !strings.Contains(readNames(t, m.mnt), "c.bam.bai") {
+			t.Errorf("listing lacks c.bam.bai: %s", readNames(t, m.mnt))
+		}
+	})
+	t.Run("removed", func(t *testing.T) {
+		if err := os.Remove(filepath.Join(src, "a.cram")); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, "a.bam disappears", deadline, func() error {
+			if _, err := os.Stat(filepath.Join(m.mnt, "a.bam")); !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("stat a.bam: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(m.mnt, "a.bam.bai")); !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("stat a.bam.bai: %v", err)
+			}
+			if n := readNames(t, m.mnt); strings.Contains(n, "a.bam") {
+				return fmt.Errorf("listing still has a.bam: %s", n)
+			}
+			return nil
+		})
+	})
+	t.Run("rewritten in place", func(t *testing.T) {
+		// Same inode, new content: open(O_TRUNC) and write.
+		p := filepath.Join(src, "d.cram")
+		copyFile(t, oldCRAM, p)
+		poll(t, "d.bam appears", deadline, func() error {
+			_, err := os.Stat(filepath.Join(m.mnt, "d.bam"))
+			return err
+		})
+		if b, err := os.ReadFile(filepath.Join(m.mnt, "d.bam")); err != nil || !bytes.Equal(b, oldBAM) {
+			t.Fatalf("d.bam: %v", err)
+		}
+		content, err := os.ReadFile(newCRAM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, "d.bam serves the rewritten CRAM", deadline, func() error {
+			b, err := os.ReadFile(filepath.Join(m.mnt, "d.bam"))
+			switch {
+			case err != nil:
+				return err
+			case bytes.Equal(b, newBAM):
+				return nil
+			case bytes.Equal(b, oldBAM):
+				return errors.New("still the old version")
+			}
+			t.Fatalf("d.bam is neither version (%d bytes): mixed bytes", len(b))
+			return nil
+		})
+	})
+	t.Run("replaced", func(t *testing.T) {
+		copyFile(t, newCRAM, filepath.Join(src, "b.cram"))
+		seenOld := 0
+		poll(t, "b.bam serves the new CRAM", deadline, func() error {
+			b, err := os.ReadFile(filepath.Join(m.mnt, "b.bam"))
+			switch {
+			case err != nil:
+				return err
+			case bytes.Equal(b, newBAM):
+				return nil
+			case bytes.Equal(b, oldBAM):
+				seenOld++
+				return errors.New("still the old version")
+			}
+			t.Fatalf("b.bam is neither version (%d bytes; old %d, new %d): mixed bytes", len(b), len(oldBAM), len(newBAM))
+			return nil
+		})
+		bai, err := os.ReadFile(filepath.Join(m.mnt, "b.bam.bai"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := os.ReadFile(filepath.Join(m.mnt, "c.bam.bai")); !bytes.Equal(bai, c) {
+			t.Errorf("b.bam.bai after the replacement differs from c.bam.bai, the same CRAM's")
+		}
+		t.Logf("old version seen %d times after the replacement", seenOld)
+		// The handle opened before keeps serving the old bytes to its end.
+		rest, err := io.ReadAll(held)
+		if err != nil {
+			t.Fatalf("reading the held handle after the replacement: %v", err)
+		}
+		if got := append(half, rest...); !bytes.Equal(got, oldBAM) {
+			t.Errorf("handle opened before the replacement read %d bytes that are not the old BAM (%d bytes)", len(got), len(oldBAM))
+		}
+	})
+}
+
+// buildCramfs builds the cramfs binary into a temporary directory.
+func buildCramfs(t *testing.T) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		corpus.Missing(t, "go tool: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "cramfs")
+	cmd := exec.Command(gobin, "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// isMounted reports whether mnt is a mount point in /proc/self/mountinfo.
+func isMounted(t *testing.T, mnt string) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.ReplaceAll(f[4], `\040`, " ") == mnt {
+			return true
+		}
+	}
+	return false
+}
+
+// mountProc is a `cramfs mount` process.
+type mountProc struct {
+	cmd    *exec.Cmd
+	mnt    string
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error // of Wait, after done
+}
+
+// startMount starts the binary's `cramfs mount` of src on a new temporary
+// directory and waits until the mount is in place.
+func startMount(t *testing.T, bin, src string, extra ...string) *mountProc {
+	t.Helper()
+	return startMountAt(t, bin, src, t.TempDir(), extra...)
+}
+
+// startMountAt is startMount on a given mount point.
+func startMountAt(t *testing.T, bin, src, mnt string, extra ...string) *mountProc {
+	t.Helper()
+	args := append([]string{"mount", "-T", testdata("ref", "ce.fa"), "-@", "2"}, extra...)
+	p := &mountProc{cmd: exec.Command(bin, append(args, src, mnt)...), mnt: mnt, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = samtoolsEnv
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		if isMounted(t, mnt) {
+			if err := cfs.Unmount(mnt); err != nil {
+				t.Errorf("cleanup unmount %s: %v", mnt, err)
+			}
+		}
+	})
+	poll(t, "cramfs mount is mounted", 10*time.Second, func() error {
+		select {
+		case <-p.done:
+			t.Fatalf("cramfs mount exited early: %v\n%s", p.err, p.stderr.String())
+		default:
+		}
+		if !isMounted(t, mnt) {
+			return errors.New("not in /proc/self/mountinfo")
+		}
+		return nil
+	})
+	return p
+}
+
+// wait waits (up to 10 s) for the process to exit and returns its code.
+func (p *mountProc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("cramfs mount still running 10 s later; stderr:\n%s", p.stderr.String())
+	}
+	if p.err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	t.Fatalf("wait: %v", p.err)
+	return -1
+}
+
+func TestMountBinary(t *testing.T) {
+	requireMount(t)
+	bin := buildCramfs(t)
+	src := t.TempDir()
+	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "x.cram"))
+	copyFile(t, testdata("cram", "ce_1000.3.0.cram"), filepath.Join(src, "y.cram"))
+	wantX := convertAt(t, defaultMountLevel(t), testdata("cram", "ce_5b.3.0.cram"), []string{testdata("ref", "ce.fa")})
+
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			p := startMount(t, bin, src, "--cache-dir", t.TempDir())
+			b, err := os.ReadFile(filepath.Join(p.mnt, "x.bam"))
+			if err != nil || !bytes.Equal(b, wantX) {
+				t.Fatalf("x.bam through the binary's mount: %v (equal %v)", err, bytes.Equal(b, wantX))
+			}
+			if err := p.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			if rc := p.wait(t); rc != 0 {
+				t.Errorf("exit %d after %v, want 0; stderr:\n%s", rc, sig, p.stderr.String())
+			}
+			if isMounted(t, p.mnt) {
+				t.Errorf("%s still mounted after %v", p.mnt, sig)
+			}
+		})
+	}
+
+	t.Run("SIGTERM while a file is open", func(t *testing.T) {
+		p := startMount(t, bin, src, "--cache-dir", t.TempDir())
+		fh, err := os.Open(filepath.Join(p.mnt, "x.bam"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		// The busy mount is detached at once; the open file still reads.
+		poll(t, "busy mount detached", 10*time.Second, func() error {
+			if isMounted(t, p.mnt) {
+				return errors.New("still in /proc/self/mountinfo")
+			}
+			return nil
+		})
+		b, err := io.ReadAll(fh)
+		if err != nil || !bytes.Equal(b, wantX) {
+			t.Errorf("reading the file open across the unmount: %v (equal %v)", err, bytes.Equal(b, wantX))
+		}
+		fh.Close()
+		if rc := p.wait(t); rc != 0 {
+			t.Errorf("exit %d after SIGTERM of a busy mount, want 0; stderr:\n%s", rc, p.stderr.String())
+		}
+	})
+
+	t.Run("unmount command", func(t *testing.T) {
+		p := startMount(t, bin, src, "--cache-dir", t.TempDir())
+		if _, err := os.Stat(filepath.Join(p.mnt, "y.bam")); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(bin, "unmount", p.mnt).CombinedOutput(); err != nil {
+			t.Fatalf("cramfs unmount: %v: %s", err, out)
+		}
+		if rc := p.wait(t); rc != 0 {
+			t.Errorf("mount process exit %d after cramfs unmount, want 0; stderr:\n%s", rc, p.stderr.String())
+		}
+		if isMounted(t, p.mnt) {
+			t.Errorf("%s still mounted after cramfs unmount", p.mnt)
+		}
+	})
+
+	t.Run("stale mount", func(t *testing.T) {
+		p := startMount(t, bin, src, "--cache-dir", t.TempDir())
+		if err := p.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		p.wait(t)
+		if !isMounted(t, p.mnt) {
+			t.Fatal("mount vanished with its process: no stale mount to test")
+		}
+		var stderr bytes.Buffer
+		cmd := exec.Command(bin, "mount", "-T", testdata("ref", "ce.fa"), "--cache-dir", t.TempDir(), src, p.mnt)
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("mounting on a stale mount: %v, want exit 1", err)
+		}
+		if msg := stderr.String(); !strings.Contains(msg, "cramfs unmount "+p.mnt) || !strings.Contains(msg, "not connected") {
+			t.Errorf("message does not name the stale mount and `cramfs unmount`: %q", msg)
+		}
+		if out, err := exec.Command(bin, "unmount", p.mnt).CombinedOutput(); err != nil {
+			t.Fatalf("cramfs unmount of the stale mount: %v: %s", err, out)
+		}
+		if isMounted(t, p.mnt) {
+			t.Fatalf("%s still mounted after cramfs unmount", p.mnt)
+		}
+		// And the mount point is usable again.
+		q := startMountAt(t, bin, src, p.mnt, "--cache-dir", t.TempDir())
+		if _, err := os.Stat(filepath.Join(q.mnt, "x.bam")); err != nil {
+			t.Errorf("x.bam on the mount point reused after the stale mount: %v", err)
+		}
+		if err := q.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if rc := q.wait(t); rc != 0 {
+			t.Errorf("exit %d, want 0; stderr:\n%s", rc, q.stderr.String())
+		}
+	})
+
+	t.Run("index on mount", func(t *testing.T) {
+		cache := t.TempDir()
+		p := startMount(t, bin, src, "--cache-dir", cache, "--index-on-mount")
+		// No access to the mount at all: the layouts must appear anyway.
+		poll(t, "layout indexes of both CRAMs in the cache dir", 10*time.Second, func() error {
+			m, err := filepath.Glob(filepath.Join(cache, "*.idx"))
+			if err != nil {
+				return err
+			}
+			if len(m) != 2 {
+				return fmt.Errorf("%d index files: %v", len(m), m)
+			}
+			return nil
+		})
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if rc := p.wait(t); rc != 0 {
+			t.Errorf("exit %d, want 0; stderr:\n%s", rc, p.stderr.String())
+		}
+	})
+}
+
+// TestMountParallelFirstAccess makes the first accesses of a CRAM's .bam
+// and .bam.bai (two names, one CRAM) at the same time, for several fresh
+// files, so that the opener is asked for the same file version
+// concurrently.
+func TestMountParallelFirstAccess(t *testing.T) {
+	requireMount(t)
+	src := t.TempDir()
+	ref := []string{testdata("ref", "ce.fa")}
+	names := []string{"ce_1000.3.0", "ce_1000.3.1-archive", "ce_5b.3.0", "ce_unmap2.3.0-multislice", "ce_supp.3.1-fast"}
+	for _, n := range names {
+		copyFile(t, testdata("cram", n+".cram"), filepath.Join(src, n+".cram"))
+	}
+	m := mountT(t, src, mountConfig{refs: ref})
+	var wg sync.WaitGroup
+	got := make([][]byte, 4*len(names))
+	errs := make([]error, len(got))
+	for i := range got {
+		n, suffix := names[i/4], [...]string{".bam", ".bam.bai", ".bam", ".bam.bai"}[i%4]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = os.ReadFile(filepath.Join(m.mnt, n+suffix))
+		}()
+	}
+	wg.Wait()
+	for i, n := range names {
+		want := convertAt(t, m.level, testdata("cram", n+".cram"), ref)
+		for j := range 4 {
+			k := 4*i + j
+			switch {
+			case errs[k] != nil:
+				t.Errorf("%s (%d): %v", n, j, errs[k])
+			case j%2 == 0 && !bytes.Equal(got[k], want):
+				t.Errorf("%s.bam differs from convert at the mount's level", n)
+			case j%2 == 1 && !bytes.Equal(got[k], got[4*i+1]):
+				t.Errorf("%s.bam.bai differs between two readers", n)
+			}
+		}
+	}
+}
