@@ -70,7 +70,7 @@ type Codecs struct {
 func parseBlock(b []byte, pos *int, major int) (Block, error) {
 	start := *pos
 	if start+2 > len(b) {
-		return Block{}, corruptf("block at offset %d: end of data", start)
+		return Block{}, corruptf("block at container byte %d: end of data", start)
 	}
 	var blk Block
 	blk.Method = BlockMethod(b[start])
@@ -88,20 +88,20 @@ func parseBlock(b []byte, pos *int, major int) (Block, error) {
 		return Block{}, err
 	}
 	if size < 0 || blk.RawSize < 0 || blk.RawSize > MaxBlockSize {
-		return Block{}, corruptf("block at offset %d: sizes %d compressed, %d raw", start, size, blk.RawSize)
+		return Block{}, corruptf("block at container byte %d: sizes %d compressed, %d raw", start, size, blk.RawSize)
 	}
 	if int(size) > len(b)-*pos {
-		return Block{}, corruptf("block at offset %d (content id %d): %d bytes declared, %d remain", start, blk.ContentID, size, len(b)-*pos)
+		return Block{}, corruptf("block at container byte %d (content id %d): %d bytes declared, %d remain", start, blk.ContentID, size, len(b)-*pos)
 	}
 	blk.Data = b[*pos : *pos+int(size)]
 	*pos += int(size)
 	if major >= 3 {
 		if *pos+4 > len(b) {
-			return Block{}, corruptf("block at offset %d: CRC32 missing", start)
+			return Block{}, corruptf("block at container byte %d: CRC32 missing", start)
 		}
 		want := binary.LittleEndian.Uint32(b[*pos:])
 		if got := crc32.ChecksumIEEE(b[start:*pos]); got != want {
-			return Block{}, fmt.Errorf("%w: block at offset %d (content id %d): CRC32 %08x, header says %08x", ErrChecksum, start, blk.ContentID, got, want)
+			return Block{}, fmt.Errorf("%w: block at container byte %d (content id %d): CRC32 %08x, header says %08x", ErrChecksum, start, blk.ContentID, got, want)
 		}
 		*pos += 4
 	}
