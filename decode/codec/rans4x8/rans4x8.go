@@ -102,10 +102,11 @@ func (r *reader) freq() (uint32, error) {
 func packEntry(sym, off, freq uint32) uint32 { return sym | off<<8 | (freq-1)<<20 }
 
 // readTable implements ReadFrequencies0 (CRAMcodecs section 2.4) into a
-// decode table. zeroIs4096 applies htscodecs's order-1 reading of a zero
+// decode table, marking in syms (when not nil) every symbol it can decode.
+// zeroIs4096 applies htscodecs's order-1 reading of a zero
 // frequency as 4096. As htscodecs accepts, the total may be 4095, in which
 // case slot 4095 extends the last symbol.
-func readTable(r *reader, tab *[totFreq]uint32, zeroIs4096 bool) error {
+func readTable(r *reader, tab *[totFreq]uint32, syms *[256]bool, zeroIs4096 bool) error {
 	start := r.p
 	c, err := r.u8()
 	if err != nil {
@@ -126,10 +127,21 @@ func readTable(r *reader, tab *[totFreq]uint32, zeroIs4096 bool) error {
 			return fmt.Errorf("%w: frequencies at offset %d exceed %d (symbol %d)", ErrCorrupt, start, totFreq, sym)
 		}
 		if f > 0 {
-			base := packEntry(uint32(sym), 0, f)
+			if syms != nil {
+				syms[sym] = true
+			}
+			v := packEntry(uint32(sym), 0, f)
 			slots := tab[x : x+f]
+			for len(slots) >= 4 {
+				slots[0] = v
+				slots[1] = v + 1<<8
+				slots[2] = v + 2<<8
+				slots[3] = v + 3<<8
+				v += 4 << 8
+				slots = slots[4:]
+			}
 			for y := range slots {
-				slots[y] = base + uint32(y)<<8
+				slots[y] = v + uint32(y)<<8
 			}
 			x += f
 		}
@@ -197,17 +209,19 @@ func renormSafe(x uint32, r *reader) (uint32, error) {
 	return x, nil
 }
 
-// renorm8 is RansRenorm over an 8-byte window at offset k, written so the
-// compiler can use conditional moves. A decoded state is at least 1<<11, so
-// two bytes always suffice.
+// renorm8 is RansRenorm (CRAMcodecs section 2.4) over an 8-byte window at
+// offset k. A decoded state lies in [1<<11, 1<<31), so two bytes always
+// suffice. The first, frequent and hard to predict, is selected with a mask
+// (c is 1 exactly when x < ransL), because Go will not emit a conditional
+// move for a value that feeds a table index; the second, needed only below
+// 1<<15, is a rarely taken branch.
 func renorm8(x uint32, w *[8]byte, k uint) (uint32, uint) {
-	y, k1 := x<<8|uint32(w[k&7]), k+1
+	c := (x - ransL) >> 31
+	x ^= (x ^ (x<<8 | uint32(w[k&7]))) & -c
+	k += uint(c)
 	if x < ransL {
-		x, k = y, k1
-	}
-	y, k1 = x<<8|uint32(w[k&7]), k+1
-	if x < ransL {
-		x, k = y, k1
+		x = x<<8 | uint32(w[k&7])
+		k++
 	}
 	return x, k
 }
@@ -216,7 +230,7 @@ func renorm8(x uint32, w *[8]byte, k uint) (uint32, uint) {
 // state i mod 4.
 func decodeO0(r *reader, n int) ([]byte, error) {
 	tab := new([totFreq]uint32)
-	if err := readTable(r, tab, false); err != nil {
+	if err := readTable(r, tab, nil, false); err != nil {
 		return nil, err
 	}
 	var st [4]uint32
@@ -224,35 +238,8 @@ func decodeO0(r *reader, n int) ([]byte, error) {
 		return nil, err
 	}
 	out := make([]byte, n)
-	x0, x1, x2, x3 := st[0], st[1], st[2], st[3]
-	src := r.b
-	p := r.p
-	i := 0
 	end := n &^ 3
-	for ; i < end && p+8 <= len(src); i += 4 {
-		o := (*[4]byte)(out[i : i+4])
-		w := (*[8]byte)(src[p : p+8])
-		e0 := tab[x0&tfMask]
-		e1 := tab[x1&tfMask]
-		e2 := tab[x2&tfMask]
-		e3 := tab[x3&tfMask]
-		o[0] = byte(e0)
-		o[1] = byte(e1)
-		o[2] = byte(e2)
-		o[3] = byte(e3)
-		x0 = (e0>>20+1)*(x0>>tfShift) + (e0>>8)&tfMask
-		x1 = (e1>>20+1)*(x1>>tfShift) + (e1>>8)&tfMask
-		x2 = (e2>>20+1)*(x2>>tfShift) + (e2>>8)&tfMask
-		x3 = (e3>>20+1)*(x3>>tfShift) + (e3>>8)&tfMask
-		k := uint(0)
-		x0, k = renorm8(x0, w, k)
-		x1, k = renorm8(x1, w, k)
-		x2, k = renorm8(x2, w, k)
-		x3, k = renorm8(x3, w, k)
-		p += int(k)
-	}
-	st = [4]uint32{x0, x1, x2, x3}
-	r.p = p
+	i := o0Fast(tab, &st, r, out[:end])
 	for ; i < end; i++ {
 		j := i & 3
 		e := tab[st[j]&tfMask]
@@ -271,12 +258,44 @@ func decodeO0(r *reader, n int) ([]byte, error) {
 	return out, nil
 }
 
+// o0Fast decodes groups of 4 symbols into out while 8 input bytes remain
+// (the most a group consumes); it returns how many symbols it decoded and
+// advances r.
+func o0Fast(tab *[totFreq]uint32, st *[4]uint32, r *reader, out []byte) int {
+	x0, x1, x2, x3 := st[0], st[1], st[2], st[3]
+	src := r.b
+	p := r.p
+	i := 0
+	for ; i <= len(out)-4 && p >= 0 && p <= len(src)-8; i += 4 {
+		o := (*[4]byte)(out[i : i+4])
+		w := (*[8]byte)(src[p : p+8])
+		k := uint(0)
+		e := tab[x0&tfMask]
+		o[0] = byte(e)
+		x0, k = renorm8((e>>20+1)*(x0>>tfShift)+(e>>8)&tfMask, w, k)
+		e = tab[x1&tfMask]
+		o[1] = byte(e)
+		x1, k = renorm8((e>>20+1)*(x1>>tfShift)+(e>>8)&tfMask, w, k)
+		e = tab[x2&tfMask]
+		o[2] = byte(e)
+		x2, k = renorm8((e>>20+1)*(x2>>tfShift)+(e>>8)&tfMask, w, k)
+		e = tab[x3&tfMask]
+		o[3] = byte(e)
+		x3, k = renorm8((e>>20+1)*(x3>>tfShift)+(e>>8)&tfMask, w, k)
+		p += int(k)
+	}
+	st[0], st[1], st[2], st[3] = x0, x1, x2, x3
+	r.p = p
+	return i
+}
+
 // decodeO1 implements RansDecode1 (CRAMcodecs section 2.4): state j decodes
 // the j-th quarter with its previous symbol as context; state 3 also
 // decodes the remainder.
 func decodeO1(r *reader, n int) ([]byte, error) {
 	var tabs [256]*[totFreq]uint32
 	var absent [256]uint8
+	var syms [256]bool // symbols some table can decode
 	for i := range absent {
 		absent[i] = 1
 	}
@@ -293,7 +312,7 @@ func decodeO1(r *reader, n int) ([]byte, error) {
 			return nil, fmt.Errorf("%w: context %d defined twice (table at offset %d)", ErrCorrupt, ctx, start)
 		}
 		tab := new([totFreq]uint32)
-		if err := readTable(r, tab, true); err != nil {
+		if err := readTable(r, tab, &syms, true); err != nil {
 			return nil, fmt.Errorf("order-1 context %d: %w", ctx, err)
 		}
 		tabs[ctx] = tab
@@ -330,6 +349,14 @@ func decodeO1(r *reader, n int) ([]byte, error) {
 			tabs[i] = tabs[first]
 		}
 	}
+	// When every decodable symbol and the initial context 0 have a table,
+	// no context can lack one and the main loop needs no check.
+	closed := absent[0] == 0
+	for s, ok := range syms {
+		if ok && absent[s] != 0 {
+			closed = false
+		}
+	}
 	var st [4]uint32
 	if err := readStates(r, &st); err != nil {
 		return nil, err
@@ -344,11 +371,9 @@ func decodeO1(r *reader, n int) ([]byte, error) {
 	s3 := out[3*q : 4*q][:len(s0)]
 	src := r.b
 	p := r.p
-	var bad uint8
 	i := 0
 	for ; i < len(s0) && p+8 <= len(src); i++ {
 		w := (*[8]byte)(src[p : p+8])
-		bad |= absent[l0] | absent[l1] | absent[l2] | absent[l3]
 		e0 := tabs[l0][x0&tfMask]
 		e1 := tabs[l1][x1&tfMask]
 		e2 := tabs[l2][x2&tfMask]
@@ -366,8 +391,21 @@ func decodeO1(r *reader, n int) ([]byte, error) {
 		x3, k = renorm8(x3, w, k)
 		p += int(k)
 	}
-	if bad != 0 {
-		return nil, fmt.Errorf("%w: order-1 data uses a context with no frequency table", ErrCorrupt)
+	if !closed {
+		// Contexts used so far: 0, then each segment's decoded symbols
+		// but the last.
+		var used uint8
+		if i > 0 {
+			used = absent[0]
+		}
+		for j := 0; j < 4 && i > 0; j++ {
+			for _, c := range out[j*q : j*q+i-1] {
+				used |= absent[c]
+			}
+		}
+		if used != 0 {
+			return nil, fmt.Errorf("%w: order-1 data uses a context with no frequency table", ErrCorrupt)
+		}
 	}
 	st = [4]uint32{x0, x1, x2, x3}
 	l := [4]uint8{l0, l1, l2, l3}

@@ -273,3 +273,30 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// o1Long builds an order-1 stream of n symbols 'A', long enough for the
+// fast loop: context 0 decodes 'A' with frequency 4096 (so no state ever
+// renormalises), and so does context 'A' unless missingA.
+func o1Long(n int, missingA bool) []byte {
+	body := []byte{0x00, 'A', 0x00, 0x00} // context 0: 'A' at 4096
+	if !missingA {
+		body = append(body, 'A', 'A', 0x00, 0x00) // context 'A': 'A' at 4096
+	}
+	body = append(body, 0x00)
+	body = append(body, l4...)
+	return stream(1, uint32(n), append(body, make([]byte, 16)...)...)
+}
+
+// TestO1FastContexts covers the order-1 fast loop, which leaves the check
+// for contexts without a table until after it.
+func TestO1FastContexts(t *testing.T) {
+	for _, n := range []int{400, 401, 403} {
+		got, err := Decode(o1Long(n, false), n)
+		if err != nil || string(got) != strings.Repeat("A", n) {
+			t.Errorf("n=%d: got %q, %v; want %d A", n, got, err, n)
+		}
+		if got, err := Decode(o1Long(n, true), n); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("n=%d with context 'A' missing: got %d bytes, error %v; want ErrCorrupt", n, len(got), err)
+		}
+	}
+}

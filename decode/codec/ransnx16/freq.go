@@ -72,9 +72,17 @@ func fillTable(tab []uint32, freq *[256]uint32) {
 			continue
 		}
 		slots := tab[c : c+f]
-		base := packEntry(uint32(s), 0, f)
+		v := packEntry(uint32(s), 0, f)
+		for len(slots) >= 4 {
+			slots[0] = v
+			slots[1] = v + 1<<8
+			slots[2] = v + 2<<8
+			slots[3] = v + 3<<8
+			v += 4 << 8
+			slots = slots[4:]
+		}
 		for y := range slots {
-			slots[y] = base + uint32(y)<<8
+			slots[y] = v + uint32(y)<<8
 		}
 		c += f
 	}
@@ -120,9 +128,11 @@ const maxFreqTableO1 = 512 + 256*256*6
 // o1Tables holds the order-1 decode tables of ReadFrequenciesNx16_1
 // (CRAMcodecs section 3.1). Contexts without a table point at some valid
 // table and are flagged in absent, so a decoder can reject them without a
-// branch per symbol.
+// branch per symbol; when closed, no decodable symbol lacks a table and the
+// decoder need not look at absent at all.
 type o1Tables struct {
 	tfBits uint
+	closed bool // every decodable symbol, and context 0, has a table
 	t12    [256]*[4096]uint32
 	t10    [256]*[1024]uint32
 	absent [256]uint8
@@ -175,6 +185,7 @@ func readFreqO1(r *reader, t *o1Tables) error {
 		}
 	}
 	size := 1 << t.tfBits
+	var decodable [256]bool
 	all := make([]uint32, 0, nsym*size)
 	first := -1
 	for i := 0; i < 256; i++ {
@@ -198,6 +209,7 @@ func readFreqO1(r *reader, t *o1Tables) error {
 				return err
 			}
 			freq[j] = f
+			decodable[j] = decodable[j] || f != 0
 			total += uint64(f)
 			if f == 0 {
 				c, err := tr.u8()
@@ -234,9 +246,13 @@ func readFreqO1(r *reader, t *o1Tables) error {
 	if first < 0 {
 		return fmt.Errorf("%w: order-1 table at offset %d has no contexts", ErrCorrupt, start)
 	}
+	t.closed = t.absent[0] == 0
 	for i := 0; i < 256; i++ {
 		if t.absent[i] != 0 {
 			t.t12[i], t.t10[i] = t.t12[first], t.t10[first]
+			if decodable[i] {
+				t.closed = false
+			}
 		}
 	}
 	return nil

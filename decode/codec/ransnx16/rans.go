@@ -86,26 +86,22 @@ func o0Fast4(tab *[4096]uint32, st *[32]uint32, r *reader, out []byte) int {
 	src := r.b
 	p := r.p
 	i := 0
-	for ; i+4 <= len(out) && p+8 <= len(src); i += 4 {
+	for ; i <= len(out)-4 && p >= 0 && p <= len(src)-8; i += 4 {
 		o := (*[4]byte)(out[i : i+4])
 		w := (*[8]byte)(src[p : p+8])
-		e0 := tab[x0&0xfff]
-		e1 := tab[x1&0xfff]
-		e2 := tab[x2&0xfff]
-		e3 := tab[x3&0xfff]
-		o[0] = byte(e0)
-		o[1] = byte(e1)
-		o[2] = byte(e2)
-		o[3] = byte(e3)
-		x0 = (e0>>20+1)*(x0>>12) + (e0>>8)&0xfff
-		x1 = (e1>>20+1)*(x1>>12) + (e1>>8)&0xfff
-		x2 = (e2>>20+1)*(x2>>12) + (e2>>8)&0xfff
-		x3 = (e3>>20+1)*(x3>>12) + (e3>>8)&0xfff
 		k := uint(0)
-		x0, k = renorm8(x0, w, k)
-		x1, k = renorm8(x1, w, k)
-		x2, k = renorm8(x2, w, k)
-		x3, k = renorm8(x3, w, k)
+		e := tab[x0&0xfff]
+		o[0] = byte(e)
+		x0, k = renorm8((e>>20+1)*(x0>>12)+(e>>8)&0xfff, w, k)
+		e = tab[x1&0xfff]
+		o[1] = byte(e)
+		x1, k = renorm8((e>>20+1)*(x1>>12)+(e>>8)&0xfff, w, k)
+		e = tab[x2&0xfff]
+		o[2] = byte(e)
+		x2, k = renorm8((e>>20+1)*(x2>>12)+(e>>8)&0xfff, w, k)
+		e = tab[x3&0xfff]
+		o[3] = byte(e)
+		x3, k = renorm8((e>>20+1)*(x3>>12)+(e>>8)&0xfff, w, k)
 		p += int(k)
 	}
 	st[0], st[1], st[2], st[3] = x0, x1, x2, x3
@@ -113,8 +109,10 @@ func o0Fast4(tab *[4096]uint32, st *[32]uint32, r *reader, out []byte) int {
 	return i
 }
 
-// renorm8 is the RansRenormNx16 step reading at offset k of an 8-byte
-// window, written so the compiler can use conditional moves.
+// renorm8 is the RansRenormNx16 step (CRAMcodecs section 3.2) reading at
+// offset k of an 8-byte window. Go compiles the condition to a branch (it
+// emits no conditional move for a value that feeds a table index); a
+// branch-free mask select measured slower here, unlike in rans4x8.
 func renorm8(x uint32, w *[8]byte, k uint) (uint32, uint) {
 	y := x<<16 | uint32(w[k&7]) | uint32(w[(k+1)&7])<<8
 	k2 := k + 2
@@ -124,33 +122,28 @@ func renorm8(x uint32, w *[8]byte, k uint) (uint32, uint) {
 	return x, k
 }
 
-// renorm64 is renorm8 over a 64-byte window (32 states).
-func renorm64(x uint32, w *[64]byte, k uint) (uint32, uint) {
-	y := x<<16 | uint32(w[k&63]) | uint32(w[(k+1)&63])<<8
-	k2 := k + 2
-	if x < ransL {
-		x, k = y, k2
-	}
-	return x, k
-}
-
-// o0Fast32 is o0Fast4 for 32 interleaved states.
+// o0Fast32 is o0Fast4 for 32 interleaved states: one flat loop over the
+// symbols with the states in memory, each renormalisation checking for two
+// input bytes. It stops at the first state that needs bytes beyond the
+// input, leaving the error to the caller's tail loop.
 func o0Fast32(tab *[4096]uint32, st *[32]uint32, r *reader, out []byte) int {
 	src := r.b
 	p := r.p
 	i := 0
-	for ; i+32 <= len(out) && p+64 <= len(src); i += 32 {
-		o := (*[32]byte)(out[i : i+32])
-		w := (*[64]byte)(src[p : p+64])
-		k := uint(0)
-		for j := 0; j < 32; j++ {
-			x := st[j]
-			e := tab[x&0xfff]
-			o[j] = byte(e)
-			x = (e>>20+1)*(x>>12) + (e>>8)&0xfff
-			st[j], k = renorm64(x, w, k)
+	for ; i < len(out); i++ {
+		j := i & 31
+		x := st[j]
+		e := tab[x&0xfff]
+		x = (e>>20+1)*(x>>12) + (e>>8)&0xfff
+		if x < ransL {
+			if p < 0 || p >= len(src)-1 {
+				break
+			}
+			x = x<<16 | uint32(src[p]) | uint32(src[p+1])<<8
+			p += 2
 		}
-		p += int(k)
+		out[i] = byte(e)
+		st[j] = x
 	}
 	r.p = p
 	return i
@@ -175,18 +168,36 @@ func decodeO1(src []byte, n, N int) ([]byte, error) {
 	out := make([]byte, n)
 	q := n / N
 	var ctx [32]uint8
-	var bad uint8
-	var i int
+	// k counts the symbols decoded in row order: row k/N, state k%N.
+	var k int
 	switch {
 	case N == 4 && t.tfBits == 12:
-		i, bad = o1Fast4x12(t, &st, &ctx, r, out, q)
+		k = 4 * o1Fast4x12(t, &st, &ctx, r, out, q)
 	case N == 4:
-		i, bad = o1Fast4x10(t, &st, &ctx, r, out, q)
+		k = 4 * o1Fast4x10(t, &st, &ctx, r, out, q)
 	default:
-		i, bad = o1FastN(t, &st, &ctx, r, out, q, N)
+		k = o1FastN(t, &st, &ctx, r, out, q, N)
 	}
-	if bad != 0 {
-		return nil, fmt.Errorf("%w: order-1 data uses a context with no frequency table", ErrCorrupt)
+	// The fast loops do not check contexts; when some context lacks a
+	// table, check the ones they used: 0, then each segment's symbols
+	// but its last.
+	if !t.closed {
+		for j := 0; j < N; j++ {
+			rows := k / N
+			if j < k%N {
+				rows++
+			}
+			if rows == 0 {
+				continue
+			}
+			used := t.absent[0]
+			for _, c := range out[j*q : j*q+rows-1] {
+				used |= t.absent[c]
+			}
+			if used != 0 {
+				return nil, fmt.Errorf("%w: order-1 data uses a context with no frequency table", ErrCorrupt)
+			}
+		}
 	}
 	// Slow path: finish the segments, then the remainder with state N-1.
 	mask := uint32(1)<<t.tfBits - 1
@@ -209,11 +220,10 @@ func decodeO1(src []byte, n, N int) ([]byte, error) {
 		st[j] = x
 		return err
 	}
-	for ; i < q; i++ {
-		for j := 0; j < N; j++ {
-			if err := step(j, j*q+i); err != nil {
-				return nil, err
-			}
+	for ; k < N*q; k++ {
+		j := k % N
+		if err := step(j, j*q+k/N); err != nil {
+			return nil, err
 		}
 	}
 	for pos := N * q; pos < n; pos++ {
@@ -226,8 +236,8 @@ func decodeO1(src []byte, n, N int) ([]byte, error) {
 
 // o1Fast4x12 runs the main order-1 loop for 4 states and 12-bit tables
 // while 8 input bytes remain; it returns the number of symbols decoded per
-// segment and a non-zero value if a context without a table was used.
-func o1Fast4x12(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, q int) (int, uint8) {
+// segment. Contexts are not checked (see decodeO1).
+func o1Fast4x12(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, q int) int {
 	x0, x1, x2, x3 := st[0], st[1], st[2], st[3]
 	l0, l1, l2, l3 := ctx[0], ctx[1], ctx[2], ctx[3]
 	s0 := out[0:q]
@@ -236,36 +246,38 @@ func o1Fast4x12(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []by
 	s3 := out[3*q : 4*q][:len(s0)]
 	src := r.b
 	p := r.p
-	var bad uint8
 	i := 0
-	for ; i < len(s0) && p+8 <= len(src); i++ {
+	var e uint32
+	tabs := &t.t12
+	for ; i < len(s0) && p >= 0 && p <= len(src)-8; i++ {
 		w := (*[8]byte)(src[p : p+8])
-		bad |= t.absent[l0] | t.absent[l1] | t.absent[l2] | t.absent[l3]
-		e0 := t.t12[l0][x0&0xfff]
-		e1 := t.t12[l1][x1&0xfff]
-		e2 := t.t12[l2][x2&0xfff]
-		e3 := t.t12[l3][x3&0xfff]
-		l0, l1, l2, l3 = uint8(e0), uint8(e1), uint8(e2), uint8(e3)
-		s0[i], s1[i], s2[i], s3[i] = l0, l1, l2, l3
-		x0 = (e0>>20+1)*(x0>>12) + (e0>>8)&0xfff
-		x1 = (e1>>20+1)*(x1>>12) + (e1>>8)&0xfff
-		x2 = (e2>>20+1)*(x2>>12) + (e2>>8)&0xfff
-		x3 = (e3>>20+1)*(x3>>12) + (e3>>8)&0xfff
 		k := uint(0)
-		x0, k = renorm8(x0, w, k)
-		x1, k = renorm8(x1, w, k)
-		x2, k = renorm8(x2, w, k)
-		x3, k = renorm8(x3, w, k)
+		e = tabs[l0][x0&0xfff]
+		l0 = uint8(e)
+		s0[i] = l0
+		x0, k = renorm8((e>>20+1)*(x0>>12)+(e>>8)&0xfff, w, k)
+		e = tabs[l1][x1&0xfff]
+		l1 = uint8(e)
+		s1[i] = l1
+		x1, k = renorm8((e>>20+1)*(x1>>12)+(e>>8)&0xfff, w, k)
+		e = tabs[l2][x2&0xfff]
+		l2 = uint8(e)
+		s2[i] = l2
+		x2, k = renorm8((e>>20+1)*(x2>>12)+(e>>8)&0xfff, w, k)
+		e = tabs[l3][x3&0xfff]
+		l3 = uint8(e)
+		s3[i] = l3
+		x3, k = renorm8((e>>20+1)*(x3>>12)+(e>>8)&0xfff, w, k)
 		p += int(k)
 	}
 	st[0], st[1], st[2], st[3] = x0, x1, x2, x3
 	ctx[0], ctx[1], ctx[2], ctx[3] = l0, l1, l2, l3
 	r.p = p
-	return i, bad
+	return i
 }
 
 // o1Fast4x10 is o1Fast4x12 for 10-bit tables.
-func o1Fast4x10(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, q int) (int, uint8) {
+func o1Fast4x10(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, q int) int {
 	x0, x1, x2, x3 := st[0], st[1], st[2], st[3]
 	l0, l1, l2, l3 := ctx[0], ctx[1], ctx[2], ctx[3]
 	s0 := out[0:q]
@@ -274,66 +286,99 @@ func o1Fast4x10(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []by
 	s3 := out[3*q : 4*q][:len(s0)]
 	src := r.b
 	p := r.p
-	var bad uint8
 	i := 0
-	for ; i < len(s0) && p+8 <= len(src); i++ {
+	var e uint32
+	tabs := &t.t10
+	for ; i < len(s0) && p >= 0 && p <= len(src)-8; i++ {
 		w := (*[8]byte)(src[p : p+8])
-		bad |= t.absent[l0] | t.absent[l1] | t.absent[l2] | t.absent[l3]
-		e0 := t.t10[l0][x0&0x3ff]
-		e1 := t.t10[l1][x1&0x3ff]
-		e2 := t.t10[l2][x2&0x3ff]
-		e3 := t.t10[l3][x3&0x3ff]
-		l0, l1, l2, l3 = uint8(e0), uint8(e1), uint8(e2), uint8(e3)
-		s0[i], s1[i], s2[i], s3[i] = l0, l1, l2, l3
-		x0 = (e0>>20+1)*(x0>>10) + (e0>>8)&0x3ff
-		x1 = (e1>>20+1)*(x1>>10) + (e1>>8)&0x3ff
-		x2 = (e2>>20+1)*(x2>>10) + (e2>>8)&0x3ff
-		x3 = (e3>>20+1)*(x3>>10) + (e3>>8)&0x3ff
 		k := uint(0)
-		x0, k = renorm8(x0, w, k)
-		x1, k = renorm8(x1, w, k)
-		x2, k = renorm8(x2, w, k)
-		x3, k = renorm8(x3, w, k)
+		e = tabs[l0][x0&0x3ff]
+		l0 = uint8(e)
+		s0[i] = l0
+		x0, k = renorm8((e>>20+1)*(x0>>10)+(e>>8)&0x3ff, w, k)
+		e = tabs[l1][x1&0x3ff]
+		l1 = uint8(e)
+		s1[i] = l1
+		x1, k = renorm8((e>>20+1)*(x1>>10)+(e>>8)&0x3ff, w, k)
+		e = tabs[l2][x2&0x3ff]
+		l2 = uint8(e)
+		s2[i] = l2
+		x2, k = renorm8((e>>20+1)*(x2>>10)+(e>>8)&0x3ff, w, k)
+		e = tabs[l3][x3&0x3ff]
+		l3 = uint8(e)
+		s3[i] = l3
+		x3, k = renorm8((e>>20+1)*(x3>>10)+(e>>8)&0x3ff, w, k)
 		p += int(k)
 	}
 	st[0], st[1], st[2], st[3] = x0, x1, x2, x3
 	ctx[0], ctx[1], ctx[2], ctx[3] = l0, l1, l2, l3
 	r.p = p
-	return i, bad
+	return i
 }
 
-// o1FastN is the main order-1 loop for N (32) states, either table width.
-func o1FastN(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, q, N int) (int, uint8) {
+// o1FastN is the main order-1 loop for N (32) states: one flat loop over
+// the symbols in row order (row k/32 of the segments, state k%32) with the
+// states in memory, each renormalisation checking for two input bytes. It
+// returns the number of symbols decoded, stopping before the first one
+// that would read past the input. Contexts are not checked (see decodeO1).
+func o1FastN(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, q, N int) int {
+	if N != 32 || q <= 0 || len(out) < N*q {
+		return 0
+	}
+	if t.tfBits == 12 {
+		return o1Flat12(&t.t12, st, ctx, r, out, q)
+	}
+	return o1Flat10(&t.t10, st, ctx, r, out, q)
+}
+
+// o1Flat12 is o1FastN for 12-bit tables.
+func o1Flat12(tabs *[256]*[4096]uint32, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, q int) int {
 	src := r.b
 	p := r.p
-	var bad uint8
-	var pos [32]int
-	for j := 0; j < N; j++ {
-		pos[j] = j * q
-	}
-	tfBits := t.tfBits & 31
-	mask := uint32(1)<<tfBits - 1
-	i := 0
-	for ; i < q && p+64 <= len(src); i++ {
-		w := (*[64]byte)(src[p : p+64])
-		k := uint(0)
-		for j := 0; j < N && j < 32; j++ {
-			l := ctx[j]
-			bad |= t.absent[l]
-			x := st[j]
-			var e uint32
-			if tfBits == 12 {
-				e = t.t12[l][x&0xfff]
-			} else {
-				e = t.t10[l][x&0x3ff]
+	k := 0
+	for ; k < 32*q; k++ {
+		j := k & 31
+		l := ctx[j]
+		x := st[j]
+		e := tabs[l][x&0xfff]
+		x = (e>>20+1)*(x>>12) + (e>>8)&0xfff
+		if x < ransL {
+			if p < 0 || p >= len(src)-1 {
+				break
 			}
-			ctx[j] = uint8(e)
-			out[pos[j]+i] = uint8(e)
-			x = (e>>20+1)*(x>>tfBits) + (e>>8)&mask
-			st[j], k = renorm64(x, w, k)
+			x = x<<16 | uint32(src[p]) | uint32(src[p+1])<<8
+			p += 2
 		}
-		p += int(k)
+		st[j] = x
+		ctx[j] = uint8(e)
+		out[j*q+k>>5] = uint8(e)
 	}
 	r.p = p
-	return i, bad
+	return k
+}
+
+// o1Flat10 is o1FastN for 10-bit tables.
+func o1Flat10(tabs *[256]*[1024]uint32, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, q int) int {
+	src := r.b
+	p := r.p
+	k := 0
+	for ; k < 32*q; k++ {
+		j := k & 31
+		l := ctx[j]
+		x := st[j]
+		e := tabs[l][x&0x3ff]
+		x = (e>>20+1)*(x>>10) + (e>>8)&0x3ff
+		if x < ransL {
+			if p < 0 || p >= len(src)-1 {
+				break
+			}
+			x = x<<16 | uint32(src[p]) | uint32(src[p+1])<<8
+			p += 2
+		}
+		st[j] = x
+		ctx[j] = uint8(e)
+		out[j*q+k>>5] = uint8(e)
+	}
+	r.p = p
+	return k
 }

@@ -266,3 +266,43 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// o1Long builds an order-1 stream of n symbols over the alphabet {0, 'A'}
+// with N states, long enough for the fast loops: context 0 always decodes
+// 'A', and context 'A' decodes 'A' too, or has no table when missingA.
+func o1Long(N, n int, missingA bool) []byte {
+	flags := byte(0x01)
+	if N == 32 {
+		flags |= flagX32
+	}
+	b := []byte{flags, byte(0x80 | n>>7), byte(n & 0x7f)}
+	b = append(b, 0xc0, 0x00, 'A', 0x00) // 12-bit table, alphabet {0, 'A'}
+	b = append(b, 0x00, 0x00, 0x01)      // context 0: f(0)=0 (run 0), f('A')=1
+	if missingA {
+		b = append(b, 0x00, 0x01) // context 'A': f(0)=0, run of 1 zero: no table
+	} else {
+		b = append(b, 0x00, 0x00, 0x01)
+	}
+	for j := 0; j < N; j++ {
+		b = append(b, 0x00, 0x80, 0, 0)
+	}
+	// A frequency of 4096 never renormalises; the padding lets the fast
+	// loops run.
+	return append(b, make([]byte, 80)...)
+}
+
+// TestO1FastContexts covers the order-1 fast loops, which leave the check
+// for contexts without a table to decodeO1.
+func TestO1FastContexts(t *testing.T) {
+	for _, N := range []int{4, 32} {
+		for _, n := range []int{384, 401, 431} {
+			got, err := Decode(o1Long(N, n, false), n)
+			if err != nil || string(got) != strings.Repeat("A", n) {
+				t.Errorf("N=%d n=%d: got %q, %v; want %d A", N, n, got, err, n)
+			}
+			if got, err := Decode(o1Long(N, n, true), n); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("N=%d n=%d with context 'A' missing: got %d bytes, error %v; want ErrCorrupt", N, n, len(got), err)
+			}
+		}
+	}
+}

@@ -326,7 +326,9 @@ func (d *decoder) decodeNames(srcLen int) ([]byte, error) {
 	d.out = make([]byte, 0, min(d.limit, ratio))
 	d.names = make([]name, 0, min(d.nreads, d.limit, ratio/8))
 	// Names seen so far use about one token per two to four bytes.
-	d.tokens = make([]token, 0, min(d.limit/2, ratio/2)+16)
+	// A name stores at most one token per position after the first.
+	npos := len(d.streams) / numTypes
+	d.tokens = make([]token, 0, min(d.limit/2, ratio/2, d.nreads*(npos-1))+16)
 	// Without NOP tokens every token yields at least one byte; allow
 	// some NOPs, but keep the table proportional to the output.
 	tokenLimit := 2*d.limit + 1024
