@@ -1,0 +1,94 @@
+package decode
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+// compressionHeaders returns the raw compression header of every data
+// container of the testdata fixtures.
+func compressionHeaders(tb testing.TB) [][]byte {
+	paths, _ := filepath.Glob(filepath.Join(corpus.Root(), "testdata", "cram", "*.cram"))
+	var out [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		f, err := Open(p, bytes.NewReader(b), int64(len(b)), OpenOptions{})
+		if err != nil {
+			continue // the corrupt fixture
+		}
+		for i := range f.Containers {
+			data, err := f.readContainerData(&f.Containers[i], nil)
+			if err != nil {
+				continue
+			}
+			pos := 0
+			blk, err := parseBlock(data, &pos, f.Def.Major)
+			if err != nil {
+				continue
+			}
+			raw, err := blk.Decompress(&DefaultCodecs)
+			if err == nil {
+				out = append(out, bytes.Clone(raw))
+			}
+		}
+	}
+	return out
+}
+
+func TestCompressionHeadersOfFixturesParse(t *testing.T) {
+	hs := compressionHeaders(t)
+	if len(hs) < 50 {
+		t.Fatalf("only %d compression headers found in the fixtures", len(hs))
+	}
+	for i, raw := range hs {
+		ch, err := parseCompressionHeader(raw)
+		if err != nil {
+			t.Fatalf("header %d: %v", i, err)
+		}
+		if ch.DataSeries[DSBF] == nil || ch.DataSeries[DSRL] == nil {
+			t.Errorf("header %d: BF or RL has no encoding", i)
+		}
+	}
+}
+
+// FuzzCompressionHeader parses arbitrary compression headers (CRAMv3
+// §8.4): no panic, and what parses has sane tag lines and encodings.
+func FuzzCompressionHeader(f *testing.F) {
+	for _, raw := range compressionHeaders(f) {
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ch, err := parseCompressionHeader(b)
+		if err != nil {
+			if ch != nil {
+				t.Fatalf("error %v with a header", err)
+			}
+			return
+		}
+		for _, line := range ch.TagLines {
+			if len(line) > len(b) {
+				t.Fatalf("tag line of %d bytes from %d input bytes", len(line), len(b))
+			}
+		}
+		// Decoding from empty streams must fail cleanly, never panic.
+		var st streams
+		st.index()
+		for _, e := range ch.DataSeries {
+			if e != nil {
+				e.decodeInt(&st)
+				e.decodeByte(&st)
+				e.appendArray(&st, nil)
+			}
+		}
+		for _, e := range ch.Tags {
+			e.appendArray(&st, nil)
+		}
+	})
+}
