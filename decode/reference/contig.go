@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"runtime/debug"
 	"sort"
 	"sync"
 )
@@ -36,7 +37,25 @@ func (c *Contig) Len() int64 { return c.length }
 // Bases appends to dst the bases of [start,end) (0-based, end exclusive),
 // uppercased, without line ends. A range that is empty is fine; one that
 // is reversed or extends past the contig's end is an ErrOutOfRange error.
-func (c *Contig) Bases(dst []byte, start, end int64) ([]byte, error) {
+// Bases of a file truncated while mapped are an ErrChanged error: the
+// memory fault (SIGBUS) of reading them is caught, not fatal.
+func (c *Contig) Bases(dst []byte, start, end int64) (out []byte, err error) {
+	// A fault on a mapping is the one panic recovered here: bounds are
+	// checked against the mapping's length, but the file behind it can
+	// shrink at any time and no check can rule that out.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+				panic(r)
+			}
+			out, err = dst, fmt.Errorf("%w: %s: reading bases [%d,%d) of %s faulted: the file was truncated while mapped", ErrChanged, c.m.path, start, end, c.name)
+		}
+	}()
+	return c.bases(dst, start, end)
+}
+
+func (c *Contig) bases(dst []byte, start, end int64) ([]byte, error) {
 	if start < 0 || end < start || end > c.length {
 		return dst, fmt.Errorf("%w: bases [%d,%d) of %s (length %d)", ErrOutOfRange, start, end, c.name, c.length)
 	}

@@ -32,6 +32,8 @@ var (
 	ErrOutOfRange = errors.New("reference: position out of range")
 	// ErrClosed: the Store was closed.
 	ErrClosed = errors.New("reference: store closed")
+	// ErrChanged: a mapped file was truncated while in use.
+	ErrChanged = errors.New("reference: file changed while mapped")
 )
 
 // Options says where M5-named sequence files are looked for.
