@@ -43,37 +43,12 @@ type OpenOptions struct {
 func Open(name string, r io.ReaderAt, size int64, opt OpenOptions) (*File, error) {
 	f := &File{Name: name, r: r, size: size}
 	wrap := func(off int64, err error) error { return &Error{File: name, Offset: off, ContentID: -1, Err: err} }
-	var def [fileDefinitionSize]byte
-	if n, err := r.ReadAt(def[:], 0); n < len(def) {
-		if err == nil || errors.Is(err, io.EOF) {
-			err = fmt.Errorf("%w: file is %d bytes, shorter than the CRAM file definition", ErrTruncated, n)
-		}
-		return nil, wrap(-1, err)
-	}
-	var err error
-	if f.Def, err = parseFileDefinition(def[:]); err != nil {
-		return nil, wrap(-1, err)
+	sh, off, err := f.readHeader()
+	if err != nil {
+		return nil, err
 	}
 	major := f.Def.Major
-
-	off := int64(fileDefinitionSize)
-	hdr, err := readContainerHeader(r, off, size, major)
-	if err != nil {
-		return nil, wrap(off, fmt.Errorf("SAM header container: %w", err))
-	}
-	data, err := f.readContainerData(&hdr, nil)
-	if err != nil {
-		return nil, wrap(off, err)
-	}
-	if f.HeaderText, err = parseHeaderContainer(data, major); err != nil {
-		return nil, wrap(off, err)
-	}
-	sh, err := ParseSAMHeader(f.HeaderText)
-	if err != nil {
-		return nil, wrap(off, err)
-	}
 	f.HeaderText, f.Refs, f.ReadGroups = sh.Text, sh.Refs, sh.ReadGroups
-	off = hdr.End()
 
 	for off < size {
 		h, err := readContainerHeader(r, off, size, major)
@@ -98,6 +73,49 @@ func Open(name string, r io.ReaderAt, size int64, opt OpenOptions) (*File, error
 		return nil, wrap(size, fmt.Errorf("%w: no EOF container at the end of the file", ErrTruncated))
 	}
 	return f, nil
+}
+
+// ReadHeader reads only the file definition and the SAM header of r, for
+// callers that need the references without walking the containers.
+func ReadHeader(name string, r io.ReaderAt, size int64) (*SAMHeader, error) {
+	f := &File{Name: name, r: r, size: size}
+	sh, _, err := f.readHeader()
+	return sh, err
+}
+
+// readHeader reads the file definition into f.Def and parses the SAM
+// header container; it returns the offset of the first data container.
+func (f *File) readHeader() (*SAMHeader, int64, error) {
+	wrap := func(off int64, err error) error { return &Error{File: f.Name, Offset: off, ContentID: -1, Err: err} }
+	var def [fileDefinitionSize]byte
+	if n, err := f.r.ReadAt(def[:], 0); n < len(def) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = fmt.Errorf("%w: file is %d bytes, shorter than the CRAM file definition", ErrTruncated, n)
+		}
+		return nil, 0, wrap(-1, fmt.Errorf("file definition at byte 0: %w", err))
+	}
+	var err error
+	if f.Def, err = parseFileDefinition(def[:]); err != nil {
+		return nil, 0, wrap(-1, fmt.Errorf("file definition at byte 0: %w", err))
+	}
+	off := int64(fileDefinitionSize)
+	hdr, err := readContainerHeader(f.r, off, f.size, f.Def.Major)
+	if err != nil {
+		return nil, 0, wrap(off, fmt.Errorf("SAM header container: %w", err))
+	}
+	data, err := f.readContainerData(&hdr, nil)
+	if err != nil {
+		return nil, 0, wrap(off, err)
+	}
+	text, err := parseHeaderContainer(data, f.Def.Major)
+	if err != nil {
+		return nil, 0, wrap(off, err)
+	}
+	sh, err := ParseSAMHeader(text)
+	if err != nil {
+		return nil, 0, wrap(off, err)
+	}
+	return sh, hdr.End(), nil
 }
 
 // Size is the file's length in bytes.

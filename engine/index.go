@@ -54,7 +54,7 @@ func fileIdentity(path string) (identity, error) {
 }
 
 // indexFormat is the version of the layout index file format.
-const indexFormat = 1
+const indexFormat = 2
 
 // dependsOn describes everything the bytes of a virtual BAM depend on
 // besides the CRAM itself; it is stored in and keys each index file.
@@ -80,8 +80,9 @@ type indexFile struct {
 	Depends string
 	ID      identity
 	Layout  Layout
-	HasBAI  bool
-	BAI     []byte
+	HasBAI  bool   // an index was built (BAI, or CSI when CSI is set)
+	BAI     []byte // the index bytes
+	CSI     bool   // the index is a CSI (a reference longer than 2^29)
 }
 
 const (
@@ -115,9 +116,12 @@ func marshalIndex(f *indexFile) []byte {
 	for _, s := range f.Layout.Segments {
 		putSeg(s)
 	}
-	if f.HasBAI {
+	switch {
+	case f.HasBAI && f.CSI:
+		b = append(b, 2)
+	case f.HasBAI:
 		b = append(b, 1)
-	} else {
+	default:
 		b = append(b, 0)
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(f.BAI)))
@@ -229,10 +233,10 @@ func readIndex(b []byte) (*indexFile, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if flag[0] > 1 {
+	if flag[0] > 2 {
 		return nil, fmt.Errorf("%w: index flag %d", ErrInvalid, flag[0])
 	}
-	f.HasBAI = flag[0] == 1
+	f.HasBAI, f.CSI = flag[0] >= 1, flag[0] == 2
 	if bl > uint64(len(body)-r.off) {
 		return nil, fmt.Errorf("%w: index claims a .bai of %d bytes, only %d left", ErrInvalid, bl, len(body)-r.off)
 	}

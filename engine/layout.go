@@ -207,16 +207,36 @@ func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, i int, r
 
 // parseNRef returns n_ref of a BAM header (SAMv1 §4.2).
 func parseNRef(h []byte) (int, error) {
+	n, _, err := parseRefs(h)
+	return n, err
+}
+
+// parseRefs reads n_ref and the longest l_ref of a BAM header (SAMv1
+// §4.2).
+func parseRefs(h []byte) (nRef int, maxLen int64, err error) {
 	if len(h) < 12 || string(h[:4]) != "BAM\x01" {
-		return 0, fmt.Errorf("%w: BAM header lacks magic", ErrInvalid)
+		return 0, 0, fmt.Errorf("%w: BAM header lacks magic", ErrInvalid)
 	}
 	lText := int64(binary.LittleEndian.Uint32(h[4:]))
 	if lText > int64(len(h))-12 {
-		return 0, fmt.Errorf("%w: BAM header l_text %d exceeds header length %d", ErrInvalid, lText, len(h))
+		return 0, 0, fmt.Errorf("%w: BAM header l_text %d exceeds header length %d", ErrInvalid, lText, len(h))
 	}
-	nRef := int64(int32(binary.LittleEndian.Uint32(h[8+lText:])))
-	if nRef < 0 || nRef > int64(len(h)) {
-		return 0, fmt.Errorf("%w: BAM header n_ref %d invalid", ErrInvalid, nRef)
+	n := int64(int32(binary.LittleEndian.Uint32(h[8+lText:])))
+	if n < 0 || n > int64(len(h)) {
+		return 0, 0, fmt.Errorf("%w: BAM header n_ref %d invalid", ErrInvalid, n)
 	}
-	return int(nRef), nil
+	p := 12 + lText
+	for range n {
+		if p+4 > int64(len(h)) {
+			return 0, 0, fmt.Errorf("%w: BAM header references truncated", ErrInvalid)
+		}
+		lName := int64(binary.LittleEndian.Uint32(h[p:]))
+		p += 4 + lName
+		if lName < 0 || p+4 > int64(len(h)) {
+			return 0, 0, fmt.Errorf("%w: BAM header references truncated", ErrInvalid)
+		}
+		maxLen = max(maxLen, int64(binary.LittleEndian.Uint32(h[p:])))
+		p += 4
+	}
+	return int(n), maxLen, nil
 }

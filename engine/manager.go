@@ -17,7 +17,17 @@ import (
 	"github.com/cramfs/cramfs/cache"
 	"github.com/cramfs/cramfs/encode/bai"
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/encode/csi"
 )
+
+// indexBuilder is a BAI or CSI builder.
+type indexBuilder interface {
+	Add(refID int32, beg, end int64, unmapped bool, vStart, vEnd uint64) error
+	Finish(finalVOffset uint64) ([]byte, error)
+}
+
+// baiMaxRefLen is the longest reference a BAI can index (SAMv1 §5.2).
+const baiMaxRefLen = 1 << 29
 
 // Manager serves virtual BAMs for any number of CRAM files, sharing one
 // block cache and one bounded pool of workers between them. It is safe for
@@ -156,6 +166,7 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		layout:  idx.Layout,
 		bai:     idx.BAI,
 		hasBAI:  idx.HasBAI,
+		csi:     idx.CSI,
 		lastEnd: -1,
 		ahead:   make(map[int]bool),
 	}, nil
@@ -268,14 +279,19 @@ func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Se
 		return nil
 	})
 
-	var bld *bai.Builder
-	if nRef, err := parseNRef(hdrRaw); err != nil {
-		m.log.Warn("no .bai: unreadable header", "file", src.Name(), "err", err)
+	var bld indexBuilder
+	csiIndex := false
+	if nRef, maxLen, err := parseRefs(hdrRaw); err != nil {
+		m.log.Warn("no index: unreadable header", "file", src.Name(), "err", err)
+	} else if maxLen > baiMaxRefLen {
+		// BAI addresses 2^29 bases; longer references need a CSI, as
+		// samtools index -c builds.
+		bld, csiIndex = csi.NewBuilder(nRef, maxLen), true
 	} else {
 		bld = bai.NewBuilder(nRef)
 	}
 	noIndex := func(err error) {
-		m.log.Warn("no .bai for this file", "file", src.Name(), "err", err)
+		m.log.Warn("no index for this file", "file", src.Name(), "err", err)
 		bld = nil
 	}
 	segs := make([]Segment, 0, n)
@@ -343,7 +359,7 @@ consume:
 		if err != nil {
 			noIndex(err)
 		} else {
-			idx.HasBAI, idx.BAI = true, b
+			idx.HasBAI, idx.BAI, idx.CSI = true, b, csiIndex
 		}
 	}
 	return idx, nil

@@ -25,6 +25,7 @@ type VirtualBAM struct {
 	layout Layout
 	bai    []byte
 	hasBAI bool
+	csi    bool // bai holds a CSI
 
 	mu      sync.Mutex
 	lastEnd int64        // where the previous read ended; -1 before any
@@ -48,6 +49,18 @@ func (v *VirtualBAM) Index() []byte {
 		return nil
 	}
 	return v.bai
+}
+
+// IndexExt is the file name extension of Index: ".bai", or ".csi" when a
+// reference is longer than a BAI can address; "" when there is no index.
+func (v *VirtualBAM) IndexExt() string {
+	switch {
+	case !v.hasBAI:
+		return ""
+	case v.csi:
+		return ".csi"
+	}
+	return ".bai"
 }
 
 // ReadAt reads len(p) bytes at off with io.ReaderAt semantics: fewer bytes

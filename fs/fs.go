@@ -70,6 +70,20 @@ type BAMFile interface {
 	Index() []byte
 }
 
+// IndexExter is implemented by BAMFiles whose index may be a CSI (SAMv1
+// §5, CSIv1): IndexExt returns ".csi" for a CSI, which the mount names
+// x.bam.csi instead of x.bam.bai.
+type IndexExter interface {
+	IndexExt() string
+}
+
+// IndexExtHinter is implemented by Openers that can tell, cheaply and
+// without scanning the CRAM, which index extension (".bai" or ".csi") its
+// BAM will have, so directory listings name it right.
+type IndexExtHinter interface {
+	IndexExtHint(cramPath string) string
+}
+
 // Opener gives the BAMFile for a CRAM path. It caches and shares BAMFiles,
 // and may block while a never-seen file is scanned (the first stat of the
 // .bam waits for it). Errors from a broken CRAM come back here.

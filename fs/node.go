@@ -44,6 +44,16 @@ type entry struct {
 	kind kind
 	rel  string // slash path of the source object relative to the source root, symlinks resolved
 	st   syscall.Stat_t
+	ext  string // for kindBAI, the index extension named: ".bai" or ".csi"
+}
+
+// indexExt is the extension of the index a BAMFile serves: ".csi" when it
+// says so (IndexExter), else ".bai".
+func indexExt(f BAMFile) string {
+	if x, ok := f.(IndexExter); ok && x.IndexExt() == ".csi" {
+		return ".csi"
+	}
+	return ".bai"
 }
 
 // ident is the identity of a source file version.
@@ -106,14 +116,18 @@ func (m *mountFS) child(d *dirNode, name string) (entry, error) {
 	for _, s := range [...]struct {
 		suffix string
 		k      kind
-	}{{".bam.bai", kindBAI}, {".bam", kindBAM}} {
+	}{{".bam.bai", kindBAI}, {".bam.csi", kindBAI}, {".bam", kindBAM}} {
 		base, ok := strings.CutSuffix(name, s.suffix)
 		if !ok {
 			continue
 		}
 		rel, st, err := m.resolveSource(d.rel, base+".cram")
 		if err == nil && isReg(&st) {
-			return entry{kind: s.k, rel: rel, st: st}, nil
+			e := entry{kind: s.k, rel: rel, st: st}
+			if s.k == kindBAI {
+				e.ext = s.suffix[len(".bam"):]
+			}
+			return e, nil
 		}
 		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
 			return entry{}, err
@@ -290,6 +304,10 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if err != nil {
 		return nil, d.m.fail("lookup", mp, err)
 	}
+	if e.kind == kindBAI && e.ext != indexExt(f) {
+		// x.bam.bai of a file indexed by CSI, or the other way round.
+		return nil, d.m.fail("lookup", mp, fmt.Errorf("%w: the index of %s is %s", errHidden, e.rel, indexExt(f)))
+	}
 	ino = inoOf(d, name, &e)
 	n := &bamNode{m: d.m, rel: e.rel, mpath: mp, st: e.st, f: f, bai: e.kind == kindBAI}
 	if n.bai {
@@ -316,7 +334,11 @@ func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno)
 		cand[n] = struct{}{}
 		if base, ok := strings.CutSuffix(n, ".cram"); ok {
 			cand[base+".bam"] = struct{}{}
-			cand[base+".bam.bai"] = struct{}{}
+			ext := ".bai"
+			if h, ok := d.m.op.(IndexExtHinter); ok {
+				ext = h.IndexExtHint(filepath.Join(d.m.srcReal, filepath.FromSlash(path.Join(d.rel, n))))
+			}
+			cand[base+".bam"+ext] = struct{}{}
 		}
 	}
 	list := make([]string, 0, len(cand))

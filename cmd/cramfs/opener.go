@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
 	"github.com/cramfs/cramfs/fs"
@@ -44,8 +45,9 @@ type opener struct {
 	copt engine.CRAMOptions
 	log  *slog.Logger
 
-	mu      sync.Mutex // guards entries
+	mu      sync.Mutex // guards entries and hints
 	entries map[fileKey]*openEntry
+	hints   map[fileKey]string // index extension per file version
 }
 
 type openEntry struct {
@@ -64,7 +66,7 @@ type openEntry struct {
 const failedRetry = 30 * time.Second
 
 func newOpener(mgr *engine.Manager, refs *reference.Store, copt engine.CRAMOptions, log *slog.Logger) *opener {
-	return &opener{mgr: mgr, refs: refs, copt: copt, log: log, entries: map[fileKey]*openEntry{}}
+	return &opener{mgr: mgr, refs: refs, copt: copt, log: log, entries: map[fileKey]*openEntry{}, hints: map[fileKey]string{}}
 }
 
 // OpenBAM implements fs.Opener.
@@ -120,4 +122,35 @@ func (o *opener) indexAll(ctx context.Context, paths []string) {
 			o.log.Warn("background index failed", "file", p, "err", err)
 		}
 	}
+}
+
+// IndexExtHint implements fs.IndexExtHinter: ".csi" when a reference of
+// the CRAM's header is longer than a BAI can address, else ".bai". It
+// reads only the SAM header, once per file version.
+func (o *opener) IndexExtHint(path string) string {
+	k, err := statKey(path)
+	if err != nil {
+		return ".bai"
+	}
+	o.mu.Lock()
+	ext, ok := o.hints[k]
+	o.mu.Unlock()
+	if ok {
+		return ext
+	}
+	ext = ".bai"
+	if fh, err := os.Open(path); err == nil {
+		if sh, err := decode.ReadHeader(path, fh, k.size); err == nil {
+			for _, r := range sh.Refs {
+				if r.Length > 1<<29 {
+					ext = ".csi"
+				}
+			}
+		}
+		fh.Close()
+	}
+	o.mu.Lock()
+	o.hints[k] = ext
+	o.mu.Unlock()
+	return ext
 }
