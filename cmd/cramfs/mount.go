@@ -124,6 +124,7 @@ func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
 	defer store.Close()
 	defer mgr.Close()
 	op := newOpener(mgr, store, copt, log)
+	defer op.Close()
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: *allowOther, Logger: log, Debug: *debug})
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -103,12 +104,29 @@ func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
 		e.vbam, e.err = o.mgr.Open(context.WithoutCancel(ctx), e.src)
 		if e.err != nil {
 			e.src.Close()
+			return
 		}
+		// A superseded version stays open while a node or handle still
+		// reads it, and is closed once nothing refers to its BAM.
+		runtime.AddCleanup(e.vbam, func(src *engine.CRAM) { src.Close() }, e.src)
 	})
 	if e.err != nil {
 		return nil, e.err // names the file already
 	}
 	return e.vbam, nil
+}
+
+// Close closes the CRAM files of the current versions; call it after the
+// filesystem is unmounted.
+func (o *opener) Close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, e := range o.entries {
+		if e.done.Load() && e.src != nil {
+			e.src.Close()
+		}
+		delete(o.entries, k)
+	}
 }
 
 // indexAll opens every CRAM below root in the background, so their
