@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cramfs/cramfs/encode/bgzf"
+)
+
+// TestMountServesCSIForLongReferences mounts a CRAM whose reference is
+// longer than a BAI can address (2^29): the mount lists x.bam.csi, not
+// x.bam.bai, and the CSI equals samtools index -c of the same BAM once
+// both are decompressed; region queries through it equal samtools'.
+func TestMountServesCSIForLongReferences(t *testing.T) {
+	requireMount(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A SAM on a 1 Gbp reference with reads past 2^29, written to CRAM
+	// without a reference (no_ref), so none is needed to read it.
+	var sam strings.Builder
+	sam.WriteString("@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:long\tLN:1000000000\n@SQ\tSN:short\tLN:5000\n")
+	for i := 0; i < 300; i++ {
+		pos := 1 + i*3000007
+		fmt.Fprintf(&sam, "r%d\t0\tlong\t%d\t60\t10M\t*\t0\t0\tACGTACGTAC\tIIIIIIIIII\n", i, pos)
+	}
+	sam.WriteString("s1\t0\tshort\t100\t60\t10M\t*\t0\t0\tACGTACGTAC\tIIIIIIIIII\n")
+	samPath := filepath.Join(dir, "long.sam")
+	if err := os.WriteFile(samPath, []byte(sam.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cram := filepath.Join(src, "long.cram")
+	if out, err := samtools("view", "-C", "--no-PG", "--output-fmt-option", "no_ref=1", "-o", cram, samPath); err != nil {
+		t.Fatalf("samtools view -C: %v\n%s", err, out)
+	}
+	m := mountT(t, src, mountConfig{})
+	names, err := os.ReadDir(m.mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, n := range names {
+		listed = append(listed, n.Name())
+	}
+	if strings.Join(listed, " ") != "long.bam long.bam.csi" {
+		t.Fatalf("listing %q, want [long.bam long.bam.csi]", listed)
+	}
+	if _, err := os.Stat(filepath.Join(m.mnt, "long.bam.bai")); !os.IsNotExist(err) {
+		t.Errorf("long.bam.bai: %v, want not found", err)
+	}
+	got, err := os.ReadFile(filepath.Join(m.mnt, "long.bam.csi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bam := filepath.Join(dir, "copy.bam")
+	data, err := os.ReadFile(filepath.Join(m.mnt, "long.bam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bam, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := samtools("index", "-c", bam); err != nil {
+		t.Fatalf("samtools index -c: %v\n%s", err, out)
+	}
+	want, err := os.ReadFile(bam + ".csi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := bgzf.DecompressAll(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := bgzf.DecompressAll(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(g, w) {
+		t.Fatalf("CSI differs from samtools index -c (%d vs %d bytes decompressed)", len(g), len(w))
+	}
+	for _, region := range []string{"long:1-1000", "long:536870000-600000000", "long:900000000-1000000000", "short"} {
+		a, err := samtools("view", "-c", filepath.Join(m.mnt, "long.bam"), region)
+		if err != nil {
+			t.Fatalf("region %s through the mount: %v\n%s", region, err, a)
+		}
+		b, err := samtools("view", "-c", bam, region)
+		if err != nil {
+			t.Fatalf("region %s on the copy: %v\n%s", region, err, b)
+		}
+		if string(a) != string(b) {
+			t.Errorf("region %s: %s through the mount, samtools %s", region, a, b)
+		}
+	}
+}
