@@ -203,7 +203,9 @@ func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tag %c%c:%c: %w", byte(key>>16), byte(key>>8), byte(key), err)
 		}
-		h.Tags[key] = enc
+		if enc != nil { // a NULL encoding leaves the tag without one
+			h.Tags[key] = enc
+		}
 	}
 	if pos-start != int(size) {
 		return nil, corruptf("tag encodings: %d bytes declared, %d read", size, pos-start)
