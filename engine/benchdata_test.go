@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cramfs/cramfs/decode/reference"
+)
+
+// benchDataVBAM opens a CRAM of the benchmark dataset
+// (../shared/bench/make-data.sh; directory in $CRAMFS_BENCH_DATA, file in
+// $CRAMFS_BENCH_CRAM, default sample.v30.cram) as a virtual BAM with its
+// layout already persisted, so only segment builds are measured.
+func benchDataVBAM(b *testing.B, cacheDir string, opts Options) (*Manager, *VirtualBAM) {
+	b.Helper()
+	dir := os.Getenv("CRAMFS_BENCH_DATA")
+	if dir == "" {
+		b.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
+	}
+	name := os.Getenv("CRAMFS_BENCH_CRAM")
+	if name == "" {
+		name = "sample.v30.cram"
+	}
+	store, err := reference.Open([]string{filepath.Join(dir, "ref.fa")}, reference.Options{NoEnv: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	src, err := OpenCRAM(filepath.Join(dir, name), CRAMOptions{Reference: store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { src.Close() })
+	opts.CacheDir = cacheDir
+	m := NewManager(opts, nil)
+	v, err := m.Open(context.Background(), src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m, v
+}
+
+// BenchmarkBenchDataRandom64K reads 64 KiB at random offsets of a real
+// virtual BAM: cold (no cache: every read builds its segment, as the first
+// read of a region does) and warm (the whole file cached), at the serving
+// level of the mount (stored blocks) and at level 1.
+func BenchmarkBenchDataRandom64K(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		level int
+		warm  bool
+	}{{"L0/cold", -1, false}, {"L0/warm", -1, true}, {"L1/cold", 1, false}, {"L1/warm", 1, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			opts := Options{Level: c.level, Readahead: -1, CacheSize: -1}
+			if c.warm {
+				opts.CacheSize = 4 << 30
+			}
+			m, v := benchDataVBAM(b, b.TempDir(), opts)
+			defer m.Close()
+			p := make([]byte, 64<<10)
+			if c.warm {
+				for off := int64(0); off < v.Size(); off += int64(len(p)) {
+					v.ReadAt(p, off)
+				}
+			}
+			r := rand.New(rand.NewPCG(1, 2))
+			b.SetBytes(int64(len(p)))
+			b.ReportAllocs()
+			for b.Loop() {
+				off := r.Int64N(v.Size() - int64(len(p)))
+				if _, err := v.ReadAt(p, off); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
