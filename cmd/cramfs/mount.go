@@ -15,6 +15,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/cramfs/cramfs/decode/reference"
@@ -64,7 +65,6 @@ func (e *engineFlags) open(log *slog.Logger) (*reference.Store, *engine.Manager,
 		size = -1
 	}
 	mgr := engine.NewManager(engine.Options{Threads: e.threads, CacheSize: size, Level: level, CacheDir: e.cacheDir}, log)
-	setMemoryLimit(mgr.Options().CacheSize, mgr.Options().Threads)
 	return store, mgr, engine.CRAMOptions{Reference: store, NoMD: e.noMD}, nil
 }
 
@@ -124,6 +124,7 @@ func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
 	defer store.Close()
 	defer mgr.Close()
 	op := newOpener(mgr, store, copt, log)
+	op.onOpen = newMemoryLimit(mgr.Options().CacheSize, mgr.Options().Threads).noteLayout
 	defer op.Close()
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: *allowOther, Logger: log, Debug: *debug})
 	if err != nil {
@@ -186,15 +187,48 @@ func cmdUnmount(args []string, stderr io.Writer) error {
 	return cfs.Unmount(args[0])
 }
 
-// setMemoryLimit keeps the Go heap near what the cache and the workers
-// need. Without a limit the collector lets the heap grow to twice the live
-// data, which is mostly cache, so RSS would be about twice the cache
-// budget. GOMEMLIMIT, when set, wins.
-func setMemoryLimit(cacheSize int64, threads int) {
+// memoryLimit keeps the Go heap near what the cache and the workers need:
+// the cache budget, plus for each worker about four times the largest
+// container's BAM (decoded blocks, record buffers, BAM and BGZF bytes),
+// plus a constant. Without a limit the collector lets the heap grow to
+// twice the live data, which is mostly cache, so RSS would be about twice
+// the cache budget; a fixed limit too small for large containers (CRAM 3.1
+// archive: 100,000 reads each) made the collector run without pause.
+// GOMEMLIMIT, when set, wins.
+type memoryLimit struct {
+	cacheSize int64
+	threads   int
+
+	mu     sync.Mutex // guards maxRaw
+	maxRaw int64      // largest segment's BAM bytes seen so far
+}
+
+func newMemoryLimit(cacheSize int64, threads int) *memoryLimit {
+	m := &memoryLimit{cacheSize: max(cacheSize, 0), threads: threads}
+	m.apply()
+	return m
+}
+
+// noteLayout raises the limit for a file with larger containers.
+func (m *memoryLimit) noteLayout(l engine.Layout) {
+	var raw int64
+	for _, s := range l.Segments {
+		raw = max(raw, s.RawLen)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if raw > m.maxRaw {
+		m.maxRaw = raw
+		m.apply()
+	}
+}
+
+func (m *memoryLimit) apply() {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	debug.SetMemoryLimit(max(cacheSize, 0) + int64(threads)*32<<20 + 64<<20)
+	perWorker := 4*m.maxRaw + 16<<20
+	debug.SetMemoryLimit(m.cacheSize + int64(m.threads)*perWorker + 64<<20)
 }
 
 func writeHeapProfile(path string, log *slog.Logger) {

@@ -45,6 +45,8 @@ type opener struct {
 	refs *reference.Store
 	copt engine.CRAMOptions
 	log  *slog.Logger
+	// onOpen, when set, is told the layout of each file opened.
+	onOpen func(engine.Layout)
 
 	mu      sync.Mutex // guards entries and hints
 	entries map[fileKey]*openEntry
@@ -109,6 +111,9 @@ func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
 		// A superseded version stays open while a node or handle still
 		// reads it, and is closed once nothing refers to its BAM.
 		runtime.AddCleanup(e.vbam, func(src *engine.CRAM) { src.Close() }, e.src)
+		if o.onOpen != nil {
+			o.onOpen(e.vbam.Layout())
+		}
 	})
 	if e.err != nil {
 		return nil, e.err // names the file already
