@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// side is one of the commands a case compares; Run measures it once.
+type side struct {
+	Label string // short label for the table
+	Desc  string // the command line, for the legend
+	Run   func(ctx context.Context) (sample, error)
+}
+
+// benchCase is one cramfs command against one or more samtools
+// baselines; each baseline gives one row of the table.
+type benchCase struct {
+	ID                      string // matched by -only
+	Skip                    string // why the case cannot run here ("" if it can)
+	Group, Flavour, Variant string
+	Cramfs                  side
+	Baselines               []side
+	// Setup runs once before the first round (may be nil).
+	Setup func(ctx context.Context) error
+	// AfterRound runs after every round with that round's samples, cramfs
+	// first, then each baseline (may be nil).
+	AfterRound func(ctx context.Context, round int, s []sample) error
+}
+
+// bench holds what every case needs.
+type bench struct {
+	cramfs, samtools string
+	data             *dataset
+	threads          int
+	scratch          string // temporary outputs, removed at the end
+	warmCache        string // layout indexes built once by `cramfs index`
+	regions          []string
+}
+
+// samEnv keeps htslib from looking for references anywhere but -T.
+var samEnv = []string{"REF_PATH=/nonexistent", "REF_CACHE=/nonexistent"}
+
+func (b *bench) sam(args ...string) command {
+	return command{Path: b.samtools, Args: args, Env: samEnv}
+}
+
+func (b *bench) cfs(args ...string) command {
+	return command{Path: b.cramfs, Args: args, Env: samEnv}
+}
+
+func (b *bench) th() string { return strconv.Itoa(b.threads) }
+
+// convertLevels are the output settings of the convert group: the cramfs
+// --level and the matching samtools output options.
+var convertLevels = []struct {
+	variant string
+	level   int
+	samOpt  []string
+}{
+	{"level 1", 1, []string{"-b", "--output-fmt-option", "level=1"}},
+	{"level 6", 6, []string{"-b", "--output-fmt-option", "level=6"}},
+	{"level 0 (-u)", 0, []string{"-u"}},
+}
+
+// cases builds the table of cases for every flavour.
+func (b *bench) cases() []benchCase {
+	var out []benchCase
+	for _, f := range b.data.Flavours {
+		for _, lv := range convertLevels {
+			out = append(out, b.convertCase(f, lv.variant, lv.level, lv.samOpt))
+		}
+		out = append(out, b.firstAccessCase(f), b.seqReadCase(f))
+		rc := b.regionCase(f)
+		if !f.HasCRAI() {
+			rc.Skip = f.CRAM + " has no .crai"
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+func (b *bench) convertCase(f flavour, variant string, level int, samOpt []string) benchCase {
+	cOut := filepath.Join(b.scratch, "convert.cramfs.bam")
+	sOut := filepath.Join(b.scratch, "convert.samtools.bam")
+	cCmd := b.cfs("convert", "-T", b.data.Ref, "-@", b.th(), "--level", strconv.Itoa(level), "-o", cOut, f.CRAM)
+	sArgs := append([]string{"view", "-@", b.th(), "-T", b.data.Ref, "--no-PG"}, samOpt...)
+	sCmd := b.sam(append(sArgs, "-o", sOut, f.CRAM)...)
+	checked := false
+	return benchCase{
+		ID:    fmt.Sprintf("convert/%s/level%d", f.ID, level),
+		Group: "convert", Flavour: f.Name, Variant: variant,
+		Cramfs:    side{Label: "cramfs convert", Desc: cCmd.String(), Run: runner(cCmd)},
+		Baselines: []side{{Label: "samtools view", Desc: sCmd.String(), Run: runner(sCmd)}},
+		AfterRound: func(ctx context.Context, round int, _ []sample) error {
+			defer os.Remove(cOut)
+			defer os.Remove(sOut)
+			if checked {
+				return nil
+			}
+			checked = true
+			return b.checkSame(ctx, cOut, sOut)
+		},
+	}
+}
+
+func (b *bench) firstAccessCase(f flavour) benchCase {
+	sOut := filepath.Join(b.scratch, "first.samtools.bam")
+	sCmd := b.sam("view", "-@", b.th(), "-T", b.data.Ref, "--no-PG", "-b", "--output-fmt-option", "level=1", "-o", sOut, f.CRAM)
+	desc := b.cfs("index", "-T", b.data.Ref, "-@", b.th(), "--level", "1", "--cache-dir", "FRESH_DIR", f.CRAM).String()
+	index := func(ctx context.Context) (sample, error) {
+		dir, err := os.MkdirTemp(b.scratch, "fresh-cache-")
+		if err != nil {
+			return sample{}, err
+		}
+		defer os.RemoveAll(dir)
+		return timeRun(ctx, b.cfs("index", "-T", b.data.Ref, "-@", b.th(), "--level", "1", "--cache-dir", dir, f.CRAM))
+	}
+	return benchCase{
+		ID:    fmt.Sprintf("first-access/%s", f.ID),
+		Group: "first access", Flavour: f.Name, Variant: "layout scan",
+		Cramfs:    side{Label: "cramfs index", Desc: desc, Run: index},
+		Baselines: []side{{Label: "samtools view -b level=1", Desc: sCmd.String(), Run: runner(sCmd)}},
+		AfterRound: func(context.Context, int, []sample) error {
+			return removeIfExists(sOut)
+		},
+	}
+}
+
+// warmIndex builds the persisted layout index the mount cases use.
+func (b *bench) warmIndex(f flavour) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := timeRun(ctx, b.cfs("index", "-T", b.data.Ref, "-@", b.th(), "--level", "1", "--cache-dir", b.warmCache, f.CRAM))
+		return err
+	}
+}
+
+func (b *bench) mountCmd(f flavour, mnt string) command {
+	return b.cfs("mount", "-T", b.data.Ref, "--cache-dir", b.warmCache, "-@", b.th(), "--level", "1", filepath.Dir(f.CRAM), mnt)
+}
+
+// throughMount mounts the flavour's directory (warm index, cold block
+// cache), times read(mnt), and reports the mount process's peak RSS.
+func (b *bench) throughMount(f flavour, read func(mnt string) command) func(ctx context.Context) (sample, error) {
+	return func(ctx context.Context) (sample, error) {
+		mnt, err := os.MkdirTemp("/tmp", "cramfs-bench-mnt-")
+		if err != nil {
+			return sample{}, err
+		}
+		defer os.Remove(mnt)
+		m, err := startMount(ctx, b.cramfs, b.mountCmd(f, mnt), mnt)
+		defer m.close()
+		if err != nil {
+			return sample{}, err
+		}
+		s, err := timeRun(ctx, read(mnt))
+		if err != nil {
+			return sample{}, err
+		}
+		rss, err := m.stop()
+		if err != nil {
+			return sample{}, err
+		}
+		s.RSSKB = rss
+		return s, nil
+	}
+}
+
+func (b *bench) seqReadCase(f flavour) benchCase {
+	readBAM := func(mnt string) command {
+		return b.sam("view", "-@", b.th(), "-c", filepath.Join(mnt, f.Stem()+".bam"))
+	}
+	direct := b.sam("view", "-@", b.th(), "-c", "-T", b.data.Ref, f.CRAM)
+	tmp := filepath.Join(b.scratch, "seq.samtools.bam")
+	conv := b.sam("view", "-@", b.th(), "-T", b.data.Ref, "-b", "-o", tmp, f.CRAM)
+	count := b.sam("view", "-@", b.th(), "-c", tmp)
+	return benchCase{
+		ID:    fmt.Sprintf("seq-read/%s", f.ID),
+		Group: "sequential read", Flavour: f.Name, Variant: "view -c",
+		Setup: b.warmIndex(f),
+		Cramfs: side{Label: "mount + view -c", Desc: b.mountCmd(f, "MNT").String() + "; " + readBAM("MNT").String(),
+			Run: b.throughMount(f, readBAM)},
+		Baselines: []side{
+			{Label: "view -c CRAM", Desc: direct.String(), Run: runner(direct)},
+			{Label: "view -b CRAM + view -c BAM", Desc: conv.String() + " && " + count.String(),
+				Run: func(ctx context.Context) (sample, error) {
+					defer os.Remove(tmp)
+					return timeSeq(ctx, conv, count)
+				}},
+		},
+		AfterRound: sameOutputs("record count"),
+	}
+}
+
+func (b *bench) regionCase(f flavour) benchCase {
+	readBAM := func(mnt string) command {
+		args := append([]string{"view", "-@", b.th(), "-c", filepath.Join(mnt, f.Stem()+".bam")}, b.regions...)
+		return b.sam(args...)
+	}
+	direct := b.sam(append([]string{"view", "-@", b.th(), "-c", "-T", b.data.Ref, f.CRAM}, b.regions...)...)
+	return benchCase{
+		ID:    fmt.Sprintf("regions/%s", f.ID),
+		Group: "region queries", Flavour: f.Name, Variant: fmt.Sprintf("%d regions", len(b.regions)),
+		Setup: b.warmIndex(f),
+		Cramfs: side{Label: "mount + .bai", Desc: b.mountCmd(f, "MNT").String() + "; " + readBAM("MNT").String(),
+			Run: b.throughMount(f, readBAM)},
+		Baselines:  []side{{Label: "CRAM + .crai", Desc: direct.String(), Run: runner(direct)}},
+		AfterRound: sameOutputs("region record count"),
+	}
+}
+
+func runner(c command) func(ctx context.Context) (sample, error) {
+	return func(ctx context.Context) (sample, error) { return timeRun(ctx, c) }
+}
+
+// sameOutputs fails when the sides of a round printed different results.
+func sameOutputs(what string) func(context.Context, int, []sample) error {
+	return func(_ context.Context, round int, s []sample) error {
+		for _, x := range s[1:] {
+			if x.Out != s[0].Out {
+				return fmt.Errorf("round %d: %s differs: cramfs %q, samtools %q", round+1, what, s[0].Out, x.Out)
+			}
+		}
+		return nil
+	}
+}
+
+func removeIfExists(p string) error {
+	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
+}

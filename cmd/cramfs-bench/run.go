@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// command is one external command line with its environment additions.
+type command struct {
+	Path string
+	Args []string
+	Env  []string // KEY=VALUE added to the inherited environment
+}
+
+// String is the command line without the environment.
+func (c command) String() string {
+	var b strings.Builder
+	b.WriteString(c.Path)
+	for _, a := range c.Args {
+		b.WriteString(" " + a)
+	}
+	return b.String()
+}
+
+func (c command) exec(ctx context.Context) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
+	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+// timeRun runs c to completion and returns its wall-clock time, peak RSS
+// and trimmed standard output (kept only up to a small size).
+func timeRun(ctx context.Context, c command) (sample, error) {
+	cmd := c.exec(ctx)
+	var stdout limitedBuffer
+	var stderr limitedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	secs := time.Since(start).Seconds()
+	if err != nil {
+		return sample{}, fmt.Errorf("%s: %w\n%s", c, err, stderr.String())
+	}
+	return sample{Secs: secs, RSSKB: maxRSS(cmd.ProcessState), Out: strings.TrimSpace(stdout.String())}, nil
+}
+
+// timeSeq runs commands one after the other as one measured step: the
+// times add up, the peak RSS is the largest, the output is the last one's.
+func timeSeq(ctx context.Context, cs ...command) (sample, error) {
+	var total sample
+	for _, c := range cs {
+		s, err := timeRun(ctx, c)
+		if err != nil {
+			return sample{}, err
+		}
+		total.Secs += s.Secs
+		total.RSSKB = max(total.RSSKB, s.RSSKB)
+		total.Out = s.Out
+	}
+	return total, nil
+}
+
+// maxRSS returns ru_maxrss (KiB on Linux) of a finished process.
+func maxRSS(ps *os.ProcessState) int64 {
+	if ps == nil {
+		return 0
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return int64(ru.Maxrss)
+	}
+	return 0
+}
+
+// limitedBuffer keeps the first 64 KiB written to it and discards the
+// rest, so a chatty command cannot fill memory. Write is its only way in
+// (no ReadFrom or WriteString that would bypass the limit).
+type limitedBuffer struct{ buf bytes.Buffer }
+
+const limitedBufferMax = 64 << 10
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := limitedBufferMax - l.buf.Len(); room > 0 {
+		l.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (l *limitedBuffer) Len() int       { return l.buf.Len() }
+func (l *limitedBuffer) String() string { return l.buf.String() }
+
+// mountSession is a running `cramfs mount` child process.
+type mountSession struct {
+	cramfs string
+	mnt    string
+	cmd    *exec.Cmd
+	stderr limitedBuffer
+	done   chan struct{}
+	err    error // Wait's result, valid after done is closed
+}
+
+// startMount starts c (a `cramfs mount ... SRC MNT` command) and waits
+// until MNT lists files. The caller must call close, also on error.
+func startMount(ctx context.Context, cramfs string, c command, mnt string) (*mountSession, error) {
+	m := &mountSession{cramfs: cramfs, mnt: mnt, done: make(chan struct{})}
+	m.cmd = c.exec(context.WithoutCancel(ctx)) // stopped by close, not by the context
+	m.cmd.Stdout = io.Discard
+	m.cmd.Stderr = &m.stderr
+	if err := m.cmd.Start(); err != nil {
+		close(m.done)
+		return m, fmt.Errorf("%s: %w", c, err)
+	}
+	go func() { m.err = m.cmd.Wait(); close(m.done) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if ents, err := os.ReadDir(mnt); err == nil && len(ents) > 0 {
+			return m, nil
+		}
+		select {
+		case <-m.done:
+			return m, fmt.Errorf("%s exited before the mount appeared: %v\n%s", c, m.err, m.stderr.String())
+		case <-ctx.Done():
+			return m, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return m, fmt.Errorf("%s: %s did not list files within 60 s\n%s", c, mnt, m.stderr.String())
+		}
+	}
+}
+
+// stop sends SIGTERM and waits for the mount process to exit; it returns
+// the process's peak RSS.
+func (m *mountSession) stop() (int64, error) {
+	if m.cmd.Process == nil {
+		return 0, errors.New("mount process not started")
+	}
+	select {
+	case <-m.done:
+	default:
+		if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			return 0, fmt.Errorf("signal mount: %w", err)
+		}
+		select {
+		case <-m.done:
+		case <-time.After(60 * time.Second):
+			return 0, fmt.Errorf("mount of %s did not exit 60 s after SIGTERM", m.mnt)
+		}
+	}
+	if m.err != nil {
+		return maxRSS(m.cmd.ProcessState), fmt.Errorf("cramfs mount exited with %v\n%s", m.err, m.stderr.String())
+	}
+	return maxRSS(m.cmd.ProcessState), nil
+}
+
+// close makes sure nothing is left mounted or running: it runs
+// `cramfs unmount MNT` (ignoring "not mounted") and kills the child if it
+// is still alive.
+func (m *mountSession) close() {
+	un := exec.Command(m.cramfs, "unmount", m.mnt)
+	un.Stdout, un.Stderr = io.Discard, io.Discard
+	_ = un.Run()
+	if m.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-m.done:
+	case <-time.After(10 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-m.done
+	}
+}
