@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // side is one of the commands a case compares; Run measures it once.
@@ -35,6 +36,7 @@ type bench struct {
 	cramfs, samtools string
 	data             *dataset
 	threads          int
+	serveLevel       int    // --level of index and mount; 0 compares with samtools -u
 	scratch          string // temporary outputs, removed at the end
 	warmCache        string // layout indexes built once by `cramfs index`
 	regions          []string
@@ -52,6 +54,17 @@ func (b *bench) cfs(args ...string) command {
 }
 
 func (b *bench) th() string { return strconv.Itoa(b.threads) }
+
+// lv is the serving level as a flag value.
+func (b *bench) lv() string { return strconv.Itoa(b.serveLevel) }
+
+// samServe are samtools' output options at the serving level.
+func (b *bench) samServe() []string {
+	if b.serveLevel == 0 {
+		return []string{"-u"}
+	}
+	return []string{"-b", "--output-fmt-option", "level=" + b.lv()}
+}
 
 // convertLevels are the output settings of the convert group: the cramfs
 // --level and the matching samtools output options.
@@ -108,21 +121,21 @@ func (b *bench) convertCase(f flavour, variant string, level int, samOpt []strin
 
 func (b *bench) firstAccessCase(f flavour) benchCase {
 	sOut := filepath.Join(b.scratch, "first.samtools.bam")
-	sCmd := b.sam("view", "-@", b.th(), "-T", b.data.Ref, "--no-PG", "-b", "--output-fmt-option", "level=1", "-o", sOut, f.CRAM)
-	desc := b.cfs("index", "-T", b.data.Ref, "-@", b.th(), "--level", "1", "--cache-dir", "FRESH_DIR", f.CRAM).String()
+	sCmd := b.sam(append(append([]string{"view", "-@", b.th(), "-T", b.data.Ref, "--no-PG"}, b.samServe()...), "-o", sOut, f.CRAM)...)
+	desc := b.cfs("index", "-T", b.data.Ref, "-@", b.th(), "--level", b.lv(), "--cache-dir", "FRESH_DIR", f.CRAM).String()
 	index := func(ctx context.Context) (sample, error) {
 		dir, err := os.MkdirTemp(b.scratch, "fresh-cache-")
 		if err != nil {
 			return sample{}, err
 		}
 		defer os.RemoveAll(dir)
-		return timeRun(ctx, b.cfs("index", "-T", b.data.Ref, "-@", b.th(), "--level", "1", "--cache-dir", dir, f.CRAM))
+		return timeRun(ctx, b.cfs("index", "-T", b.data.Ref, "-@", b.th(), "--level", b.lv(), "--cache-dir", dir, f.CRAM))
 	}
 	return benchCase{
 		ID:    fmt.Sprintf("first-access/%s", f.ID),
 		Group: "first access", Flavour: f.Name, Variant: "layout scan",
 		Cramfs:    side{Label: "cramfs index", Desc: desc, Run: index},
-		Baselines: []side{{Label: "samtools view -b level=1", Desc: sCmd.String(), Run: runner(sCmd)}},
+		Baselines: []side{{Label: "samtools view " + strings.Join(b.samServe(), " "), Desc: sCmd.String(), Run: runner(sCmd)}},
 		AfterRound: func(context.Context, int, []sample) error {
 			return removeIfExists(sOut)
 		},
@@ -132,13 +145,13 @@ func (b *bench) firstAccessCase(f flavour) benchCase {
 // warmIndex builds the persisted layout index the mount cases use.
 func (b *bench) warmIndex(f flavour) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		_, err := timeRun(ctx, b.cfs("index", "-T", b.data.Ref, "-@", b.th(), "--level", "1", "--cache-dir", b.warmCache, f.CRAM))
+		_, err := timeRun(ctx, b.cfs("index", "-T", b.data.Ref, "-@", b.th(), "--level", b.lv(), "--cache-dir", b.warmCache, f.CRAM))
 		return err
 	}
 }
 
 func (b *bench) mountCmd(f flavour, mnt string) command {
-	return b.cfs("mount", "-T", b.data.Ref, "--cache-dir", b.warmCache, "-@", b.th(), "--level", "1", filepath.Dir(f.CRAM), mnt)
+	return b.cfs("mount", "-T", b.data.Ref, "--cache-dir", b.warmCache, "-@", b.th(), "--level", b.lv(), filepath.Dir(f.CRAM), mnt)
 }
 
 // throughMount mounts the flavour's directory (warm index, cold block
