@@ -31,6 +31,7 @@ type engineFlags struct {
 	threads   int
 	level     int
 	noMD      bool
+	readahead int
 }
 
 func (e *engineFlags) register(fs *flag.FlagSet) {
@@ -42,6 +43,7 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&e.threads, "threads", runtime.GOMAXPROCS(0), "worker threads")
 	fs.IntVar(&e.level, "level", 0, "BGZF level of the served BAM, 0 (stored blocks, fastest to read) to 9")
 	fs.BoolVar(&e.noMD, "no-md", false, "do not generate MD and NM tags (htslib decode_md=0)")
+	fs.IntVar(&e.readahead, "readahead", 0, "containers built ahead of a sequential reader (0: one per thread, -1: none)")
 }
 
 // open builds the reference store and engine manager the flags describe.
@@ -64,7 +66,7 @@ func (e *engineFlags) open(log *slog.Logger) (*reference.Store, *engine.Manager,
 	if size == 0 {
 		size = -1
 	}
-	mgr := engine.NewManager(engine.Options{Threads: e.threads, CacheSize: size, Level: level, CacheDir: e.cacheDir}, log)
+	mgr := engine.NewManager(engine.Options{Threads: e.threads, CacheSize: size, Level: level, CacheDir: e.cacheDir, Readahead: e.readahead}, log)
 	return store, mgr, engine.CRAMOptions{Reference: store, NoMD: e.noMD}, nil
 }
 
