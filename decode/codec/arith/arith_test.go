@@ -1,75 +1,19 @@
 package arith
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
-// vector is one row of codec_vectors_manifest.tsv.
-type vector struct {
-	compressed, codec, rawInput, result, params, transform string
-}
-
-// readManifest returns the manifest rows for codec.
-func readManifest(tb testing.TB, dir, codec string) []vector {
+// readManifest returns the manifest vectors of one codec.
+func readManifest(tb testing.TB, dir, codec string) []corpus.CodecVector {
 	tb.Helper()
-	f, err := os.Open(filepath.Join(dir, "codec_vectors_manifest.tsv"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	var vs []vector
-	sc := bufio.NewScanner(f)
-	for first := true; sc.Scan(); first = false {
-		cols := strings.Split(sc.Text(), "\t")
-		if first || len(cols) < 7 || cols[1] != codec {
-			continue
-		}
-		vs = append(vs, vector{cols[0], cols[1], cols[2], cols[3], cols[4], cols[6]})
-	}
-	if err := sc.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	return vs
-}
-
-// expected derives a vector's expected bytes from its raw input.
-func expected(tb testing.TB, dir string, v vector) []byte {
-	tb.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, v.rawInput))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if strings.HasSuffix(v.rawInput, ".gz") {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if raw, err = io.ReadAll(zr); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if v.transform == "as-is" {
-		return raw
-	}
-	var out []byte
-	for _, line := range bytes.SplitAfter(raw, []byte("\n")) {
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		if i := bytes.IndexByte(line, '\t'); i >= 0 {
-			line = line[:i]
-		}
-		out = append(out, line...)
-	}
-	return out
+	return corpus.CodecVectors(tb, dir, codec)
 }
 
 func TestManifestVectors(t *testing.T) {
@@ -79,15 +23,15 @@ func TestManifestVectors(t *testing.T) {
 		t.Fatal("no arith vectors in manifest")
 	}
 	for _, v := range vs {
-		t.Run(v.compressed, func(t *testing.T) {
-			src, err := os.ReadFile(filepath.Join(dir, v.compressed))
+		t.Run(v.Compressed, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join(dir, v.Compressed))
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := expected(t, dir, v)
+			want := v.Expected(t, dir)
 			for _, raw := range []int{len(want), -1} {
 				got, err := Decode(src, raw)
-				if v.result != "OK" {
+				if v.Result != "OK" {
 					if err == nil {
 						t.Fatalf("rawSize %d: want error, got %d bytes", raw, len(got))
 					}
@@ -204,20 +148,20 @@ func benchVectors(b *testing.B, names ...string) {
 	dir := corpus.Dir(b)
 	vs := readManifest(b, dir, "arith")
 	for _, name := range names {
-		var v vector
+		var v corpus.CodecVector
 		for _, x := range vs {
-			if x.compressed == name {
+			if x.Compressed == name {
 				v = x
 			}
 		}
-		if v.compressed == "" {
+		if v.Compressed == "" {
 			b.Fatalf("%s not in manifest", name)
 		}
-		src, err := os.ReadFile(filepath.Join(dir, v.compressed))
+		src, err := os.ReadFile(filepath.Join(dir, v.Compressed))
 		if err != nil {
 			b.Fatal(err)
 		}
-		want := expected(b, dir, v)
+		want := v.Expected(b, dir)
 		b.Run(filepath.Base(name), func(b *testing.B) {
 			b.SetBytes(int64(len(want)))
 			b.ReportAllocs()

@@ -1,11 +1,8 @@
 package fqzcomp
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,52 +11,12 @@ import (
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
-// vector is one fqzcomp row of codec_vectors_manifest.tsv.
-type vector struct {
-	compressed, rawInput, result string
-}
-
-func readManifest(tb testing.TB, dir string) []vector {
-	tb.Helper()
-	f, err := os.Open(filepath.Join(dir, "codec_vectors_manifest.tsv"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	var vs []vector
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		cols := strings.Split(sc.Text(), "\t")
-		if len(cols) < 7 || cols[1] != "fqzcomp" {
-			continue
-		}
-		vs = append(vs, vector{cols[0], cols[2], cols[3]})
-	}
-	if err := sc.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	return vs
-}
-
 // expected returns the Phred values (first column minus 33, lines
 // concatenated) of a vector's raw input.
-func expected(tb testing.TB, dir string, v vector) []byte {
+func expected(tb testing.TB, dir string, v corpus.CodecVector) []byte {
 	tb.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, v.rawInput))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if strings.HasSuffix(v.rawInput, ".gz") {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if raw, err = io.ReadAll(zr); err != nil {
-			tb.Fatal(err)
-		}
-	}
 	var out []byte
-	for _, line := range bytes.Split(raw, []byte("\n")) {
+	for _, line := range bytes.Split(v.Input(tb, dir), []byte("\n")) {
 		if i := bytes.IndexByte(line, '\t'); i >= 0 {
 			line = line[:i]
 		}
@@ -72,13 +29,13 @@ func expected(tb testing.TB, dir string, v vector) []byte {
 
 func TestManifestVectors(t *testing.T) {
 	dir := corpus.Dir(t)
-	vs := readManifest(t, dir)
+	vs := corpus.CodecVectors(t, dir, "fqzcomp")
 	if len(vs) == 0 {
 		t.Fatal("no fqzcomp vectors in manifest")
 	}
 	for _, v := range vs {
-		t.Run(v.compressed, func(t *testing.T) {
-			src, err := os.ReadFile(filepath.Join(dir, v.compressed))
+		t.Run(v.Compressed, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join(dir, v.Compressed))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,17 +154,17 @@ func TestHandMadeErrors(t *testing.T) {
 
 func BenchmarkDecode(b *testing.B) {
 	dir := corpus.Dir(b)
-	vs := readManifest(b, dir)
+	vs := corpus.CodecVectors(b, dir, "fqzcomp")
 	for _, v := range vs {
-		if !strings.HasPrefix(v.compressed, "htscodecs/") {
+		if !strings.HasPrefix(v.Compressed, "htscodecs/") {
 			continue
 		}
-		src, err := os.ReadFile(filepath.Join(dir, v.compressed))
+		src, err := os.ReadFile(filepath.Join(dir, v.Compressed))
 		if err != nil {
 			b.Fatal(err)
 		}
 		want := expected(b, dir, v)
-		b.Run(filepath.Base(v.compressed), func(b *testing.B) {
+		b.Run(filepath.Base(v.Compressed), func(b *testing.B) {
 			b.SetBytes(int64(len(want)))
 			b.ReportAllocs()
 			for b.Loop() {

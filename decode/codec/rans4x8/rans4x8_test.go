@@ -1,113 +1,40 @@
 package rans4x8
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
-// vector is one line of codec_vectors_manifest.tsv.
-type vector struct {
-	compressed string // path relative to the corpus
-	rawInput   string
-	params     string
-	rawLen     int
-	transform  string
-}
-
-// readManifest returns the manifest vectors of one codec (shared-nothing
-// reader: the manifest is a TSV with a header line).
-func readManifest(tb testing.TB, dir, codec string) []vector {
+// readManifest returns the manifest vectors of one codec that must decode.
+func readManifest(tb testing.TB, dir, codec string) []corpus.CodecVector {
 	tb.Helper()
-	f, err := os.Open(filepath.Join(dir, "codec_vectors_manifest.tsv"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	var vs []vector
-	sc := bufio.NewScanner(f)
-	first := true
-	for sc.Scan() {
-		if first {
-			first = false
-			continue
+	var vs []corpus.CodecVector
+	for _, v := range corpus.CodecVectors(tb, dir, codec) {
+		if v.Result == "OK" {
+			vs = append(vs, v)
 		}
-		col := strings.Split(sc.Text(), "\t")
-		if len(col) < 7 || col[1] != codec || col[3] != "OK" {
-			continue
-		}
-		n, err := strconv.Atoi(col[5])
-		if err != nil {
-			tb.Fatalf("manifest raw_len %q: %v", col[5], err)
-		}
-		vs = append(vs, vector{col[0], col[2], col[4], n, col[6]})
-	}
-	if err := sc.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	if len(vs) == 0 {
-		tb.Fatalf("no %s vectors in manifest", codec)
 	}
 	return vs
-}
-
-// expected derives the decoded bytes from a raw input as the manifest says:
-// "first-col,no-newlines" keeps each line's first tab-separated field with
-// the newlines removed; "as-is" keeps the bytes. .gz inputs are inflated.
-func expected(tb testing.TB, dir string, v vector) []byte {
-	tb.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, v.rawInput))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if strings.HasSuffix(v.rawInput, ".gz") {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if raw, err = io.ReadAll(zr); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	switch v.transform {
-	case "as-is":
-		return raw
-	case "first-col,no-newlines":
-		var out []byte
-		for _, line := range bytes.SplitAfter(raw, []byte("\n")) {
-			line = bytes.TrimSuffix(line, []byte("\n"))
-			if k := bytes.IndexByte(line, '\t'); k >= 0 {
-				line = line[:k]
-			}
-			out = append(out, line...)
-		}
-		return out
-	}
-	tb.Fatalf("unknown raw_transform %q", v.transform)
-	return nil
 }
 
 func TestCorpusVectors(t *testing.T) {
 	dir := corpus.Dir(t)
 	for _, v := range readManifest(t, dir, "rans4x8") {
-		t.Run(v.compressed, func(t *testing.T) {
-			src, err := os.ReadFile(filepath.Join(dir, v.compressed))
+		t.Run(v.Compressed, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join(dir, v.Compressed))
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := expected(t, dir, v)
-			if len(want) != v.rawLen {
-				t.Fatalf("expected bytes: %d, manifest says %d", len(want), v.rawLen)
+			want := v.Expected(t, dir)
+			if len(want) != v.RawLen {
+				t.Fatalf("expected bytes: %d, manifest says %d", len(want), v.RawLen)
 			}
 			for _, size := range []int{-1, len(want)} {
 				got, err := Decode(src, size)
@@ -115,7 +42,7 @@ func TestCorpusVectors(t *testing.T) {
 					t.Fatalf("Decode(rawSize=%d): %v", size, err)
 				}
 				if !bytes.Equal(got, want) {
-					t.Fatalf("Decode(rawSize=%d): %d bytes differ from expected %d bytes (%s)", size, len(got), len(want), v.params)
+					t.Fatalf("Decode(rawSize=%d): %d bytes differ from expected %d bytes (%s)", size, len(got), len(want), v.Params)
 				}
 			}
 			if _, err := Decode(src, len(want)+1); !errors.Is(err, ErrCorrupt) {
