@@ -65,8 +65,11 @@ type CompressionHeader struct {
 	SubstitutionMatrix [5][4]byte
 	// TagLines is the tag dictionary TD: for each line, the tags as
 	// 3-byte (name, name, BAM type) entries.
-	TagLines   [][]byte
-	DataSeries [numDataSeries]*Encoding
+	TagLines [][]byte
+	// tagEncodings holds, per tag line, the encoding of each of its tags
+	// (nil where the header gives none), so records skip the map.
+	tagEncodings [][]*Encoding
+	DataSeries   [numDataSeries]*Encoding
 	// Tags maps a tag key (name0<<16 | name1<<8 | type) to its encoding.
 	Tags map[int32]*Encoding
 }
@@ -209,6 +212,15 @@ func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 	}
 	if pos-start != int(size) {
 		return nil, corruptf("tag encodings: %d bytes declared, %d read", size, pos-start)
+	}
+	h.tagEncodings = make([][]*Encoding, len(h.TagLines))
+	for i, line := range h.TagLines {
+		encs := make([]*Encoding, len(line)/3)
+		for j := range encs {
+			t := line[3*j : 3*j+3]
+			encs[j] = h.Tags[int32(t[0])<<16|int32(t[1])<<8|int32(t[2])]
+		}
+		h.tagEncodings[i] = encs
 	}
 	return h, nil
 }

@@ -622,8 +622,7 @@ func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, 
 		if t[0] == 'N' && t[1] == 'M' {
 			hasNM = true
 		}
-		key := int32(t[0])<<16 | int32(t[1])<<8 | int32(t[2])
-		te := ch.Tags[key]
+		te := ch.tagEncodings[tl][i/3]
 		if te == nil {
 			return false, false, corruptf("tag %s has no encoding", t)
 		}

@@ -117,9 +117,9 @@ func (c *CRAM) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, 
 type refSource struct {
 	store *reference.Store
 	refs  []decode.RefSeq
-	// byName holds the FASTA contig lengths by name, for htslib's
-	// @SQ length sanitising.
-	byName map[string]int64
+	// lengths holds, per @SQ line, the length of the FASTA contig of the
+	// same name, or -1: htslib's @SQ length sanitising.
+	lengths []int64
 
 	mu      sync.Mutex // guards contigs and errs
 	contigs []*reference.Contig
@@ -127,11 +127,18 @@ type refSource struct {
 }
 
 func newRefSource(s *reference.Store, refs []decode.RefSeq) *refSource {
-	r := &refSource{store: s, refs: refs, byName: map[string]int64{},
+	r := &refSource{store: s, refs: refs, lengths: make([]int64, len(refs)),
 		contigs: make([]*reference.Contig, len(refs)), errs: make([]error, len(refs))}
+	byName := map[string]int64{}
 	for _, c := range s.Contigs() {
-		if _, ok := r.byName[c.Name()]; !ok {
-			r.byName[c.Name()] = c.Len()
+		if _, ok := byName[c.Name()]; !ok {
+			byName[c.Name()] = c.Len()
+		}
+	}
+	for i, q := range refs {
+		r.lengths[i] = -1
+		if n, ok := byName[q.Name]; ok {
+			r.lengths[i] = n
 		}
 	}
 	return r
@@ -170,8 +177,5 @@ func (r *refSource) Bases(dst []byte, id int, start, end int64) ([]byte, error) 
 
 // Length implements decode.ReferenceSource.
 func (r *refSource) Length(id int) int64 {
-	if n, ok := r.byName[r.refs[id].Name]; ok {
-		return n
-	}
-	return -1
+	return r.lengths[id]
 }

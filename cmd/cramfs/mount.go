@@ -107,6 +107,7 @@ func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
 	indexOnMount := fl.Bool("index-on-mount", false, "scan every CRAM in the background at mount time")
 	debug := fl.Bool("debug", false, "log every FUSE request")
 	memProfile := fl.String("memprofile", "", "write a Go heap profile to this file at unmount")
+	cpuProfile := fl.String("cpuprofile", "", "write a Go CPU profile of the whole mount to this file")
 	fl.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: cramfs mount [-T FASTA]... [--cache-dir DIR] [--cache-size SIZE] [-@ N] [--level N] [--allow-other] SRC MNT")
 		fl.PrintDefaults()
@@ -119,6 +120,17 @@ func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
 		return usageError{fmt.Sprintf("want SRC and MNT, got %d arguments", len(pos))}
 	}
 	src, mnt := pos[0], pos[1]
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	store, mgr, copt, err := ef.open(log)
 	if err != nil {
 		return err
