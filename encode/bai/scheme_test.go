@@ -55,4 +55,3 @@ func TestLinear(t *testing.T) {
 		t.Error("At(-1) reported present")
 	}
 }
-
