@@ -97,3 +97,16 @@ func (v CodecVector) Expected(tb testing.TB, dir string) []byte {
 	tb.Fatalf("unknown raw_transform %q", v.Transform)
 	return nil
 }
+
+// DecodableCodecVectors returns the manifest rows of codec whose stream
+// must decode (result OK).
+func DecodableCodecVectors(tb testing.TB, dir, codec string) []CodecVector {
+	tb.Helper()
+	var vs []CodecVector
+	for _, v := range CodecVectors(tb, dir, codec) {
+		if v.Result == "OK" {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
