@@ -780,6 +780,63 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 		}
 	}
 
+	// match fills k bases at seqPos from the reference at refPos, the
+	// implicit match between features (htslib's cram_decode_seq): an 'N' in
+	// the reference counts as a mismatch for MD and NM, and a match running
+	// past the reference's end is filled with 'N' (to the read's end when
+	// it starts past the reference). It reports whether the match lies
+	// inside the reference. It does not move refPos or seqPos.
+	match := func(k int64) (bool, error) {
+		if refPos+k > refLen {
+			rlen := refLen - refPos
+			if rlen > 0 {
+				if refPos+rlen > view.limit {
+					return false, errBeyondSlice(refPos + rlen)
+				}
+				b, err := view.slice(refPos, refPos+rlen)
+				if err != nil {
+					return false, err
+				}
+				copy(seq[seqPos-1:], b)
+				for i := seqPos - 1 + rlen; i < seqPos-1+k; i++ {
+					seq[i] = 'N'
+				}
+			} else {
+				for i := seqPos - 1; i < n; i++ {
+					seq[i] = 'N'
+				}
+			}
+			if mdDist >= 0 {
+				mdDist += k
+			}
+			return false, nil
+		}
+		if refPos+k > view.limit {
+			return false, errBeyondSlice(refPos + k)
+		}
+		b, err := view.slice(refPos, refPos+k)
+		if err != nil {
+			return false, err
+		}
+		if (decodeMD || decodeNM) && bytes.IndexByte(b, 'N') >= 0 {
+			for i, base := range b {
+				if base == 'N' {
+					addMD('N')
+					nm++
+				} else {
+					mdDist++
+				}
+				seq[seqPos-1+int64(i)] = base
+			}
+			return true, nil
+		}
+		copy(seq[seqPos-1:], b)
+		if decodeMD || decodeNM {
+			mdDist += k
+		}
+		return true, nil
+	}
+
 	for f := int32(0); f < fn; f++ {
 		op, err := featureByte(DSFC, "FC")
 		if err != nil {
@@ -799,49 +856,8 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 			}
 			gap := pos - seqPos
 			if hasRef && cr.refID >= 0 {
-				if refPos+gap > refLen {
-					rlen := refLen - refPos
-					if rlen > 0 {
-						if refPos+rlen > view.limit {
-							return errBeyondSlice(refPos + rlen)
-						}
-						b, err := view.slice(refPos, refPos+rlen)
-						if err != nil {
-							return err
-						}
-						copy(seq[seqPos-1:], b)
-						for i := seqPos - 1 + rlen; i < seqPos-1+gap; i++ {
-							seq[i] = 'N'
-						}
-					} else {
-						for i := seqPos - 1; i < n; i++ {
-							seq[i] = 'N'
-						}
-					}
-					if mdDist >= 0 {
-						mdDist += gap
-					}
-				} else {
-					if refPos+gap > view.limit {
-						return errBeyondSlice(refPos + gap)
-					}
-					b, err := view.slice(refPos, refPos+gap)
-					if err != nil {
-						return err
-					}
-					if decodeMD || decodeNM {
-						for i, base := range b {
-							if base == 'N' {
-								addMD('N')
-								nm++
-							} else {
-								mdDist++
-							}
-							seq[seqPos-1+int64(i)] = base
-						}
-					} else {
-						copy(seq[seqPos-1:], b)
-					}
+				if _, err := match(gap); err != nil {
+					return err
 				}
 			}
 			flush(cigM)
@@ -1106,52 +1122,12 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 	if n >= seqPos {
 		rest := n - seqPos + 1
 		if hasRef && cr.refID >= 0 {
-			if refPos+rest > refLen {
-				rlen := refLen - refPos
-				if rlen > 0 {
-					if refPos+rlen > view.limit {
-						return errBeyondSlice(refPos + rlen)
-					}
-					b, err := view.slice(refPos, refPos+rlen)
-					if err != nil {
-						return err
-					}
-					copy(seq[seqPos-1:], b)
-					for i := seqPos - 1 + rlen; i < n; i++ {
-						seq[i] = 'N'
-					}
-				} else {
-					for i := seqPos - 1; i < n; i++ {
-						seq[i] = 'N'
-					}
-				}
-				if mdDist >= 0 {
-					mdDist += rest
-				}
-			} else {
-				if refPos+rest > view.limit {
-					return errBeyondSlice(refPos + rest)
-				}
-				b, err := view.slice(refPos, refPos+rest)
-				if err != nil {
-					return err
-				}
-				if (decodeMD || decodeNM) && bytes.IndexByte(b, 'N') >= 0 {
-					for i, base := range b {
-						if base == 'N' {
-							addMD('N')
-							nm++
-						} else {
-							mdDist++
-						}
-						seq[seqPos-1+int64(i)] = base
-					}
-				} else {
-					copy(seq[seqPos-1:], b)
-					if decodeMD || decodeNM {
-						mdDist += rest
-					}
-				}
+			inside, err := match(rest)
+			if err != nil {
+				return err
+			}
+			if inside {
+				// Like htslib, the end does not move past the reference's end.
 				refPos += rest
 			}
 		} else if cr.refID >= 0 {
