@@ -6,36 +6,22 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
-	"github.com/cramfs/cramfs/encode/bam"
-	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bamtest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
-const htslibTest = "/usr/share/htslib-test/test"
+const htslibTest = bamtest.HTSlibTest
 
-func samtools(tb testing.TB) string {
-	tb.Helper()
-	p, err := exec.LookPath("samtools")
-	if err != nil {
-		corpus.Missing(tb, "samtools: %v", err)
-	}
-	return p
-}
-
-func run(tb testing.TB, name string, args ...string) {
-	tb.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		tb.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-}
+var (
+	samtools = bamtest.Samtools
+	run      = bamtest.Run
+)
 
 // bamRecord is one record of a decompressed BAM with its virtual offsets.
 type bamRecord struct {
@@ -50,66 +36,11 @@ type bamRecord struct {
 // virtual offset.
 func walkBAM(tb testing.TB, file []byte) (nRef int, recs []bamRecord, final uint64) {
 	tb.Helper()
-	type block struct {
-		coff   uint64
-		ustart int
-		ulen   int
+	f := bamtest.Read(tb, file)
+	for _, r := range f.Recs {
+		recs = append(recs, bamRecord{r.RefID, r.Beg, r.End, r.Flags, r.VBeg, r.VEnd})
 	}
-	var blocks []block
-	var data []byte
-	var coff uint64
-	for rest := file; len(rest) > 0; {
-		start := len(data)
-		var n int
-		var err error
-		data, n, err = bgzf.DecodeBlock(data, rest)
-		if err != nil {
-			tb.Fatalf("block at %d: %v", coff, err)
-		}
-		if len(data) > start {
-			blocks = append(blocks, block{coff, start, len(data) - start})
-		}
-		coff += uint64(n)
-		rest = rest[n:]
-	}
-	// bgzf_tell after the last record names the block after the last
-	// data block (normally the EOF block).
-	lastEnd := uint64(len(file))
-	if len(blocks) > 0 {
-		b := blocks[len(blocks)-1]
-		_, n, err := bgzf.DecodeBlock(nil, file[b.coff:])
-		if err != nil {
-			tb.Fatal(err)
-		}
-		lastEnd = b.coff + uint64(n)
-	}
-	voff := func(p int) uint64 {
-		i := sort.Search(len(blocks), func(i int) bool { return blocks[i].ustart+blocks[i].ulen > p })
-		if i == len(blocks) {
-			return lastEnd << 16
-		}
-		return blocks[i].coff<<16 | uint64(p-blocks[i].ustart)
-	}
-	le := binary.LittleEndian
-	if len(data) < 12 || string(data[:4]) != "BAM\x01" {
-		tb.Fatalf("not a BAM stream")
-	}
-	p := 8 + int(le.Uint32(data[4:]))
-	nRef = int(le.Uint32(data[p:]))
-	p += 4
-	for i := 0; i < nRef; i++ {
-		p += 4 + int(le.Uint32(data[p:])) + 4
-	}
-	for p < len(data) {
-		tid, pos, end, flags, err := bam.RecordInfo(data[p:])
-		if err != nil {
-			tb.Fatalf("record at %d: %v", p, err)
-		}
-		n := 4 + int(le.Uint32(data[p:]))
-		recs = append(recs, bamRecord{tid, pos, end, flags, voff(p), voff(p + n)})
-		p += n
-	}
-	return nRef, recs, voff(len(data))
+	return f.NRef, recs, f.Final
 }
 
 // buildIndex builds our BAI for a BAM file.

@@ -7,37 +7,23 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/cramfs/cramfs/encode/bai"
-	"github.com/cramfs/cramfs/encode/bam"
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bamtest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
-const htslibTest = "/usr/share/htslib-test/test"
+const htslibTest = bamtest.HTSlibTest
 
-func samtools(tb testing.TB) string {
-	tb.Helper()
-	p, err := exec.LookPath("samtools")
-	if err != nil {
-		corpus.Missing(tb, "samtools: %v", err)
-	}
-	return p
-}
-
-func run(tb testing.TB, name string, args ...string) {
-	tb.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		tb.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-}
+var (
+	samtools = bamtest.Samtools
+	run      = bamtest.Run
+)
 
 // record is one BAM record with the virtual offsets bgzf_tell reports
 // before and after reading it.
@@ -56,62 +42,14 @@ type bamFile struct {
 	final  uint64
 }
 
-// readBAM walks a BAM file block by block. A position p of the
-// uncompressed stream has virtual offset coff<<16|(p-ustart) of the first
-// block whose data extends past p; a position at the very end belongs to
-// the block after the last data block (the EOF block).
+// readBAM walks a BAM file block by block (bamtest.Read).
 func readBAM(tb testing.TB, file []byte) bamFile {
 	tb.Helper()
-	var data []byte
-	var starts []int     // uncompressed start of each data block
-	var coffs []uint64   // its compressed offset
-	var afterLast uint64 // compressed offset after the last data block
-	for off := 0; off < len(file); {
-		before := len(data)
-		var n int
-		var err error
-		data, n, err = bgzf.DecodeBlock(data, file[off:])
-		if err != nil {
-			tb.Fatalf("BGZF block at %d: %v", off, err)
-		}
-		if len(data) > before {
-			starts = append(starts, before)
-			coffs = append(coffs, uint64(off))
-			afterLast = uint64(off + n)
-		}
-		off += n
+	b := bamtest.Read(tb, file)
+	f := bamFile{nRef: b.NRef, maxLen: b.MaxLen, final: b.Final}
+	for _, r := range b.Recs {
+		f.recs = append(f.recs, record{r.RefID, r.Beg, r.End, r.Flags&4 != 0, r.VBeg, r.VEnd})
 	}
-	voff := func(p int) uint64 {
-		// The last block starting at or before p, if p lies inside it.
-		i := sort.SearchInts(starts, p+1) - 1
-		if i < 0 || p >= len(data) || (i+1 < len(starts) && p >= starts[i+1]) {
-			return afterLast << 16
-		}
-		return coffs[i]<<16 | uint64(p-starts[i])
-	}
-	le := binary.LittleEndian
-	if len(data) < 12 || string(data[:4]) != "BAM\x01" {
-		tb.Fatal("not a BAM stream")
-	}
-	var f bamFile
-	p := 8 + int(le.Uint32(data[4:]))
-	f.nRef = int(le.Uint32(data[p:]))
-	p += 4
-	for range f.nRef {
-		p += 4 + int(le.Uint32(data[p:]))
-		f.maxLen = max(f.maxLen, int64(le.Uint32(data[p:])))
-		p += 4
-	}
-	for p < len(data) {
-		tid, pos, end, flags, err := bam.RecordInfo(data[p:])
-		if err != nil {
-			tb.Fatalf("record at %d: %v", p, err)
-		}
-		n := 4 + int(le.Uint32(data[p:]))
-		f.recs = append(f.recs, record{tid, pos, end, flags&4 != 0, voff(p), voff(p + n)})
-		p += n
-	}
-	f.final = voff(len(data))
 	return f
 }
 
