@@ -73,17 +73,13 @@ func cmdConvert(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var w io.Writer = stdout
-	var fh *os.File
+	var dst *output
 	if *out != "-" {
-		// Write next to the destination and rename at the end, so a failed
-		// conversion never leaves a short BAM under the final name.
-		fh, err = os.CreateTemp(filepath.Dir(*out), "."+filepath.Base(*out)+".tmp*")
-		if err != nil {
+		if dst, err = createOutput(*out); err != nil {
 			return err
 		}
-		defer os.Remove(fh.Name())
-		defer fh.Close()
-		w = fh
+		defer dst.abort()
+		w = dst.f
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
 	if err := engine.Convert(ctx, src, bw, engine.ConvertOptions{Threads: *threads, Level: *level}); err != nil {
@@ -92,16 +88,77 @@ func cmdConvert(args []string, stdout, stderr io.Writer) error {
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	if fh != nil {
-		if err := fh.Chmod(0o644); err != nil {
-			return err
-		}
-		if err := fh.Close(); err != nil {
-			return err
-		}
-		return os.Rename(fh.Name(), *out)
+	if dst != nil {
+		return dst.commit()
 	}
 	return nil
+}
+
+// output is the destination of a conversion. A regular file (or a name
+// not yet taken) is written under a temporary name beside it and renamed at
+// the end, so a failed conversion never leaves a short BAM under the final
+// name; anything else (/dev/null, a FIFO, a terminal) is written in place,
+// never replaced.
+type output struct {
+	f    *os.File
+	tmp  string // "" when writing in place
+	name string // the final name: out with its symbolic links resolved
+	done bool
+}
+
+func createOutput(out string) (*output, error) {
+	name := out
+	if fi, err := os.Stat(out); err == nil {
+		if !fi.Mode().IsRegular() {
+			f, err := os.OpenFile(out, os.O_WRONLY, 0)
+			if err != nil {
+				return nil, err
+			}
+			return &output{f: f, name: out}, nil
+		}
+		// Replace the file a symbolic link points at, not the link.
+		if r, err := filepath.EvalSymlinks(out); err == nil {
+			name = r
+		}
+	}
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
+	if err != nil {
+		return nil, err
+	}
+	return &output{f: f, tmp: f.Name(), name: name}, nil
+}
+
+// commit makes the written output final.
+func (o *output) commit() error {
+	o.done = true
+	if o.tmp == "" {
+		return o.f.Close()
+	}
+	if err := o.f.Chmod(0o644); err != nil {
+		o.f.Close()
+		os.Remove(o.tmp)
+		return err
+	}
+	if err := o.f.Close(); err != nil {
+		os.Remove(o.tmp)
+		return err
+	}
+	if err := os.Rename(o.tmp, o.name); err != nil {
+		os.Remove(o.tmp)
+		return err
+	}
+	return nil
+}
+
+// abort discards the output unless commit was called.
+func (o *output) abort() {
+	if o.done {
+		return
+	}
+	o.f.Close()
+	if o.tmp != "" {
+		os.Remove(o.tmp)
+	}
 }
 
 func absPath(p string) string {

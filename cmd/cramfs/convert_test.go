@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
@@ -139,4 +140,80 @@ func TestConvertErrors(t *testing.T) {
 			t.Errorf("%s exists after a failed conversion", n)
 		}
 	}
+}
+
+// TestConvertOutputNotRegular writes to a FIFO and through a symbolic
+// link: neither may be replaced by a regular file (as `-o /dev/null` once
+// was, by the write-then-rename meant for regular files).
+func TestConvertOutputNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	args := func(out string) []string {
+		return []string{"convert", "--level", "0", "-T", testdata("ref", "ce.fa"), "-o", out, testdata("cram", "ce_5b.3.0.cram")}
+	}
+	check := func(t *testing.T, b []byte) {
+		t.Helper()
+		raw, err := bgzf.DecompressAll(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := md5.Sum(raw)
+		if got := hex.EncodeToString(sum[:]); got != wantMD5(t, "ce_5b.3.0") {
+			t.Fatalf("md5 %s", got)
+		}
+	}
+
+	t.Run("fifo", func(t *testing.T) {
+		fifo := filepath.Join(dir, "fifo")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan []byte, 1)
+		go func() {
+			b, _ := os.ReadFile(fifo)
+			got <- b
+		}()
+		if rc, stderr, _ := runCmd(t, args(fifo)...); rc != 0 {
+			t.Fatalf("exit %d: %s", rc, stderr)
+		}
+		fi, err := os.Lstat(fifo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode()&os.ModeNamedPipe == 0 {
+			t.Fatalf("%s is now %v, want the FIFO left in place", fifo, fi.Mode())
+		}
+		check(t, <-got)
+		if m, _ := filepath.Glob(filepath.Join(dir, ".fifo.tmp*")); len(m) != 0 {
+			t.Fatalf("temporary files left: %v", m)
+		}
+	})
+
+	t.Run("symlink", func(t *testing.T) {
+		target := filepath.Join(dir, "real", "x.bam")
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(target, []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(dir, "link.bam")
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		if rc, stderr, _ := runCmd(t, args(link)...); rc != 0 {
+			t.Fatalf("exit %d: %s", rc, stderr)
+		}
+		fi, err := os.Lstat(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("%s is now %v, want the link kept", link, fi.Mode())
+		}
+		b, err := os.ReadFile(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, b)
+	})
 }
