@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 
 	"github.com/klauspost/compress/flate"
 )
@@ -88,6 +89,11 @@ func NewCompressor(level int) (*Compressor, error) {
 // with the BC extra field, raw deflate data, CRC32 and ISIZE. An empty src
 // appends nothing. The output is a pure function of src and the level.
 func (c *Compressor) AppendBlocks(dst, src []byte) ([]byte, error) {
+	if c.level == 0 {
+		// Stored blocks: the output size is known, so grow dst once.
+		blocks := (len(src) + MaxBlockData - 1) / MaxBlockData
+		dst = slices.Grow(dst, len(src)+blocks*(headerLen+5+footerLen))
+	}
 	for len(src) > 0 {
 		n := min(len(src), MaxBlockData)
 		var err error

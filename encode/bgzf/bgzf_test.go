@@ -311,3 +311,33 @@ func BenchmarkDecompressAll(b *testing.B) {
 }
 
 func levelName(l int) string { return "level" + string(rune('0'+l)) }
+
+// TestStoredBlocksGrowOnce checks that level 0 sizes its output up front:
+// one allocation from an empty dst, none with enough capacity.
+func TestStoredBlocksGrowOnce(t *testing.T) {
+	c, err := NewCompressor(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, MaxBlockData, MaxBlockData + 1, 3*MaxBlockData + 7} {
+		src := bytes.Repeat([]byte{'x'}, n)
+		var out []byte
+		allocs := testing.AllocsPerRun(5, func() {
+			out, err = c.AppendBlocks(nil, src)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if allocs != 1 {
+			t.Errorf("n=%d: %v allocations from an empty dst, want 1", n, allocs)
+		}
+		back, err := DecompressAll(out)
+		if err != nil || !bytes.Equal(back, src) {
+			t.Fatalf("n=%d: round trip: %v", n, err)
+		}
+		dst := make([]byte, 0, len(out))
+		if allocs := testing.AllocsPerRun(5, func() { c.AppendBlocks(dst, src) }); allocs != 0 {
+			t.Errorf("n=%d: %v allocations into a large enough dst", n, allocs)
+		}
+	}
+}
