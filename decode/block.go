@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/ulikunitz/xz"
@@ -55,14 +56,20 @@ type Block struct {
 	Data []byte
 }
 
+// AppendDecoder decodes a block's compressed data src, whose decoded size
+// is rawSize, appending the decoded bytes to dst (allocating only when dst
+// lacks capacity) and returning the extended slice, which never aliases
+// src.
+type AppendDecoder func(dst, src []byte, rawSize int) ([]byte, error)
+
 // Codecs decodes the block methods that live in their own packages. The
 // zero value handles raw, gzip, bzip2 and lzma only.
 type Codecs struct {
-	RANS4x8  func(src []byte, rawSize int) ([]byte, error)
-	RANSNx16 func(src []byte, rawSize int) ([]byte, error)
-	Arith    func(src []byte, rawSize int) ([]byte, error)
-	FQZComp  func(src []byte, rawSize int) ([]byte, error)
-	Tok3     func(src []byte, rawSize int) ([]byte, error)
+	RANS4x8  AppendDecoder
+	RANSNx16 AppendDecoder
+	Arith    AppendDecoder
+	FQZComp  AppendDecoder
+	Tok3     AppendDecoder
 }
 
 // parseBlock reads one block from b at *pos. Major version 3 and later
@@ -108,8 +115,10 @@ func parseBlock(b []byte, pos *int, major int) (Block, error) {
 	return blk, nil
 }
 
-// Decompress returns the block's raw bytes.
-func (blk *Block) Decompress(c *Codecs) ([]byte, error) {
+// Decompress returns the block's raw bytes. They are decoded into buf's
+// storage when its capacity allows (buf may be nil); a raw block returns
+// its Data.
+func (blk *Block) Decompress(c *Codecs, buf []byte) ([]byte, error) {
 	raw := int(blk.RawSize)
 	if raw == 0 {
 		// An empty block needs no decompression, whatever its method
@@ -122,13 +131,13 @@ func (blk *Block) Decompress(c *Codecs) ([]byte, error) {
 	case MethodRaw:
 		out = blk.Data
 	case MethodGzip:
-		out, err = readAllCapped(func() (io.Reader, error) { return gzip.NewReader(bytes.NewReader(blk.Data)) }, raw)
+		out, err = readAllCapped(func() (io.Reader, error) { return gzip.NewReader(bytes.NewReader(blk.Data)) }, raw, gzipMaxRatio*len(blk.Data), buf)
 	case MethodBzip2:
-		out, err = readAllCapped(func() (io.Reader, error) { return bzip2.NewReader(bytes.NewReader(blk.Data)), nil }, raw)
+		out, err = readAllCapped(func() (io.Reader, error) { return bzip2.NewReader(bytes.NewReader(blk.Data)), nil }, raw, 0, buf)
 	case MethodLZMA:
-		out, err = readAllCapped(func() (io.Reader, error) { return xz.NewReader(bytes.NewReader(blk.Data)) }, raw)
+		out, err = readAllCapped(func() (io.Reader, error) { return xz.NewReader(bytes.NewReader(blk.Data)) }, raw, 0, buf)
 	default:
-		var f func([]byte, int) ([]byte, error)
+		var f AppendDecoder
 		if c != nil {
 			switch blk.Method {
 			case MethodRANS4x8:
@@ -146,7 +155,7 @@ func (blk *Block) Decompress(c *Codecs) ([]byte, error) {
 		if f == nil {
 			return nil, fmt.Errorf("%w: block compression method %d", ErrUnsupported, blk.Method)
 		}
-		out, err = f(blk.Data, raw)
+		out, err = f(buf[:0], blk.Data, raw)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: block content id %d, method %d: %w", ErrCorrupt, blk.ContentID, blk.Method, err)
@@ -157,19 +166,47 @@ func (blk *Block) Decompress(c *Codecs) ([]byte, error) {
 	return out, nil
 }
 
-// readAllCapped reads a stream expected to hold exactly raw bytes. The
-// buffer grows with what the stream actually produces, up to raw+1 bytes.
-func readAllCapped(open func() (io.Reader, error), raw int) ([]byte, error) {
+// gzipMaxRatio bounds deflate's expansion: at most 258 bytes per 2 bits of
+// input, about 1032 to 1.
+const gzipMaxRatio = 1032
+
+// preallocCap caps the buffer allocated up front from a declared size;
+// beyond it the buffer grows with what the stream actually produces.
+const preallocCap = 64 << 20
+
+// readAllCapped reads a stream expected to hold exactly raw bytes into
+// buf's storage. The buffer starts at the declared size when the input
+// could produce it (bound > 0 is the most it can expand to; 0 means
+// unknown) and at most preallocCap, and grows with what the stream
+// produces, up to raw+1 bytes.
+func readAllCapped(open func() (io.Reader, error), raw, bound int, buf []byte) ([]byte, error) {
 	r, err := open()
 	if err != nil {
 		return nil, err
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, min(raw+1, 1<<20)))
-	if _, err := io.Copy(buf, io.LimitReader(r, int64(raw)+1)); err != nil {
-		return nil, err
+	want := min(raw+1, 1<<20)
+	if bound > 0 {
+		want = min(raw+1, bound+1, preallocCap)
 	}
-	if buf.Len() > raw {
+	buf = buf[:0]
+	if cap(buf) < want {
+		buf = make([]byte, 0, want)
+	}
+	for len(buf) <= raw {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(cap(buf), raw+1-len(buf)))
+		}
+		n, err := r.Read(buf[len(buf):min(cap(buf), raw+1)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(buf) > raw {
 		return nil, fmt.Errorf("stream holds more than the %d bytes declared", raw)
 	}
-	return buf.Bytes(), nil
+	return buf, nil
 }

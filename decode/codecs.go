@@ -11,9 +11,19 @@ import (
 // DefaultCodecs are the block codecs of this module, used when
 // DecoderOptions.Codecs is nil.
 var DefaultCodecs = Codecs{
-	RANS4x8:  rans4x8.Decode,
-	RANSNx16: ransnx16.Decode,
-	Arith:    arith.Decode,
-	FQZComp:  fqzcomp.Decode,
-	Tok3:     tok3.Decode,
+	RANS4x8:  appendVia(rans4x8.Decode),
+	RANSNx16: appendVia(ransnx16.Decode),
+	Arith:    appendVia(arith.Decode),
+	FQZComp:  appendVia(fqzcomp.Decode),
+	Tok3:     appendVia(tok3.Decode),
+}
+
+func appendVia(f func([]byte, int) ([]byte, error)) AppendDecoder {
+	return func(dst, src []byte, raw int) ([]byte, error) {
+		out, err := f(src, raw)
+		if err != nil || len(dst) != 0 {
+			return append(dst, out...), err
+		}
+		return out, nil
+	}
 }

@@ -47,6 +47,11 @@ type Decoder struct {
 	recs   []Record
 	refBuf []byte
 	md5buf []byte
+	// Decompressed blocks: the compression header's (alive for the
+	// container), the slice header's and each slice block's (alive for the
+	// slice), reused from container to container.
+	chBuf, shBuf []byte
+	blockBufs    [][]byte
 }
 
 // NewDecoder returns a Decoder for f.
@@ -157,9 +162,12 @@ func (d *Decoder) container(h *ContainerHeader) ([]Record, error) {
 	if chBlock.ContentType != ContentCompressionHeader {
 		return nil, corruptf("first block has content type %d, want compression header", chBlock.ContentType)
 	}
-	chRaw, err := chBlock.Decompress(d.opt.Codecs)
+	chRaw, err := chBlock.Decompress(d.opt.Codecs, d.chBuf)
 	if err != nil {
 		return nil, fmt.Errorf("compression header: %w", err)
+	}
+	if chBlock.Method != MethodRaw && cap(chRaw) > cap(d.chBuf) {
+		d.chBuf = chRaw[:0]
 	}
 	ch, err := parseCompressionHeader(chRaw)
 	if err != nil {
@@ -195,9 +203,12 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
 	if hb.ContentType != ContentSliceHeader {
 		return corruptf("slice header block has content type %d", hb.ContentType)
 	}
-	raw, err := hb.Decompress(d.opt.Codecs)
+	raw, err := hb.Decompress(d.opt.Codecs, d.shBuf)
 	if err != nil {
 		return fmt.Errorf("slice header: %w", err)
+	}
+	if hb.Method != MethodRaw && cap(raw) > cap(d.shBuf) {
+		d.shBuf = raw[:0]
 	}
 	sh, err := parseSliceHeader(raw, major)
 	if err != nil {
@@ -211,9 +222,15 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
 		if err != nil {
 			return fmt.Errorf("block %d: %w", b, err)
 		}
-		raw, err := blk.Decompress(d.opt.Codecs)
+		if int(b) == len(d.blockBufs) {
+			d.blockBufs = append(d.blockBufs, nil)
+		}
+		raw, err := blk.Decompress(d.opt.Codecs, d.blockBufs[b])
 		if err != nil {
 			return &Error{ContentID: int(blk.ContentID), Offset: -1, Err: err}
+		}
+		if blk.Method != MethodRaw && cap(raw) > cap(d.blockBufs[b]) {
+			d.blockBufs[b] = raw[:0]
 		}
 		switch blk.ContentType {
 		case ContentCore:

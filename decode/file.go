@@ -148,7 +148,7 @@ func parseHeaderContainer(data []byte, major int) ([]byte, error) {
 	if blk.ContentType != ContentFileHeader {
 		return nil, corruptf("SAM header block has content type %d, want %d", blk.ContentType, ContentFileHeader)
 	}
-	raw, err := blk.Decompress(nil)
+	raw, err := blk.Decompress(nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("SAM header block: %w", err)
 	}

@@ -65,9 +65,9 @@ func dump(name, out string, maxPer int) error {
 	kept := map[string]int{}
 	container := 0
 	var werr error
-	wrap := func(codec string, dec func([]byte, int) ([]byte, error)) func([]byte, int) ([]byte, error) {
-		return func(src []byte, raw int) ([]byte, error) {
-			res, err := dec(src, raw)
+	wrap := func(codec string, dec decode.AppendDecoder) decode.AppendDecoder {
+		return func(dst, src []byte, raw int) ([]byte, error) {
+			res, err := dec(dst, src, raw)
 			if err != nil {
 				return res, err
 			}
