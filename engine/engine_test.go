@@ -712,3 +712,27 @@ func TestCancelledLeaderDoesNotFailOthers(t *testing.T) {
 		t.Fatal("wrong bytes")
 	}
 }
+
+// TestReadaheadDefault checks how Options.Readahead resolves per file.
+func TestReadaheadDefault(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		opts       Options
+		maxSeg     int64
+		wantResult int
+	}{
+		{"explicit", Options{Readahead: 5, Threads: 2, CacheSize: 1 << 20}, 1 << 30, 5},
+		{"disabled", Options{Readahead: -1, Threads: 2}, 1 << 10, 0},
+		{"small segments: 4x threads", Options{Threads: 2, CacheSize: 256 << 20}, 1 << 20, 8},
+		{"quarter of the cache", Options{Threads: 2, CacheSize: 256 << 20}, 16 << 20, 4},
+		{"large segments: threads", Options{Threads: 3, CacheSize: 256 << 20}, 64 << 20, 3},
+		{"no cache: threads", Options{Threads: 2, CacheSize: -1}, 1 << 20, 2},
+		{"empty file", Options{Threads: 2}, 0, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.opts.withDefaults().readahead(c.maxSeg); got != c.wantResult {
+				t.Errorf("readahead(%d) = %d, want %d", c.maxSeg, got, c.wantResult)
+			}
+		})
+	}
+}

@@ -44,6 +44,15 @@ func (l Layout) clone() Layout {
 // eofOffset returns the offset of the BGZF EOF block.
 func (l *Layout) eofOffset() int64 { return l.Size - int64(len(bgzf.EOF)) }
 
+// maxSegment returns the size of the largest segment's BGZF bytes.
+func (l *Layout) maxSegment() int64 {
+	var n int64
+	for _, s := range l.Segments {
+		n = max(n, s.CompLen)
+	}
+	return n
+}
+
 // blockInfo is one BGZF block of a compressed segment.
 type blockInfo struct {
 	cOff int64 // offset of the block within the segment

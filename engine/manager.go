@@ -38,8 +38,11 @@ type Manager struct {
 	cache *cache.Cache[cache.Key]
 	sem   chan struct{} // one token per worker
 
-	comps sync.Pool // *bgzf.Compressor at opts.Level
-	raws  sync.Pool // *[]byte scratch for decoded containers
+	// Free lists, one entry per worker at most; unlike a sync.Pool they
+	// survive garbage collections, which emptied a pool every few
+	// containers and made each build regrow its buffer.
+	comps chan *bgzf.Compressor // at opts.Level
+	raws  chan []byte           // scratch for decoded containers
 
 	opens    singleflight.Group // one layout scan per file
 	builds   singleflight.Group // one build per segment, keyed by cache identity
@@ -69,6 +72,8 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 		log:     log,
 		cache:   c,
 		sem:     make(chan struct{}, opts.Threads),
+		comps:   make(chan *bgzf.Compressor, opts.Threads),
+		raws:    make(chan []byte, opts.Threads),
 		layouts: make(map[string]*indexFile),
 		ctx:     ctx,
 		cancel:  cancel,
@@ -96,24 +101,35 @@ func (m *Manager) acquire(ctx context.Context) error {
 func (m *Manager) release() { <-m.sem }
 
 func (m *Manager) getComp() (*bgzf.Compressor, error) {
-	if c, ok := m.comps.Get().(*bgzf.Compressor); ok {
+	select {
+	case c := <-m.comps:
 		return c, nil
+	default:
+		return bgzf.NewCompressor(m.opts.Level)
 	}
-	return bgzf.NewCompressor(m.opts.Level)
 }
 
-func (m *Manager) putComp(c *bgzf.Compressor) { m.comps.Put(c) }
+func (m *Manager) putComp(c *bgzf.Compressor) {
+	select {
+	case m.comps <- c:
+	default:
+	}
+}
 
 func (m *Manager) getRaw() []byte {
-	if p, ok := m.raws.Get().(*[]byte); ok {
-		return (*p)[:0]
+	select {
+	case b := <-m.raws:
+		return b[:0]
+	default:
+		return nil
 	}
-	return nil
 }
 
 func (m *Manager) putRaw(b []byte) {
-	b = b[:0]
-	m.raws.Put(&b)
+	select {
+	case m.raws <- b[:0]:
+	default:
+	}
 }
 
 // Open returns the virtual BAM of src. The first Open of a file scans every
@@ -159,16 +175,17 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		cacheID = fmt.Sprintf("%s#%d", key, m.anonSeq.Add(1))
 	}
 	return &VirtualBAM{
-		m:       m,
-		src:     src,
-		id:      cacheID,
-		hdr:     hdr,
-		layout:  idx.Layout,
-		bai:     idx.BAI,
-		hasBAI:  idx.HasBAI,
-		csi:     idx.CSI,
-		lastEnd: -1,
-		ahead:   make(map[int]bool),
+		m:         m,
+		src:       src,
+		id:        cacheID,
+		hdr:       hdr,
+		layout:    idx.Layout,
+		bai:       idx.BAI,
+		hasBAI:    idx.HasBAI,
+		csi:       idx.CSI,
+		lastEnd:   -1,
+		ahead:     make(map[int]bool),
+		readahead: m.opts.readahead(idx.Layout.maxSegment()),
 	}, nil
 }
 

@@ -39,7 +39,11 @@ type Options struct {
 	// $XDG_CACHE_HOME/cramfs, or ~/.cache/cramfs.
 	CacheDir string
 	// Readahead is how many segments are built ahead of a sequential
-	// reader. 0 means Threads; negative disables readahead.
+	// reader. 0 chooses per file: as many as fit in a quarter of the
+	// cache, at least Threads and at most 4×Threads (with only Threads
+	// ahead, a reader that consumes faster than the workers build left
+	// one of two workers idle half of the time); negative disables
+	// readahead.
 	Readahead int
 }
 
@@ -59,10 +63,8 @@ func (o Options) withDefaults() Options {
 	case o.Level < 0:
 		o.Level = 0
 	}
-	if o.Readahead == 0 {
-		o.Readahead = o.Threads
-	} else if o.Readahead < 0 {
-		o.Readahead = 0
+	if o.Readahead < 0 {
+		o.Readahead = -1
 	}
 	if o.CacheDir == "" {
 		o.CacheDir = defaultCacheDir()
@@ -79,4 +81,20 @@ func defaultCacheDir() string {
 		return filepath.Join(h, ".cache", "cramfs")
 	}
 	return filepath.Join(os.TempDir(), "cramfs-cache")
+}
+
+// readahead resolves Options.Readahead for a file whose largest segment
+// holds maxSeg bytes.
+func (o Options) readahead(maxSeg int64) int {
+	switch {
+	case o.Readahead > 0:
+		return o.Readahead
+	case o.Readahead < 0:
+		return 0
+	}
+	n := o.Threads
+	if maxSeg > 0 {
+		n = int(min(int64(4*o.Threads), o.CacheSize/4/maxSeg))
+	}
+	return max(n, o.Threads)
 }

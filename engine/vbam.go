@@ -26,6 +26,9 @@ type VirtualBAM struct {
 	bai    []byte
 	hasBAI bool
 	csi    bool // bai holds a CSI
+	// readahead is how many segments are built ahead of a sequential
+	// reader (Options.Readahead resolved for this file).
+	readahead int
 
 	mu      sync.Mutex
 	lastEnd int64        // where the previous read ended; -1 before any
@@ -158,12 +161,12 @@ func (v *VirtualBAM) noteRead(off, end int64) {
 	seq := off == v.lastEnd
 	v.lastEnd = end
 	v.mu.Unlock()
-	if !seq || v.m.opts.Readahead == 0 {
+	if !seq || v.readahead == 0 {
 		return
 	}
 	segs := v.layout.Segments
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].End() > end })
-	for todo := v.m.opts.Readahead; i < len(segs) && todo > 0; i++ {
+	for todo := v.readahead; i < len(segs) && todo > 0; i++ {
 		if segs[i].CompLen == 0 {
 			continue
 		}
