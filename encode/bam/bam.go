@@ -4,6 +4,7 @@
 package bam
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -210,12 +211,12 @@ func AppendRecord(dst []byte, r *decode.Record) ([]byte, error) {
 	le.PutUint32(b[32:], uint32(r.TemplateLength))
 	p := 36
 	// The name is copied up to an embedded NUL and zero-filled, like strncpy.
-	for i := 0; i <= len(name); i++ {
-		b[p+i] = 0
+	k := bytes.IndexByte(name, 0)
+	if k < 0 {
+		k = len(name)
 	}
-	for i := 0; i < len(name) && name[i] != 0; i++ {
-		b[p+i] = name[i]
-	}
+	copy(b[p:], name[:k])
+	clear(b[p+k : p+len(name)+1])
 	p += len(name) + 1
 	if longCigar {
 		le.PutUint32(b[p:], uint32(lseq)<<4|cigarSoftClip)
@@ -227,16 +228,8 @@ func AppendRecord(dst []byte, r *decode.Record) ([]byte, error) {
 			p += 4
 		}
 	}
-	seq := r.Seq
-	i := 0
-	for ; i+1 < lseq; i += 2 {
-		b[p] = nt16[seq[i]]<<4 | nt16[seq[i+1]]
-		p++
-	}
-	if i < lseq {
-		b[p] = nt16[seq[i]] << 4
-		p++
-	}
+	packSeq(b[p:p+(lseq+1)/2], r.Seq)
+	p += (lseq + 1) / 2
 	if len(r.Qual) == 0 {
 		for j := 0; j < lseq; j++ {
 			b[p+j] = 0xff
@@ -256,6 +249,28 @@ func AppendRecord(dst []byte, r *decode.Record) ([]byte, error) {
 		}
 	}
 	return dst, nil
+}
+
+// packSeq packs ASCII bases two per byte as 4-bit codes, the first in the
+// high nibble (SAMv1 §4.2.1, seq); out holds (len(seq)+1)/2 bytes. The
+// loops are shaped so that the compiler drops every bounds check.
+func packSeq(out, seq []byte) {
+	for len(seq) >= 8 && len(out) >= 4 {
+		o := (*[4]byte)(out)
+		s := (*[8]byte)(seq)
+		o[0] = nt16[s[0]]<<4 | nt16[s[1]]
+		o[1] = nt16[s[2]]<<4 | nt16[s[3]]
+		o[2] = nt16[s[4]]<<4 | nt16[s[5]]
+		o[3] = nt16[s[6]]<<4 | nt16[s[7]]
+		seq, out = seq[8:], out[4:]
+	}
+	for len(seq) >= 2 && len(out) >= 1 {
+		out[0] = nt16[seq[0]]<<4 | nt16[seq[1]]
+		seq, out = seq[2:], out[1:]
+	}
+	if len(seq) == 1 && len(out) == 1 {
+		out[0] = nt16[seq[0]] << 4
+	}
 }
 
 // RecordInfo reads the BAM record at the start of rec (block_size prefix
