@@ -414,3 +414,44 @@ func TestParseHeaderRefsMatchesSamtools(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendRecordNameAndSeq checks the strncpy-like name copy (an
+// embedded NUL ends the name, the rest of l_read_name is zeros) and the
+// base packing for every length around the 8-base unrolled loop.
+func TestAppendRecordNameAndSeq(t *testing.T) {
+	const bases = "ACGTNacgtn=MRSVWYHKDB*xQ"
+	for n := 0; n <= 19; n++ {
+		seq := make([]byte, n)
+		for i := range seq {
+			seq[i] = bases[(i*7+n)%len(bases)]
+		}
+		r := decode.Record{Name: []byte("ab\x00cd"), Flags: 4, RefID: -1, Pos: -1, MateRefID: -1, MatePos: -1, Seq: seq}
+		out, err := AppendRecord([]byte{0xEE}, &r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[0] != 0xEE {
+			t.Fatal("prefix overwritten")
+		}
+		b := out[1+4:]
+		if b[8] != 6 {
+			t.Fatalf("l_read_name %d, want 6", b[8])
+		}
+		if got := string(b[32:38]); got != "ab\x00\x00\x00\x00" {
+			t.Fatalf("name bytes %q", got)
+		}
+		packed := b[38 : 38+(n+1)/2]
+		for i := 0; i < n; i++ {
+			code := packed[i/2] >> 4
+			if i%2 == 1 {
+				code = packed[i/2] & 0xf
+			}
+			if code != nt16[seq[i]] {
+				t.Fatalf("n=%d base %d %q: code %d, want %d", n, i, seq[i], code, nt16[seq[i]])
+			}
+		}
+		if n%2 == 1 && packed[n/2]&0xf != 0 {
+			t.Fatalf("n=%d: odd length leaves a non-zero low nibble", n)
+		}
+	}
+}
