@@ -41,6 +41,24 @@ type Encoding struct {
 	K         int32     // SUBEXP
 	Len, Val  *Encoding // BYTE_ARRAY_LEN
 	huff      *huffman
+	// The external block of ContentID in the slice being decoded, found
+	// once per slice (streams.gen tells which slice it belongs to).
+	x    *extStream
+	xGen uint64
+}
+
+// stream returns the external block the encoding reads in the current
+// slice of s.
+func (e *Encoding) stream(s *streams) (*extStream, error) {
+	if e.x != nil && e.xGen == s.gen {
+		return e.x, nil
+	}
+	x, err := s.external(e.ContentID)
+	if err != nil {
+		return nil, err
+	}
+	e.x, e.xGen = x, s.gen
+	return x, nil
 }
 
 // huffman is a canonical Huffman code (CRAMv3 §13.3).
@@ -232,7 +250,7 @@ func (h *huffman) decode(br *bitReader) (int32, error) {
 func (e *Encoding) decodeInt(s *streams) (int32, error) {
 	switch e.ID {
 	case EncodingExternal:
-		x, err := s.external(e.ContentID)
+		x, err := e.stream(s)
 		if err != nil {
 			return 0, err
 		}
@@ -303,7 +321,7 @@ func (e *Encoding) decodeInt(s *streams) (int32, error) {
 // decodeByte reads one byte value of the series.
 func (e *Encoding) decodeByte(s *streams) (byte, error) {
 	if e.ID == EncodingExternal {
-		x, err := s.external(e.ContentID)
+		x, err := e.stream(s)
 		if err != nil {
 			return 0, err
 		}
@@ -316,7 +334,7 @@ func (e *Encoding) decodeByte(s *streams) (byte, error) {
 // appendBytes appends n byte values of the series to dst.
 func (e *Encoding) appendBytes(s *streams, dst []byte, n int) ([]byte, error) {
 	if e.ID == EncodingExternal {
-		x, err := s.external(e.ContentID)
+		x, err := e.stream(s)
 		if err != nil {
 			return dst, err
 		}
@@ -359,7 +377,7 @@ func (e *Encoding) appendArray(s *streams, dst []byte) ([]byte, error) {
 		}
 		return e.Val.appendBytes(s, dst, int(n))
 	case EncodingByteArrayStop:
-		x, err := s.external(e.ContentID)
+		x, err := e.stream(s)
 		if err != nil {
 			return dst, err
 		}

@@ -100,10 +100,12 @@ type streams struct {
 	small    [64]*extStream // content IDs 0..63
 	large    map[int32]*extStream
 	pool     []extStream
-	maxArray int // bound on one byte array: the slice's total raw bytes
+	maxArray int    // bound on one byte array: the slice's total raw bytes
+	gen      uint64 // counts resets, so encodings know their cached stream is stale
 }
 
 func (s *streams) reset() {
+	s.gen++
 	s.small = [64]*extStream{}
 	for k := range s.large {
 		delete(s.large, k)
