@@ -119,6 +119,37 @@ func parseBlock(b []byte, pos *int, major int) (Block, error) {
 // storage when its capacity allows (buf may be nil); a raw block returns
 // its Data.
 func (blk *Block) Decompress(c *Codecs, buf []byte) ([]byte, error) {
+	return blk.decompress(c, buf, nil)
+}
+
+// inflater is gzip decoding state kept from block to block: a gzip.Reader
+// allocates its decompressor's tables, so a Decoder resets one instead of
+// making one per block.
+type inflater struct {
+	src bytes.Reader
+	gz  *gzip.Reader
+}
+
+func (z *inflater) reader(data []byte) (io.Reader, error) {
+	if z == nil {
+		return gzip.NewReader(bytes.NewReader(data))
+	}
+	z.src.Reset(data)
+	if z.gz == nil {
+		gz, err := gzip.NewReader(&z.src)
+		if err != nil {
+			return nil, err
+		}
+		z.gz = gz
+		return gz, nil
+	}
+	if err := z.gz.Reset(&z.src); err != nil {
+		return nil, err
+	}
+	return z.gz, nil
+}
+
+func (blk *Block) decompress(c *Codecs, buf []byte, z *inflater) ([]byte, error) {
 	raw := int(blk.RawSize)
 	if raw == 0 {
 		// An empty block needs no decompression, whatever its method
@@ -131,7 +162,7 @@ func (blk *Block) Decompress(c *Codecs, buf []byte) ([]byte, error) {
 	case MethodRaw:
 		out = blk.Data
 	case MethodGzip:
-		out, err = readAllCapped(func() (io.Reader, error) { return gzip.NewReader(bytes.NewReader(blk.Data)) }, raw, gzipMaxRatio*len(blk.Data), buf)
+		out, err = readAllCapped(func() (io.Reader, error) { return z.reader(blk.Data) }, raw, gzipMaxRatio*len(blk.Data), buf)
 	case MethodBzip2:
 		out, err = readAllCapped(func() (io.Reader, error) { return bzip2.NewReader(bytes.NewReader(blk.Data)), nil }, raw, 0, buf)
 	case MethodLZMA:

@@ -52,6 +52,7 @@ type Decoder struct {
 	// slice), reused from container to container.
 	chBuf, shBuf []byte
 	blockBufs    [][]byte
+	inflate      inflater
 }
 
 // NewDecoder returns a Decoder for f.
@@ -162,7 +163,7 @@ func (d *Decoder) container(h *ContainerHeader) ([]Record, error) {
 	if chBlock.ContentType != ContentCompressionHeader {
 		return nil, corruptf("first block has content type %d, want compression header", chBlock.ContentType)
 	}
-	chRaw, err := chBlock.Decompress(d.opt.Codecs, d.chBuf)
+	chRaw, err := chBlock.decompress(d.opt.Codecs, d.chBuf, &d.inflate)
 	if err != nil {
 		return nil, fmt.Errorf("compression header: %w", err)
 	}
@@ -203,7 +204,7 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
 	if hb.ContentType != ContentSliceHeader {
 		return corruptf("slice header block has content type %d", hb.ContentType)
 	}
-	raw, err := hb.Decompress(d.opt.Codecs, d.shBuf)
+	raw, err := hb.decompress(d.opt.Codecs, d.shBuf, &d.inflate)
 	if err != nil {
 		return fmt.Errorf("slice header: %w", err)
 	}
@@ -225,7 +226,7 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
 		if int(b) == len(d.blockBufs) {
 			d.blockBufs = append(d.blockBufs, nil)
 		}
-		raw, err := blk.Decompress(d.opt.Codecs, d.blockBufs[b])
+		raw, err := blk.decompress(d.opt.Codecs, d.blockBufs[b], &d.inflate)
 		if err != nil {
 			return &Error{ContentID: int(blk.ContentID), Offset: -1, Err: err}
 		}

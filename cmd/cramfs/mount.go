@@ -43,7 +43,7 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&e.threads, "threads", runtime.GOMAXPROCS(0), "worker threads")
 	fs.IntVar(&e.level, "level", 0, "BGZF level of the served BAM, 0 (stored blocks, fastest to read) to 9")
 	fs.BoolVar(&e.noMD, "no-md", false, "do not generate MD and NM tags (htslib decode_md=0)")
-	fs.IntVar(&e.readahead, "readahead", 0, "containers built ahead of a sequential reader (0: one per thread, -1: none)")
+	fs.IntVar(&e.readahead, "readahead", 0, "containers built ahead of a sequential reader (0: chosen per file, -1: none)")
 }
 
 // open builds the reference store and engine manager the flags describe.
