@@ -736,3 +736,65 @@ func TestReadaheadDefault(t *testing.T) {
 		})
 	}
 }
+
+// TestView checks that View lends exactly the bytes ReadAt returns when the
+// range lies in one piece, nil when it spans pieces, and refuses ranges
+// outside the file.
+func TestView(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	m, _ := newTestManager(t, Options{Readahead: -1})
+	v := openT(t, m, src)
+	l := v.Layout()
+	size := v.Size()
+	whole := make([]byte, size)
+	if _, err := v.ReadAt(whole, 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	type rng struct {
+		off    int64
+		n      int
+		single bool // within one piece
+	}
+	hdr := l.Header.CompLen
+	seg := l.Segments[len(l.Segments)/2]
+	cases := []rng{
+		{0, int(hdr), true},
+		{0, int(hdr) + 1, false},
+		{seg.Offset, int(seg.CompLen), true},
+		{seg.Offset + 1, int(seg.CompLen) - 2, true},
+		{seg.Offset + seg.CompLen - 1, 2, false},
+		{size - 28, 28, true},
+		{size - 29, 29, false},
+		{size - 10, 10, true},
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		off := rnd.Int64N(size)
+		n := 1 + rnd.IntN(int(min(size-off, 200000)))
+		cases = append(cases, rng{off: off, n: n, single: false})
+	}
+	for i, c := range cases {
+		b, err := v.View(ctx, c.off, c.n)
+		if err != nil {
+			t.Fatalf("case %d: View(%d, %d): %v", i, c.off, c.n, err)
+		}
+		if b == nil {
+			if c.single && i < 8 {
+				t.Errorf("case %d: View(%d, %d) = nil, want the bytes", i, c.off, c.n)
+			}
+			continue
+		}
+		if i < 8 && !c.single {
+			t.Errorf("case %d: View(%d, %d) spans pieces but returned bytes", i, c.off, c.n)
+		}
+		if !bytes.Equal(b, whole[c.off:c.off+int64(c.n)]) {
+			t.Fatalf("case %d: View(%d, %d) differs from ReadAt", i, c.off, c.n)
+		}
+	}
+	for _, c := range []rng{{-1, 1, false}, {0, 0, false}, {size - 1, 2, false}, {size, 1, false}} {
+		if _, err := v.View(ctx, c.off, c.n); !errors.Is(err, ErrInvalid) {
+			t.Errorf("View(%d, %d) error %v, want ErrInvalid", c.off, c.n, err)
+		}
+	}
+}

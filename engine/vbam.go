@@ -113,6 +113,43 @@ func (v *VirtualBAM) ReadAtContext(ctx context.Context, p []byte, off int64) (in
 	return n, nil
 }
 
+// View returns the n bytes at off without copying them when they lie in
+// one piece of the file (the header, one segment or the EOF block), and
+// nil otherwise, when ReadAt must assemble them. n must be positive and
+// off+n at most Size. The returned bytes are shared: callers must not
+// modify them. Reads through View count as reads for readahead.
+func (v *VirtualBAM) View(ctx context.Context, off int64, n int) ([]byte, error) {
+	size := v.layout.Size
+	if off < 0 || n <= 0 || off > size-int64(n) {
+		return nil, fmt.Errorf("%w: %s: view of %d bytes at %d, size %d", ErrInvalid, v.src.Name(), n, off, size)
+	}
+	end := off + int64(n)
+	eof := v.layout.eofOffset()
+	var chunk []byte
+	var base int64
+	switch {
+	case end <= v.layout.Header.CompLen:
+		chunk = v.hdr
+	case off >= eof:
+		chunk, base = bgzf.EOF, eof
+	case off >= v.layout.Header.CompLen && end <= eof:
+		i := v.segmentAt(off)
+		seg := v.layout.Segments[i]
+		if end > seg.End() {
+			return nil, nil
+		}
+		v.noteRead(off, end)
+		b, err := v.segment(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		chunk, base = b, seg.Offset
+	default:
+		return nil, nil
+	}
+	return chunk[off-base : end-base : end-base], nil
+}
+
 // segmentAt returns the segment holding offset off, which must lie
 // between the header and the EOF block.
 func (v *VirtualBAM) segmentAt(off int64) int {

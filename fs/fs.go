@@ -70,6 +70,14 @@ type BAMFile interface {
 	Index() []byte
 }
 
+// Viewer is implemented by BAMFiles that can lend their bytes without a
+// copy: View returns the n bytes at off (off+n within Size) when they are
+// held in one piece, or nil when ReadAt must assemble them. The bytes are
+// only read, and only until the reply is sent.
+type Viewer interface {
+	View(ctx context.Context, off int64, n int) ([]byte, error)
+}
+
 // IndexExter is implemented by BAMFiles whose index may be a CSI (SAMv1
 // §5, CSIv1): IndexExt returns ".csi" for a CSI, which the mount names
 // x.bam.csi instead of x.bam.bai.
