@@ -33,26 +33,29 @@ type Stats struct {
 	MaxBytes  int64  // the byte bound
 }
 
-// Cache is a least-recently-used cache of byte slices whose total length
-// never exceeds a fixed bound. It is safe for concurrent use. Stored slices
-// are shared with callers and must be treated as read-only by both sides.
+// Cache is a least-recently-used cache of buffers whose total capacity
+// never exceeds a fixed bound. It holds one reference to each stored Buf
+// and releases it when the Buf leaves; Get hands out a reference of its
+// own. It is safe for concurrent use. Stored bytes are shared with callers
+// and must be treated as read-only by both sides.
 type Cache[K comparable] struct {
 	mu       sync.Mutex
-	lru      *simplelru.LRU[K, []byte]
+	lru      *simplelru.LRU[K, *Buf]
 	maxBytes int64
 	bytes    int64
 	evicting bool // set while the cache itself drops entries for space
 	st       Stats
 }
 
-// New returns a cache holding at most maxBytes bytes of values. A
+// New returns a cache holding buffers of at most maxBytes bytes of
+// capacity in all. A
 // maxBytes of 0 gives a cache that stores nothing.
 func New[K comparable](maxBytes int64) (*Cache[K], error) {
 	if maxBytes < 0 {
 		return nil, fmt.Errorf("%w: negative byte bound %d", ErrInvalid, maxBytes)
 	}
 	c := &Cache[K]{maxBytes: maxBytes}
-	l, err := simplelru.NewLRU[K, []byte](math.MaxInt, c.onEvict)
+	l, err := simplelru.NewLRU[K, *Buf](math.MaxInt, c.onEvict)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -61,20 +64,23 @@ func New[K comparable](maxBytes int64) (*Cache[K], error) {
 }
 
 // onEvict runs under c.mu for every value leaving the LRU list.
-func (c *Cache[K]) onEvict(_ K, v []byte) {
-	c.bytes -= int64(len(v))
+func (c *Cache[K]) onEvict(_ K, v *Buf) {
+	c.bytes -= int64(cap(v.B))
 	if c.evicting {
 		c.st.Evictions++
 	}
+	v.Release()
 }
 
-// Get returns the value stored under k and marks it most recently used.
-func (c *Cache[K]) Get(k K) ([]byte, bool) {
+// Get returns the value stored under k, with a reference the caller must
+// Release, and marks it most recently used.
+func (c *Cache[K]) Get(k K) (*Buf, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.lru.Get(k)
 	if ok {
 		c.st.Hits++
+		v.Retain()
 	} else {
 		c.st.Misses++
 	}
@@ -88,20 +94,22 @@ func (c *Cache[K]) Contains(k K) bool {
 	return c.lru.Contains(k)
 }
 
-// Add stores v under k, replacing any previous value, and evicts the least
-// recently used values until the byte bound holds. A value longer than the
-// bound is not stored; Add reports whether v was stored.
-func (c *Cache[K]) Add(k K, v []byte) bool {
+// Add stores v under k with a reference of its own (the caller keeps
+// its), replacing any previous value, and evicts the least recently used
+// values until the byte bound holds. A value larger than the bound is not
+// stored; Add reports whether v was stored.
+func (c *Cache[K]) Add(k K, v *Buf) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if int64(len(v)) > c.maxBytes {
+	if int64(cap(v.B)) > c.maxBytes {
 		c.st.Rejected++
 		c.lru.Remove(k) // never leave an older value behind a newer one
 		return false
 	}
 	c.lru.Remove(k)
+	v.Retain()
 	c.lru.Add(k, v)
-	c.bytes += int64(len(v))
+	c.bytes += int64(cap(v.B))
 	c.st.Adds++
 	c.evicting = true
 	for c.bytes > c.maxBytes {
@@ -127,7 +135,7 @@ func (c *Cache[K]) Len() int {
 	return c.lru.Len()
 }
 
-// Bytes returns the total length of the values held.
+// Bytes returns the total capacity of the buffers held.
 func (c *Cache[K]) Bytes() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -19,7 +19,7 @@ func TestByteBoundAndEviction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	val := func(n int, b byte) []byte { return bytes.Repeat([]byte{b}, n) }
+	val := func(n int, b byte) *Buf { return NewBuf(bytes.Repeat([]byte{b}, n)) }
 	steps := []struct {
 		key       Key
 		n         int
@@ -64,9 +64,10 @@ func TestByteBoundAndEviction(t *testing.T) {
 		}
 	}
 	v, ok := c.Get(Key{"h", 0})
-	if !ok || len(v) != 100 || v[0] != 5 {
-		t.Fatalf("Get h/0 = %d bytes ok=%v", len(v), ok)
+	if !ok || len(v.B) != 100 || v.B[0] != 5 {
+		t.Fatalf("Get h/0 = %v ok=%v", v, ok)
 	}
+	v.Release()
 	st := c.Stats()
 	if st.Rejected != 1 || st.Evictions != 3 || st.Adds != 6 || st.Entries != 2 || st.MaxBytes != 100 {
 		t.Errorf("stats = %+v", st)
@@ -87,8 +88,8 @@ func TestByteBoundAndEviction(t *testing.T) {
 
 func TestRejectedReplacesOld(t *testing.T) {
 	c, _ := New[int](10)
-	c.Add(1, []byte("abc"))
-	if c.Add(1, make([]byte, 11)) {
+	c.Add(1, NewBuf([]byte("abc")))
+	if c.Add(1, NewBuf(make([]byte, 11))) {
 		t.Fatal("oversized value stored")
 	}
 	if _, ok := c.Get(1); ok {
@@ -98,10 +99,10 @@ func TestRejectedReplacesOld(t *testing.T) {
 
 func TestZeroCache(t *testing.T) {
 	c, _ := New[int](0)
-	if c.Add(1, []byte{1}) {
+	if c.Add(1, NewBuf([]byte{1})) {
 		t.Fatal("zero cache stored a value")
 	}
-	if !c.Add(2, nil) || c.Bytes() != 0 {
+	if !c.Add(2, NewBuf(nil)) || c.Bytes() != 0 {
 		t.Fatal("empty value should fit a zero cache")
 	}
 }
@@ -115,11 +116,15 @@ func TestConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range 500 {
 				k := Key{fmt.Sprint(g % 3), i % 37}
-				if v, ok := c.Get(k); ok && len(v) != 64+i%37 {
-					t.Errorf("value for %v has length %d", k, len(v))
-					return
+				if v, ok := c.Get(k); ok {
+					n := len(v.B)
+					v.Release()
+					if n != 64+i%37 {
+						t.Errorf("value for %v has length %d", k, n)
+						return
+					}
 				}
-				c.Add(k, make([]byte, 64+i%37))
+				c.Add(k, NewBuf(make([]byte, 64+i%37)))
 				if b := c.Bytes(); b > 1<<12 {
 					t.Errorf("byte bound exceeded: %d", b)
 					return
@@ -132,13 +137,76 @@ func TestConcurrent(t *testing.T) {
 
 func BenchmarkGetAdd(b *testing.B) {
 	c, _ := New[Key](1 << 20)
-	v := make([]byte, 1<<10)
-	b.SetBytes(int64(len(v)))
+	v := NewBuf(make([]byte, 1<<10))
+	b.SetBytes(int64(len(v.B)))
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		k := Key{"f", i % 2048}
-		if _, ok := c.Get(k); !ok {
+		if x, ok := c.Get(k); ok {
+			x.Release()
+		} else {
 			c.Add(k, v)
 		}
+	}
+}
+
+// TestBufLifecycle follows one pooled buffer through the cache: the cache
+// and each reader hold references, and the storage returns to the pool
+// only after the last of them is released, to be handed out again.
+func TestBufLifecycle(t *testing.T) {
+	p := NewPool(1 << 20)
+	c, _ := New[int](100)
+	b := p.Get(60)
+	if len(b.B) != 0 || cap(b.B) < 60 {
+		t.Fatalf("Get(60): len %d cap %d", len(b.B), cap(b.B))
+	}
+	b.B = append(b.B, bytes.Repeat([]byte{7}, 60)...)
+	storage := &b.B[:1][0]
+	if !c.Add(1, b) {
+		t.Fatal("not stored")
+	}
+	b.Release() // the builder's reference; the cache keeps one
+	r, ok := c.Get(1)
+	if !ok || r != b {
+		t.Fatal("Get did not return the stored buffer")
+	}
+	c.Add(2, p.Get(60)) // evicts 1 while r still reads it
+	if n, _ := p.Free(); n != 0 {
+		t.Fatal("storage returned to the pool while a reader holds it")
+	}
+	if r.B[59] != 7 {
+		t.Fatal("reader's bytes changed")
+	}
+	r.Release()
+	if n, bytes := p.Free(); n != 1 || bytes < 60 {
+		t.Fatalf("pool holds %d buffers (%d bytes) after the last release, want 1", n, bytes)
+	}
+	again := p.Get(55)
+	if &again.B[:1][0] != storage {
+		t.Error("a close fit was not reused")
+	}
+	if far := p.Get(10); cap(far.B) >= 60 {
+		t.Error("a much larger buffer was handed out for a small request")
+	}
+}
+
+func TestPoolBound(t *testing.T) {
+	p := NewPool(100)
+	bufs := []*Buf{p.Get(40), p.Get(40), p.Get(40), p.Get(500)}
+	for _, b := range bufs[:3] {
+		b.Release()
+	}
+	if n, bytes := p.Free(); bytes > 100 || n != 2 {
+		t.Fatalf("pool holds %d buffers, %d bytes; want 2 within 100", n, bytes)
+	}
+	bufs[3].Release() // larger than the bound: dropped, the pool keeps its own
+	if _, bytes := p.Free(); bytes > 100 {
+		t.Fatalf("pool holds %d bytes, over its bound", bytes)
+	}
+	extra := NewBuf(make([]byte, 5))
+	extra.Release()
+	extra.Release() // one release too many must not hand storage out twice
+	if extra.pool != nil {
+		t.Fatal("over-released buffer still tied to a pool")
 	}
 }

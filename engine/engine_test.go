@@ -775,10 +775,11 @@ func TestView(t *testing.T) {
 		cases = append(cases, rng{off: off, n: n, single: false})
 	}
 	for i, c := range cases {
-		b, err := v.View(ctx, c.off, c.n)
+		b, release, err := v.View(ctx, c.off, c.n)
 		if err != nil {
 			t.Fatalf("case %d: View(%d, %d): %v", i, c.off, c.n, err)
 		}
+		defer release()
 		if b == nil {
 			if c.single && i < 8 {
 				t.Errorf("case %d: View(%d, %d) = nil, want the bytes", i, c.off, c.n)
@@ -793,8 +794,77 @@ func TestView(t *testing.T) {
 		}
 	}
 	for _, c := range []rng{{-1, 1, false}, {0, 0, false}, {size - 1, 2, false}, {size, 1, false}} {
-		if _, err := v.View(ctx, c.off, c.n); !errors.Is(err, ErrInvalid) {
+		if _, release, err := v.View(ctx, c.off, c.n); !errors.Is(err, ErrInvalid) || release == nil {
 			t.Errorf("View(%d, %d) error %v, want ErrInvalid", c.off, c.n, err)
 		}
+	}
+}
+
+// TestRecycledSegmentsStayIntact reads one file from many goroutines
+// through a cache of a few segments, so segments are evicted and their
+// storage recycled while other readers still hold them (ReadAt copying,
+// View lending): every byte must still be right.
+func TestRecycledSegmentsStayIntact(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	ref, _ := newTestManager(t, Options{CacheSize: -1, Readahead: -1})
+	want := make([]byte, openT(t, ref, src).Size())
+	if _, err := openT(t, ref, src).ReadAt(want, 0); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := newTestManager(t, Options{Threads: 3, Readahead: 2})
+	v := openT(t, m, src)
+	var maxSeg int64
+	for _, s := range v.Layout().Segments {
+		maxSeg = max(maxSeg, s.CompLen)
+	}
+	m2, _ := newTestManager(t, Options{Threads: 3, Readahead: 2, CacheSize: 3 * maxSeg, CacheDir: m.opts.CacheDir})
+	v = openT(t, m2, src)
+	size := v.Size()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(g), 7))
+			p := make([]byte, 70000)
+			for range 300 {
+				off := rnd.Int64N(size)
+				n := 1 + rnd.IntN(int(min(size-off, int64(len(p)))))
+				if g%2 == 0 {
+					b, release, err := v.View(ctx, off, n)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if b != nil {
+						time.Sleep(time.Duration(rnd.IntN(200)) * time.Microsecond)
+						ok := bytes.Equal(b, want[off:off+int64(n)])
+						release()
+						if !ok {
+							t.Errorf("View(%d, %d): bytes changed under the reader", off, n)
+							return
+						}
+						continue
+					}
+					release()
+				}
+				if _, err := v.ReadAt(p[:n], off); err != nil {
+					t.Error(err)
+					return
+				}
+				if !bytes.Equal(p[:n], want[off:off+int64(n)]) {
+					t.Errorf("ReadAt(%d, %d): wrong bytes", off, n)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if st := m2.CacheStats(); st.Evictions == 0 {
+		t.Fatalf("no evictions (%+v): the test did not exercise recycling", st)
+	}
+	if n, _ := m2.pool.Free(); n == 0 {
+		t.Fatal("no storage came back to the pool")
 	}
 }

@@ -44,10 +44,14 @@ type Manager struct {
 	comps chan *bgzf.Compressor // at opts.Level
 	raws  chan []byte           // scratch for decoded containers
 
+	// pool recycles the storage of segments that left the cache and that
+	// no reader holds any more (a quarter of the cache at most).
+	pool *cache.Pool
+
 	opens    singleflight.Group // one layout scan per file
-	builds   singleflight.Group // one build per segment, keyed by cache identity
 	mu       sync.Mutex
-	layouts  map[string]*indexFile // by index key, for files with an identity
+	layouts  map[string]*indexFile   // by index key, for files with an identity
+	building map[cache.Key]*building // segment builds in flight, guarded by mu
 	warnOnce sync.Once
 	anonSeq  atomic.Uint64
 
@@ -68,15 +72,17 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{
-		opts:    opts,
-		log:     log,
-		cache:   c,
-		sem:     make(chan struct{}, opts.Threads),
-		comps:   make(chan *bgzf.Compressor, opts.Threads),
-		raws:    make(chan []byte, opts.Threads),
-		layouts: make(map[string]*indexFile),
-		ctx:     ctx,
-		cancel:  cancel,
+		opts:     opts,
+		log:      log,
+		cache:    c,
+		sem:      make(chan struct{}, opts.Threads),
+		comps:    make(chan *bgzf.Compressor, opts.Threads),
+		raws:     make(chan []byte, opts.Threads),
+		layouts:  make(map[string]*indexFile),
+		pool:     cache.NewPool(opts.CacheSize / 4),
+		building: make(map[cache.Key]*building),
+		ctx:      ctx,
+		cancel:   cancel,
 	}
 }
 
@@ -382,8 +388,18 @@ consume:
 	return idx, nil
 }
 
-// buildSegment rebuilds segment i of src and checks it against want.
-func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segment) ([]byte, error) {
+// building is one segment build in flight, shared by every caller that
+// asks for the segment meanwhile.
+type building struct {
+	done    chan struct{} // closed when buf or err is set
+	waiters int           // callers waiting besides the leader, guarded by Manager.mu
+	buf     *cache.Buf    // holds one reference per waiter
+	err     error
+}
+
+// buildSegment rebuilds segment i of src and checks it against want. The
+// Buf it returns holds one reference, the caller's.
+func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segment) (*cache.Buf, error) {
 	if err := m.acquire(ctx); err != nil {
 		return nil, err
 	}
@@ -401,19 +417,23 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 		m.putRaw(raw)
 		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
 	}
-	comp, err := compressSegment(c, make([]byte, 0, min(want.CompLen, 64<<20)), raw)
+	buf := m.pool.Get(int(min(want.CompLen, 64<<20)))
+	buf.B, err = compressSegment(c, buf.B, raw)
 	m.putComp(c)
 	rawLen := len(raw)
 	m.putRaw(raw)
 	if err != nil {
+		buf.Release()
 		return nil, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
 	}
+	comp := buf.B
 	crc := crc32.Checksum(comp, castagnoli)
 	if int64(len(comp)) != want.CompLen || int64(rawLen) != want.RawLen || crc != want.CRC {
+		buf.Release()
 		err := fmt.Errorf("%w: %s: container %d at offset %d: built %d bytes (%d raw, CRC-32C %08x), layout has %d (%d raw, %08x)",
 			ErrMismatch, src.Name(), i, src.ContainerOffset(i), len(comp), rawLen, crc, want.CompLen, want.RawLen, want.CRC)
 		m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", src.Name(), "container", i, "err", err)
 		return nil, err
 	}
-	return comp, nil
+	return buf, nil
 }

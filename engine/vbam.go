@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"sync"
 
 	"github.com/cramfs/cramfs/cache"
@@ -88,22 +87,21 @@ func (v *VirtualBAM) ReadAtContext(ctx context.Context, p []byte, off int64) (in
 	eof := v.layout.eofOffset()
 	n := 0
 	for n < len(p) && off < size {
-		var chunk []byte
-		var base int64
+		var c int
 		switch {
 		case off < v.layout.Header.CompLen:
-			chunk = v.hdr
+			c = copy(p[n:], v.hdr[off:])
 		case off >= eof:
-			chunk, base = bgzf.EOF, eof
+			c = copy(p[n:], bgzf.EOF[off-eof:])
 		default:
 			i := v.segmentAt(off)
 			b, err := v.segment(ctx, i)
 			if err != nil {
 				return n, err
 			}
-			chunk, base = b, v.layout.Segments[i].Offset
+			c = copy(p[n:], b.B[off-v.layout.Segments[i].Offset:])
+			b.Release()
 		}
-		c := copy(p[n:], chunk[off-base:])
 		n += c
 		off += int64(c)
 	}
@@ -116,39 +114,38 @@ func (v *VirtualBAM) ReadAtContext(ctx context.Context, p []byte, off int64) (in
 // View returns the n bytes at off without copying them when they lie in
 // one piece of the file (the header, one segment or the EOF block), and
 // nil otherwise, when ReadAt must assemble them. n must be positive and
-// off+n at most Size. The returned bytes are shared: callers must not
+// off+n at most Size. The returned bytes are shared and stay valid until
+// release is called (exactly once; it is never nil): callers must not
 // modify them. Reads through View count as reads for readahead.
-func (v *VirtualBAM) View(ctx context.Context, off int64, n int) ([]byte, error) {
+func (v *VirtualBAM) View(ctx context.Context, off int64, n int) (b []byte, release func(), err error) {
 	size := v.layout.Size
 	if off < 0 || n <= 0 || off > size-int64(n) {
-		return nil, fmt.Errorf("%w: %s: view of %d bytes at %d, size %d", ErrInvalid, v.src.Name(), n, off, size)
+		return nil, noRelease, fmt.Errorf("%w: %s: view of %d bytes at %d, size %d", ErrInvalid, v.src.Name(), n, off, size)
 	}
 	end := off + int64(n)
 	eof := v.layout.eofOffset()
-	var chunk []byte
-	var base int64
 	switch {
 	case end <= v.layout.Header.CompLen:
-		chunk = v.hdr
+		return v.hdr[off:end:end], noRelease, nil
 	case off >= eof:
-		chunk, base = bgzf.EOF, eof
+		return bgzf.EOF[off-eof : end-eof : end-eof], noRelease, nil
 	case off >= v.layout.Header.CompLen && end <= eof:
 		i := v.segmentAt(off)
 		seg := v.layout.Segments[i]
 		if end > seg.End() {
-			return nil, nil
+			return nil, noRelease, nil
 		}
 		v.noteRead(off, end)
-		b, err := v.segment(ctx, i)
+		buf, err := v.segment(ctx, i)
 		if err != nil {
-			return nil, err
+			return nil, noRelease, err
 		}
-		chunk, base = b, seg.Offset
-	default:
-		return nil, nil
+		return buf.B[off-seg.Offset : end-seg.Offset : end-seg.Offset], buf.Release, nil
 	}
-	return chunk[off-base : end-base : end-base], nil
+	return nil, noRelease, nil
 }
+
+func noRelease() {}
 
 // segmentAt returns the segment holding offset off, which must lie
 // between the header and the EOF block.
@@ -157,30 +154,18 @@ func (v *VirtualBAM) segmentAt(off int64) int {
 	return sort.Search(len(segs), func(i int) bool { return segs[i].End() > off })
 }
 
-// segment returns the BGZF bytes of segment i, from the cache or built
-// once however many callers (of any VirtualBAM of the same file) ask at
-// the same time.
-func (v *VirtualBAM) segment(ctx context.Context, i int) ([]byte, error) {
+// segment returns the BGZF bytes of segment i with a reference the caller
+// must release, from the cache or built once however many callers (of any
+// VirtualBAM of the same file) ask at the same time.
+func (v *VirtualBAM) segment(ctx context.Context, i int) (*cache.Buf, error) {
 	key := cache.Key{File: v.id, Segment: i}
-	if b, ok := v.m.cache.Get(key); ok {
-		return b, nil
-	}
 	for attempt := 0; ; attempt++ {
-		r, err, _ := v.m.builds.Do(v.id+"/"+strconv.Itoa(i), func() (any, error) {
-			if v.m.cache.Contains(key) {
-				if b, ok := v.m.cache.Get(key); ok {
-					return b, nil
-				}
-			}
-			b, err := v.m.buildSegment(ctx, v.src, i, v.layout.Segments[i])
-			if err != nil {
-				return nil, err
-			}
-			v.m.cache.Add(key, b)
+		if b, ok := v.m.cache.Get(key); ok {
 			return b, nil
-		})
+		}
+		b, err := v.buildOrWait(ctx, key, i)
 		if err == nil {
-			return r.([]byte), nil
+			return b, nil
 		}
 		// The build was led by another caller whose context ended (an
 		// interrupted read, or readahead at Close): build again for this one.
@@ -189,6 +174,61 @@ func (v *VirtualBAM) segment(ctx context.Context, i int) ([]byte, error) {
 		}
 		return nil, err
 	}
+}
+
+// buildOrWait builds segment i, or waits for the build already in flight,
+// and returns it with a reference for the caller.
+func (v *VirtualBAM) buildOrWait(ctx context.Context, key cache.Key, i int) (*cache.Buf, error) {
+	m := v.m
+	m.mu.Lock()
+	if b, ok := m.building[key]; ok {
+		b.waiters++
+		m.mu.Unlock()
+		select {
+		case <-b.done:
+			return b.buf, b.err
+		case <-ctx.Done():
+			m.mu.Lock()
+			select {
+			case <-b.done:
+				// Finished meanwhile: a reference was taken for us.
+				m.mu.Unlock()
+				if b.buf != nil {
+					b.buf.Release()
+				}
+			default:
+				b.waiters--
+				m.mu.Unlock()
+			}
+			return nil, ctx.Err()
+		}
+	}
+	// The segment may have been cached between the caller's lookup and
+	// here; the in-flight entry is registered under the same lock that
+	// finishing builds take after adding to the cache.
+	if b, ok := m.cache.Get(key); ok {
+		m.mu.Unlock()
+		return b, nil
+	}
+	b := &building{done: make(chan struct{})}
+	m.building[key] = b
+	m.mu.Unlock()
+
+	buf, err := m.buildSegment(ctx, v.src, i, v.layout.Segments[i])
+	if err == nil {
+		m.cache.Add(key, buf)
+	}
+	m.mu.Lock()
+	delete(m.building, key)
+	b.buf, b.err = buf, err
+	if buf != nil {
+		for range b.waiters {
+			buf.Retain()
+		}
+	}
+	close(b.done)
+	m.mu.Unlock()
+	return buf, err
 }
 
 // noteRead records a read of [off, end) and, when it continues the
@@ -231,8 +271,13 @@ func (v *VirtualBAM) prefetch(i int) {
 			delete(v.ahead, i)
 			v.mu.Unlock()
 		}()
-		if _, err := v.segment(v.m.ctx, i); err != nil && !errors.Is(err, context.Canceled) {
-			v.m.log.Debug("readahead failed", "file", v.src.Name(), "segment", i, "err", err)
+		b, err := v.segment(v.m.ctx, i)
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				v.m.log.Debug("readahead failed", "file", v.src.Name(), "segment", i, "err", err)
+			}
+			return
 		}
+		b.Release()
 	}()
 }

@@ -434,13 +434,14 @@ func (n *bamNode) Read(ctx context.Context, _ fusefs.FileHandle, dest []byte, of
 		return nil, n.m.fail("read", n.mpath, err)
 	}
 	if v, ok := n.f.(Viewer); ok {
-		b, err := v.View(ctx, off, want)
+		b, release, err := v.View(ctx, off, want)
 		if err != nil {
 			return nil, n.m.fail("read", n.mpath, err)
 		}
 		if len(b) == want {
-			return fuse.ReadResultData(b), 0
+			return &lentResult{b: b, release: release}, 0
 		}
+		release()
 	}
 	got, err := n.f.ReadAt(dest[:want], off)
 	if got < want {
@@ -451,6 +452,17 @@ func (n *bamNode) Read(ctx context.Context, _ fusefs.FileHandle, dest []byte, of
 	}
 	return fuse.ReadResultData(dest[:want]), 0
 }
+
+// lentResult is a read reply made of bytes lent by a Viewer, released once
+// go-fuse has sent them.
+type lentResult struct {
+	b       []byte
+	release func()
+}
+
+func (r *lentResult) Bytes([]byte) ([]byte, fuse.Status) { return r.b, fuse.OK }
+func (r *lentResult) Size() int                          { return len(r.b) }
+func (r *lentResult) Done()                              { r.release() }
 
 // fileNode is a source regular file passed through read-only.
 type fileNode struct {
