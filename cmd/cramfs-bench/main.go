@@ -9,6 +9,14 @@
 //
 //	go run ./cmd/cramfs-bench -data /tmp/cramfs-bench/data -rounds 3
 //	go run ./cmd/cramfs-bench -data testdata/cram -ref testdata/ref/ce.fa -only 'ce_1000'
+//
+// With -codecs it instead times the Go codec decoders (decode/codec/...)
+// against htscodecs' C decoders (../shared/bench/htscodecs-bench.c, built
+// with gcc and run with SCALAR=1) on the codec vectors of the conformance
+// corpus and, with -blocks, on real blocks (internal/cmd/blockdump output),
+// and writes OUT/CODECS.md with Go MB/s, C MB/s and Go/C per codec family:
+//
+//	go run ./cmd/cramfs-bench -codecs -blocks /tmp/blocks -rounds 3
 package main
 
 import (
@@ -32,6 +40,12 @@ type config struct {
 	data, ref, cramfs, samtools, out, only string
 	rounds, threads, nRegions              int
 	serveLevel                             int
+
+	// -codecs mode
+	codecs            bool
+	blocks, corpus    string
+	cBench, cBenchSrc string
+	codecTime         time.Duration
 }
 
 func main() {
@@ -40,12 +54,18 @@ func main() {
 	flag.StringVar(&c.ref, "ref", "", "reference FASTA (default DATA/ref.fa)")
 	flag.StringVar(&c.cramfs, "cramfs", "", "cramfs binary (default: go build ./cmd/cramfs into a temporary directory)")
 	flag.StringVar(&c.samtools, "samtools", "samtools", "samtools binary")
-	flag.StringVar(&c.out, "out", "bench", "directory for BENCHMARKS.md and ratios.svg (\"\" to write nothing)")
-	flag.StringVar(&c.only, "only", "", "run only the cases whose id matches this regular expression (ids: convert/FLAVOUR/levelN, first-access/FLAVOUR, seq-read/FLAVOUR, regions/FLAVOUR)")
+	flag.StringVar(&c.out, "out", "bench", "directory for BENCHMARKS.md and ratios.svg, or CODECS.md with -codecs (\"\" to write nothing)")
+	flag.StringVar(&c.only, "only", "", "run only the cases whose id matches this regular expression (ids: convert/FLAVOUR/levelN, first-access/FLAVOUR, seq-read/FLAVOUR, regions/FLAVOUR); with -codecs, the streams whose family or file name matches")
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds per pair")
 	flag.IntVar(&c.threads, "threads", 2, "threads for both tools (-@)")
 	flag.IntVar(&c.nRegions, "regions", 20, "number of region queries")
 	flag.IntVar(&c.serveLevel, "serve-level", 0, "BGZF level of the mount and of first access (the mount's default is 0: stored blocks)")
+	flag.BoolVar(&c.codecs, "codecs", false, "time the Go codec decoders against htscodecs' C decoders instead (writes OUT/CODECS.md); -data is not used")
+	flag.StringVar(&c.blocks, "blocks", "", "with -codecs: also time the real blocks in DIR/<codec>/<name> (r4x8, r4x16, arith, fqzcomp, tok3; internal/cmd/blockdump output)")
+	flag.StringVar(&c.corpus, "corpus", defaultCorpus(), "with -codecs: conformance corpus holding codec_vectors_manifest.tsv (\"\" for none; default $CRAMFS_CORPUS or ../shared/corpus from the module root)")
+	flag.StringVar(&c.cBench, "htscodecs-bench", "", "with -codecs: prebuilt C timer (default: build -htscodecs-bench-src with gcc)")
+	flag.StringVar(&c.cBenchSrc, "htscodecs-bench-src", filepath.Join(moduleRoot(), "..", "shared", "bench", "htscodecs-bench.c"), "with -codecs: source of the C timer")
+	flag.DurationVar(&c.codecTime, "codec-time", 200*time.Millisecond, "with -codecs: minimum timed duration per stream, side and round")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintf(os.Stderr, "cramfs-bench: %v\n", err)
@@ -54,6 +74,9 @@ func main() {
 }
 
 func run(c config) error {
+	if c.codecs {
+		return runCodecMode(c)
+	}
 	if c.data == "" || c.rounds < 1 || c.threads < 1 || flag.NArg() != 0 {
 		flag.Usage()
 		return errors.New("want -data DIR, -rounds >= 1, -threads >= 1 and no positional arguments")
@@ -96,6 +119,30 @@ func run(c config) error {
 		return err
 	}
 	return writeOutputs(c, b, selected, results)
+}
+
+// runCodecMode runs -codecs; -only then selects the streams whose family
+// or file name matches.
+func runCodecMode(c config) error {
+	if flag.NArg() != 0 {
+		flag.Usage()
+		return errors.New("-codecs takes no positional arguments")
+	}
+	cc := codecConfig{
+		blocks: c.blocks, corpus: c.corpus, cBench: c.cBench, cSrc: c.cBenchSrc, out: c.out,
+		rounds: c.rounds, target: c.codecTime,
+		cmdline: "go run ./cmd/cramfs-bench " + shellQuote(os.Args[1:]),
+	}
+	if c.only != "" {
+		re, err := regexp.Compile(c.only)
+		if err != nil {
+			return fmt.Errorf("-only: %w", err)
+		}
+		cc.only = re
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runCodecs(ctx, cc, os.Stdout, os.Stderr)
 }
 
 // setup resolves the tools and the dataset and makes the scratch

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// codecTarget is issue 6's goal: every Go codec decodes at least this
+// fraction of htscodecs' scalar C speed.
+const codecTarget = 0.75
+
+// groupKey identifies one row of a codec table.
+type groupKey struct {
+	Codec  string // C timer's codec name, for the table order
+	Rank   int    // order within the codec
+	Name   string // family name, e.g. "r4x16 O1 X32"
+	Source string // srcCorpus or srcBlocks
+}
+
+// familyKey groups files by codec family and source.
+func familyKey(t fileTiming) groupKey {
+	f := t.File
+	return groupKey{Codec: f.Codec, Rank: f.Family.Rank, Name: f.Family.Name, Source: f.Source}
+}
+
+// codecKey groups files by codec and source, over all families.
+func codecKey(t fileTiming) groupKey {
+	f := t.File
+	return groupKey{Codec: f.Codec, Name: f.Codec, Source: f.Source}
+}
+
+// familyResult is one row: the files of a group, their decoded bytes
+// (one decode of each) and the seconds each side needs to decode them all
+// once (the sum over files of the median per-decode time).
+type familyResult struct {
+	groupKey
+	Files  int
+	Bytes  int64
+	GoSecs float64
+	CSecs  float64
+}
+
+func rate(bytes int64, secs float64) float64 {
+	if secs <= 0 || bytes <= 0 {
+		return math.NaN()
+	}
+	return float64(bytes) / secs / 1e6
+}
+
+// GoMBs is the Go decoders' throughput over the group, in MB (1e6 bytes)
+// of decoded output per second.
+func (r familyResult) GoMBs() float64 { return rate(r.Bytes, r.GoSecs) }
+
+// CMBs is the C decoders' throughput over the group.
+func (r familyResult) CMBs() float64 { return rate(r.Bytes, r.CSecs) }
+
+// Ratio is the speed ratio Go/C: above 1 means Go is faster; NaN when
+// either side has no time.
+func (r familyResult) Ratio() float64 {
+	g, c := r.GoMBs(), r.CMBs()
+	if math.IsNaN(g) || math.IsNaN(c) {
+		return math.NaN()
+	}
+	return g / c
+}
+
+// Below reports whether the group misses codecTarget.
+func (r familyResult) Below() bool { v := r.Ratio(); return !math.IsNaN(v) && v < codecTarget }
+
+func sourceRank(s string) int {
+	if s == srcCorpus {
+		return 0
+	}
+	return 1
+}
+
+// aggregate sums the timings by key; a file counts with the median of its
+// rounds on each side. Rows come in codec order, then family rank, then
+// source (corpus first).
+func aggregate(ts []fileTiming, key func(fileTiming) groupKey) []familyResult {
+	idx := map[groupKey]int{}
+	var out []familyResult
+	for _, t := range ts {
+		g, c := median(t.GoSecs), median(t.CSecs)
+		if math.IsNaN(g) || math.IsNaN(c) {
+			continue
+		}
+		k := key(t)
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, familyResult{groupKey: k})
+		}
+		r := &out[i]
+		r.Files++
+		r.Bytes += int64(t.Bytes)
+		r.GoSecs += g
+		r.CSecs += c
+	}
+	slices.SortFunc(out, func(a, b familyResult) int {
+		return cmp.Or(
+			cmp.Compare(codecIndex(a.Codec), codecIndex(b.Codec)),
+			cmp.Compare(a.Rank, b.Rank),
+			cmp.Compare(a.Name, b.Name),
+			cmp.Compare(sourceRank(a.Source), sourceRank(b.Source)),
+		)
+	})
+	return out
+}
+
+func fmtMBs(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// writeCodecTable writes the rows as a markdown table whose first column
+// is headed what; rows below codecTarget are marked in the last column.
+func writeCodecTable(w io.Writer, what string, rs []familyResult) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| %s | source | files | decoded MB | Go MB/s | C MB/s | Go/C | target %.2f |\n", what, codecTarget)
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range rs {
+		mark := "ok"
+		switch {
+		case math.IsNaN(r.Ratio()):
+			mark = "-"
+		case r.Below():
+			mark = "**below**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %.3f | %s | %s | %s | %s |\n",
+			mdEscape(r.Name), mdEscape(r.Source), r.Files, float64(r.Bytes)/1e6,
+			fmtMBs(r.GoMBs()), fmtMBs(r.CMBs()), fmtRatio(r.Ratio()), mark)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// codecReport is everything CODECS.md shows.
+type codecReport struct {
+	Cmdline    string
+	When       time.Time
+	Machine    string
+	CTimer     string
+	Corpus     string // "" when not used
+	Blocks     string // "" when not used
+	Rounds     int
+	Target     time.Duration
+	Files      int // distinct streams selected for timing
+	Duplicates int // streams dropped as byte-identical to a selected one
+	Families   []familyResult
+	Codecs     []familyResult
+	Skipped    []skipped
+}
+
+// maxSkipLines bounds the list of skipped files in CODECS.md.
+const maxSkipLines = 40
+
+// writeCodecReport writes CODECS.md: command line, machine, date, method,
+// the family table, the per-codec table and the files left out.
+func writeCodecReport(w io.Writer, r codecReport) error {
+	var b strings.Builder
+	b.WriteString("# Codec decoders: Go vs htscodecs (C)\n\n")
+	fmt.Fprintf(&b, "Generated by `%s` on %s.\n\n", r.Cmdline, r.When.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "- machine: %s\n", r.Machine)
+	fmt.Fprintf(&b, "- C side: %s, run with SCALAR=1 (no SIMD rANS)\n", r.CTimer)
+	if r.Corpus != "" {
+		fmt.Fprintf(&b, "- corpus: %s (codec_vectors_manifest.tsv, OK rows, identical streams once)\n", r.Corpus)
+	}
+	if r.Blocks != "" {
+		fmt.Fprintf(&b, "- blocks: %s (DIR/<codec>/<name>, real CRAM blocks)\n", r.Blocks)
+	}
+	timed := 0
+	for _, f := range r.Families {
+		timed += f.Files
+	}
+	fmt.Fprintf(&b, "- streams: %d distinct selected (%s dropped), %d timed", r.Files, plural(r.Duplicates, "byte-identical copy", "byte-identical copies"), timed)
+	if len(r.Skipped) > 0 {
+		fmt.Fprintf(&b, ", %d left out (listed below)", len(r.Skipped))
+	}
+	rounds := "1 round"
+	if r.Rounds != 1 {
+		rounds = fmt.Sprintf("%d rounds", r.Rounds)
+	}
+	fmt.Fprintf(&b, "\n\nMethod: every stream is first decoded once by both sides, and kept only if both accept it and agree on the "+
+		"decoded length. Then, for %s, each stream is timed by the C timer (htscodecs-bench: one warm-up call, "+
+		"then enough repeats to last about %v, each call timed alone, median) and right after by the Go decoder in "+
+		"this process (`Decode(src, rawSize)` with the block's raw size when known, else -1: one warm-up call, then "+
+		"repeats until %v have passed, each call timed alone, median). A stream's time is the median over the rounds; "+
+		"a row's MB/s is its decoded bytes (1 MB = 10^6 bytes) over the sum of its streams' times, so every stream "+
+		"weighs by its size. Go/C is the speed ratio: above 1 means Go is faster; rows under the issue 6 target of "+
+		"%.2f are marked **below**. Families come from the stream's first bytes (order, X32/EXT, STRIPE, CAT, RLE, "+
+		"PACK for rANS Nx16 and arith; gflags for fqzcomp; use_arith for tok3).\n\n",
+		rounds, r.Target, r.Target, codecTarget)
+	b.WriteString("## By family\n\n")
+	if err := writeCodecTable(&b, "family", r.Families); err != nil {
+		return err
+	}
+	b.WriteString("\n## By codec\n\n")
+	if err := writeCodecTable(&b, "codec", r.Codecs); err != nil {
+		return err
+	}
+	if len(r.Skipped) > 0 {
+		b.WriteString("\n## Left out\n\n")
+		for i, s := range r.Skipped {
+			if i == maxSkipLines {
+				fmt.Fprintf(&b, "- ... and %d more\n", len(r.Skipped)-maxSkipLines)
+				break
+			}
+			fmt.Fprintf(&b, "- %s/%s: %s\n", s.Source, s.Name, mdInline(s.Reason))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// plural is "n one" or "n many".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// mdInline keeps a free-text reason on one markdown line.
+func mdInline(s string) string {
+	return strings.NewReplacer("\n", " ", "|", `\|`, "*", `\*`, "_", `\_`).Replace(s)
+}
