@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -61,13 +63,28 @@ func convertMD5(t *testing.T, path string, fastas []string, noMD bool) (string, 
 	defer c.Close()
 	h := md5.New()
 	h.Write(c.Header())
-	var buf []byte
+	var buf, stored, want []byte
+	comp, err := bgzf.NewCompressor(0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < c.NumContainers(); i++ {
 		buf, err = c.AppendContainer(context.Background(), i, buf[:0])
 		if err != nil {
 			return "", err
 		}
 		h.Write(buf)
+		// The in-place stored blocks are AppendBlocks' level 0 blocks.
+		var raw int64
+		if stored, raw, err = c.AppendContainerStored(context.Background(), i, stored[:0]); err != nil {
+			t.Fatalf("container %d: AppendContainerStored: %v", i, err)
+		}
+		if want, err = comp.AppendBlocks(want[:0], buf); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(stored, want) || raw != int64(len(buf)) {
+			t.Fatalf("container %d: stored blocks (%d bytes, %d raw) differ from AppendBlocks at level 0 (%d bytes, %d raw)", i, len(stored), raw, len(want), len(buf))
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

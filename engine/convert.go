@@ -90,6 +90,18 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 				case out = <-outs:
 				default:
 				}
+				if sa, ok := src.(StoredAppender); ok && opt.Level == 0 {
+					// Records go straight into stored blocks.
+					data, _, err := sa.AppendContainerStored(ctx, i, out[:0])
+					if raw != nil {
+						select {
+						case raws <- raw:
+						default:
+						}
+					}
+					ch <- result{data: data, err: err}
+					return
+				}
 				raw, err := src.AppendContainer(ctx, i, raw[:0])
 				if err != nil {
 					ch <- result{err: err}

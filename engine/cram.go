@@ -9,6 +9,7 @@ import (
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/encode/bam"
+	"github.com/cramfs/cramfs/encode/bgzf"
 )
 
 // CRAMOptions configures how a CRAM file is read.
@@ -92,6 +93,24 @@ func (c *CRAM) ContainerOffset(i int) int64 { return c.f.Containers[i].Offset }
 
 // AppendContainer implements Source.
 func (c *CRAM) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
+	return c.appendContainer(ctx, i, dst, nil)
+}
+
+// AppendContainerStored implements StoredAppender.
+func (c *CRAM) AppendContainerStored(ctx context.Context, i int, dst []byte) ([]byte, int64, error) {
+	var s bgzf.Stored
+	start := len(dst)
+	dst, err := c.appendContainer(ctx, i, s.Begin(dst), &s)
+	if err != nil {
+		return dst[:start], 0, err
+	}
+	dst = s.End(dst)
+	return dst, s.Raw(), nil
+}
+
+// appendContainer appends the BAM records of container i to dst, closing
+// full stored blocks of s after each record when s is not nil.
+func (c *CRAM) appendContainer(ctx context.Context, i int, dst []byte, s *bgzf.Stored) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return dst, err
 	}
@@ -107,6 +126,9 @@ func (c *CRAM) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, 
 	for j := range recs {
 		if dst, err = bam.AppendRecord(dst, &recs[j]); err != nil {
 			return dst, fmt.Errorf("%s: container at byte %d: record %d (%s): %w", c.path, c.f.Containers[i].Offset, j, recs[j].Name, err)
+		}
+		if s != nil {
+			dst = s.Cut(dst)
 		}
 	}
 	return dst, nil

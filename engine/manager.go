@@ -407,28 +407,40 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	raw, err := src.AppendContainer(ctx, i, m.getRaw())
-	if err != nil {
-		m.putRaw(raw)
-		return nil, err // Source errors name the file and container
-	}
-	c, err := m.getComp()
-	if err != nil {
-		m.putRaw(raw)
-		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
-	}
 	buf := m.pool.Get(int(min(want.CompLen, 64<<20)))
-	buf.B, err = compressSegment(c, buf.B, raw)
-	m.putComp(c)
-	rawLen := len(raw)
-	m.putRaw(raw)
-	if err != nil {
-		buf.Release()
-		return nil, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
+	var rawLen int64
+	if sa, ok := src.(StoredAppender); ok && m.opts.Level == 0 {
+		// Records go straight into stored blocks: no BAM buffer, no copy.
+		var err error
+		if buf.B, rawLen, err = sa.AppendContainerStored(ctx, i, buf.B); err != nil {
+			buf.Release()
+			return nil, err // Source errors name the file and container
+		}
+	} else {
+		raw, err := src.AppendContainer(ctx, i, m.getRaw())
+		if err != nil {
+			m.putRaw(raw)
+			buf.Release()
+			return nil, err // Source errors name the file and container
+		}
+		c, err := m.getComp()
+		if err != nil {
+			m.putRaw(raw)
+			buf.Release()
+			return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+		}
+		buf.B, err = compressSegment(c, buf.B, raw)
+		m.putComp(c)
+		rawLen = int64(len(raw))
+		m.putRaw(raw)
+		if err != nil {
+			buf.Release()
+			return nil, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
+		}
 	}
 	comp := buf.B
 	crc := crc32.Checksum(comp, castagnoli)
-	if int64(len(comp)) != want.CompLen || int64(rawLen) != want.RawLen || crc != want.CRC {
+	if int64(len(comp)) != want.CompLen || rawLen != want.RawLen || crc != want.CRC {
 		buf.Release()
 		err := fmt.Errorf("%w: %s: container %d at offset %d: built %d bytes (%d raw, CRC-32C %08x), layout has %d (%d raw, %08x)",
 			ErrMismatch, src.Name(), i, src.ContainerOffset(i), len(comp), rawLen, crc, want.CompLen, want.RawLen, want.CRC)

@@ -23,3 +23,14 @@ type Source interface {
 	// name the file and the container, so callers pass them on as they are.
 	AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error)
 }
+
+// StoredAppender is implemented by Sources that can write a container's
+// records straight into level-0 BGZF blocks, the bytes
+// bgzf.Compressor.AppendBlocks makes at level 0 from AppendContainer's
+// output, without that intermediate copy.
+type StoredAppender interface {
+	// AppendContainerStored appends container i as stored BGZF blocks to
+	// dst and returns the extended buffer and the BAM bytes the blocks
+	// hold.
+	AppendContainerStored(ctx context.Context, i int, dst []byte) ([]byte, int64, error)
+}
