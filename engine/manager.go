@@ -45,7 +45,8 @@ type Manager struct {
 	raws  chan []byte           // scratch for decoded containers
 
 	// pool recycles the storage of segments that left the cache and that
-	// no reader holds any more (a quarter of the cache at most).
+	// no reader holds any more (a sixteenth of the cache at most: in steady
+	// state each build takes what its Add evicted).
 	pool *cache.Pool
 
 	opens    singleflight.Group // one layout scan per file
@@ -79,7 +80,7 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 		comps:    make(chan *bgzf.Compressor, opts.Threads),
 		raws:     make(chan []byte, opts.Threads),
 		layouts:  make(map[string]*indexFile),
-		pool:     cache.NewPool(opts.CacheSize / 4),
+		pool:     cache.NewPool(opts.CacheSize / 16),
 		building: make(map[cache.Key]*building),
 		ctx:      ctx,
 		cancel:   cancel,
