@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 
+	"github.com/cramfs/cramfs/cache"
 	"github.com/cramfs/cramfs/encode/bam"
 	"github.com/cramfs/cramfs/encode/bgzf"
 )
@@ -179,7 +180,7 @@ type builtSegment struct {
 
 // scanContainer decodes container i of src, compresses it with c and
 // measures it; raw is a reusable buffer, returned grown.
-func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, i int, raw []byte) (*builtSegment, []byte, error) {
+func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, pool *cache.Pool, i int, raw []byte) (*builtSegment, []byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, raw, err
 	}
@@ -191,7 +192,12 @@ func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, i int, r
 	if err != nil {
 		return nil, raw, fmt.Errorf("%s: container %d at offset %d: %w", src.Name(), i, src.ContainerOffset(i), err)
 	}
-	comp, err := compressSegment(c, nil, raw)
+	// The blocks are only measured here; their storage goes back to the
+	// pool for the next container.
+	buf := pool.Get(int(bgzf.StoredSize(int64(len(raw)))))
+	defer buf.Release()
+	comp, err := compressSegment(c, buf.B, raw)
+	buf.B = comp
 	if err != nil {
 		return nil, raw, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
 	}

@@ -291,7 +291,7 @@ func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Se
 					return fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
 				}
 				defer m.putComp(c)
-				bs, raw, err := scanContainer(gctx, src, c, i, m.getRaw())
+				bs, raw, err := scanContainer(gctx, src, c, m.pool, i, m.getRaw())
 				m.putRaw(raw)
 				if err != nil {
 					return err
