@@ -76,7 +76,7 @@ func convertMD5(t *testing.T, path string, fastas []string, noMD bool) (string, 
 		h.Write(buf)
 		// The in-place stored blocks are AppendBlocks' level 0 blocks.
 		var raw int64
-		if stored, raw, err = c.AppendContainerStored(context.Background(), i, stored[:0]); err != nil {
+		if stored, raw, err = c.AppendContainerStored(context.Background(), i, stored[:0], nil); err != nil {
 			t.Fatalf("container %d: AppendContainerStored: %v", i, err)
 		}
 		if want, err = comp.AppendBlocks(want[:0], buf); err != nil {

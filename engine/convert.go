@@ -92,7 +92,7 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 				}
 				if sa, ok := src.(StoredAppender); ok && opt.Level == 0 {
 					// Records go straight into stored blocks.
-					data, _, err := sa.AppendContainerStored(ctx, i, out[:0])
+					data, _, err := sa.AppendContainerStored(ctx, i, out[:0], nil)
 					if raw != nil {
 						select {
 						case raws <- raw:

@@ -93,14 +93,14 @@ func (c *CRAM) ContainerOffset(i int) int64 { return c.f.Containers[i].Offset }
 
 // AppendContainer implements Source.
 func (c *CRAM) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
-	return c.appendContainer(ctx, i, dst, nil)
+	return c.appendContainer(ctx, i, dst, nil, nil)
 }
 
 // AppendContainerStored implements StoredAppender.
-func (c *CRAM) AppendContainerStored(ctx context.Context, i int, dst []byte) ([]byte, int64, error) {
+func (c *CRAM) AppendContainerStored(ctx context.Context, i int, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error) {
 	var s bgzf.Stored
 	start := len(dst)
-	dst, err := c.appendContainer(ctx, i, s.Begin(dst), &s)
+	dst, err := c.appendContainer(ctx, i, s.Begin(dst), &s, each)
 	if err != nil {
 		return dst[:start], 0, err
 	}
@@ -108,9 +108,10 @@ func (c *CRAM) AppendContainerStored(ctx context.Context, i int, dst []byte) ([]
 	return dst, s.Raw(), nil
 }
 
-// appendContainer appends the BAM records of container i to dst, closing
-// full stored blocks of s after each record when s is not nil.
-func (c *CRAM) appendContainer(ctx context.Context, i int, dst []byte, s *bgzf.Stored) ([]byte, error) {
+// appendContainer appends the BAM records of container i to dst; when s
+// is not nil it reports each record to each (if set) and closes full
+// stored blocks of s after it.
+func (c *CRAM) appendContainer(ctx context.Context, i int, dst []byte, s *bgzf.Stored, each func([]byte, int64, int64) error) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return dst, err
 	}
@@ -124,12 +125,20 @@ func (c *CRAM) appendContainer(ctx context.Context, i int, dst []byte, s *bgzf.S
 		return dst, err
 	}
 	for j := range recs {
+		at := len(dst)
 		if dst, err = bam.AppendRecord(dst, &recs[j]); err != nil {
 			return dst, fmt.Errorf("%s: container at byte %d: record %d (%s): %w", c.path, c.f.Containers[i].Offset, j, recs[j].Name, err)
 		}
-		if s != nil {
-			dst = s.Cut(dst)
+		if s == nil {
+			continue
 		}
+		if each != nil {
+			end := s.Pos(dst)
+			if err := each(dst[at:], end-int64(len(dst)-at), end); err != nil {
+				return dst, err
+			}
+		}
+		dst = s.Cut(dst)
 	}
 	return dst, nil
 }

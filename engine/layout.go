@@ -178,29 +178,49 @@ type builtSegment struct {
 	recs   []recInfo
 }
 
-// scanContainer decodes container i of src, compresses it with c and
-// measures it; raw is a reusable buffer, returned grown.
-func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, pool *cache.Pool, i int, raw []byte) (*builtSegment, []byte, error) {
+// scanContainer builds container i of src once to measure it: its
+// segment (sizes and CRC-32C of its blocks at c's level), its blocks and
+// what the index needs of its records. raw is scratch for the BAM bytes;
+// it is returned for reuse. hint is the size the blocks probably need.
+// At level 0 a StoredAppender writes the blocks directly, without raw.
+func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, level int, pool *cache.Pool, hint int64, i int, raw []byte) (*builtSegment, []byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, raw, err
 	}
-	raw, err := src.AppendContainer(ctx, i, raw[:0])
-	if err != nil {
-		return nil, raw, fmt.Errorf("%s: container %d at offset %d: %w", src.Name(), i, src.ContainerOffset(i), err)
-	}
-	recs, err := walkRecords(nil, raw)
-	if err != nil {
-		return nil, raw, fmt.Errorf("%s: container %d at offset %d: %w", src.Name(), i, src.ContainerOffset(i), err)
-	}
 	// The blocks are only measured here; their storage goes back to the
 	// pool for the next container.
-	buf := pool.Get(int(bgzf.StoredSize(int64(len(raw)))))
+	buf := pool.Get(int(min(hint, 64<<20)))
 	defer buf.Release()
-	comp, err := compressSegment(c, buf.B, raw)
-	buf.B = comp
-	if err != nil {
-		return nil, raw, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
+	var recs []recInfo
+	var rawLen int64
+	if sa, ok := src.(StoredAppender); ok && level == 0 {
+		var err error
+		buf.B, rawLen, err = sa.AppendContainerStored(ctx, i, buf.B, func(rec []byte, start, end int64) error {
+			refID, pos, rend, flags, err := bam.RecordInfo(rec)
+			if err != nil {
+				return fmt.Errorf("%w: record at offset %d: %w", ErrInvalid, start, err)
+			}
+			recs = append(recs, recInfo{refID: refID, unmapped: flags&4 != 0, beg: pos, end: rend, uStart: start, uEnd: end})
+			return nil
+		})
+		if err != nil {
+			return nil, raw, fmt.Errorf("%s: container %d at offset %d: %w", src.Name(), i, src.ContainerOffset(i), err)
+		}
+	} else {
+		var err error
+		raw, err = src.AppendContainer(ctx, i, raw[:0])
+		if err != nil {
+			return nil, raw, fmt.Errorf("%s: container %d at offset %d: %w", src.Name(), i, src.ContainerOffset(i), err)
+		}
+		if recs, err = walkRecords(nil, raw); err != nil {
+			return nil, raw, fmt.Errorf("%s: container %d at offset %d: %w", src.Name(), i, src.ContainerOffset(i), err)
+		}
+		if buf.B, err = compressSegment(c, buf.B, raw); err != nil {
+			return nil, raw, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
+		}
+		rawLen = int64(len(raw))
 	}
+	comp := buf.B
 	blocks, err := walkBlocks(nil, comp)
 	if err != nil {
 		return nil, raw, fmt.Errorf("%s: container %d: %w", src.Name(), i, err)
@@ -210,11 +230,11 @@ func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, pool *ca
 		last := blocks[len(blocks)-1]
 		total = last.uOff + last.uLen
 	}
-	if total != int64(len(raw)) {
-		return nil, raw, fmt.Errorf("%w: %s: container %d: blocks hold %d bytes, want %d", ErrInvalid, src.Name(), i, total, len(raw))
+	if total != rawLen {
+		return nil, raw, fmt.Errorf("%w: %s: container %d: blocks hold %d bytes, want %d", ErrInvalid, src.Name(), i, total, rawLen)
 	}
 	return &builtSegment{
-		seg:    Segment{CompLen: int64(len(comp)), RawLen: int64(len(raw)), CRC: crc32.Checksum(comp, castagnoli)},
+		seg:    Segment{CompLen: int64(len(comp)), RawLen: rawLen, CRC: crc32.Checksum(comp, castagnoli)},
 		blocks: blocks,
 		recs:   recs,
 	}, raw, nil

@@ -270,6 +270,7 @@ func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Se
 	g, gctx := errgroup.WithContext(ctx)
 	window := 2 * m.opts.Threads
 	slots := make(chan struct{}, window)
+	var hint atomic.Int64 // largest container's blocks so far
 	res := make([]chan *builtSegment, n)
 	for i := range res {
 		res[i] = make(chan *builtSegment, 1)
@@ -291,10 +292,13 @@ func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Se
 					return fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
 				}
 				defer m.putComp(c)
-				bs, raw, err := scanContainer(gctx, src, c, m.pool, i, m.getRaw())
+				bs, raw, err := scanContainer(gctx, src, c, m.opts.Level, m.pool, hint.Load(), i, m.getRaw())
 				m.putRaw(raw)
 				if err != nil {
 					return err
+				}
+				if n := bgzf.StoredSize(bs.seg.RawLen); n > hint.Load() {
+					hint.Store(n) // racy max: only a size hint
 				}
 				res[i] <- bs
 				return nil
@@ -413,7 +417,7 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 	if sa, ok := src.(StoredAppender); ok && m.opts.Level == 0 {
 		// Records go straight into stored blocks: no BAM buffer, no copy.
 		var err error
-		if buf.B, rawLen, err = sa.AppendContainerStored(ctx, i, buf.B); err != nil {
+		if buf.B, rawLen, err = sa.AppendContainerStored(ctx, i, buf.B, nil); err != nil {
 			buf.Release()
 			return nil, err // Source errors name the file and container
 		}

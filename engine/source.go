@@ -31,6 +31,8 @@ type Source interface {
 type StoredAppender interface {
 	// AppendContainerStored appends container i as stored BGZF blocks to
 	// dst and returns the extended buffer and the BAM bytes the blocks
-	// hold.
-	AppendContainerStored(ctx context.Context, i int, dst []byte) ([]byte, int64, error)
+	// hold. When each is not nil it is called with every record (its BAM
+	// bytes, block_size included) and where the record starts and ends in
+	// the container's BAM bytes; its error stops the container.
+	AppendContainerStored(ctx context.Context, i int, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error)
 }

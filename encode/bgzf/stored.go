@@ -64,6 +64,13 @@ func (s *Stored) End(dst []byte) []byte {
 // all the data).
 func (s *Stored) Raw() int64 { return s.raw }
 
+// Pos returns the offset in the data (not in the buffer) of the end of
+// dst, the buffer as returned by the last Begin or Cut with data appended
+// since.
+func (s *Stored) Pos(dst []byte) int64 {
+	return s.raw + int64(len(dst)-(s.hdr+storedHeaderLen))
+}
+
 // close fills the header and footer of the open block, which holds n
 // payload bytes followed by room for its footer.
 func (s *Stored) close(dst []byte, n int) {

@@ -11,11 +11,18 @@ import (
 func storedLike(prefix, data []byte, pieces []int) ([]byte, int64) {
 	var s Stored
 	dst := s.Begin(append([]byte(nil), prefix...))
+	total := int64(len(data))
 	for _, n := range pieces {
 		n = min(n, len(data))
 		dst = append(dst, data[:n]...)
 		data = data[n:]
+		if s.Pos(dst) != total-int64(len(data)) {
+			panic("Pos disagrees with the data appended")
+		}
 		dst = s.Cut(dst)
+		if s.Pos(dst) != total-int64(len(data)) {
+			panic("Pos changed by Cut")
+		}
 	}
 	dst = append(dst, data...)
 	dst = s.End(dst)
