@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -62,6 +63,9 @@ func (c *Contig) bases(dst []byte, start, end int64) ([]byte, error) {
 	if start == end {
 		return dst, nil
 	}
+	// The range lies within the contig (checked above), so the bases
+	// exist: grow dst once rather than line by line.
+	dst = slices.Grow(dst, int(end-start))
 	c.m.mu.RLock()
 	defer c.m.mu.RUnlock()
 	data := c.m.data
