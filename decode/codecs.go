@@ -11,8 +11,8 @@ import (
 // DefaultCodecs are the block codecs of this module, used when
 // DecoderOptions.Codecs is nil.
 var DefaultCodecs = Codecs{
-	RANS4x8:  appendVia(rans4x8.Decode),
-	RANSNx16: appendVia(ransnx16.Decode),
+	RANS4x8:  rans4x8.AppendDecode,
+	RANSNx16: ransnx16.AppendDecode,
 	Arith:    appendVia(arith.Decode),
 	FQZComp:  appendVia(fqzcomp.Decode),
 	Tok3:     appendVia(tok3.Decode),

@@ -40,6 +40,42 @@ func TestCorpusVectors(t *testing.T) {
 	}
 }
 
+// TestAppendDecode decodes every corpus vector with AppendDecode after a
+// prefix, into spare capacity (which must be used in place) and into a
+// full slice (which must be reallocated), twice over so that recycled
+// tables are exercised, and checks the prefix and the output.
+func TestAppendDecode(t *testing.T) {
+	dir := corpus.Dir(t)
+	prefix := []byte("prefix\x00\xff")
+	for round := 0; round < 2; round++ {
+		for _, v := range corpus.DecodableCodecVectors(t, dir, "rans4x8") {
+			src, err := os.ReadFile(filepath.Join(dir, v.Compressed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := v.Expected(t, dir)
+			for _, spare := range []int{len(want) + 7, 0} {
+				dst := make([]byte, len(prefix), len(prefix)+spare)
+				copy(dst, prefix)
+				// Garbage in the spare capacity must not leak into the output.
+				for i := len(dst); i < cap(dst); i++ {
+					dst[:cap(dst)][i] = 0xa5
+				}
+				got, err := AppendDecode(dst, src, len(want))
+				if err != nil {
+					t.Fatalf("%s: %v", v.Compressed, err)
+				}
+				if !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], want) {
+					t.Fatalf("%s (spare %d): prefix or output differs", v.Compressed, spare)
+				}
+				if inPlace := &got[0] == &dst[0]; inPlace != (spare > 0 || len(want) == 0) {
+					t.Fatalf("%s (spare %d): decoded in place = %v", v.Compressed, spare, inPlace)
+				}
+			}
+		}
+	}
+}
+
 // TestTruncated checks that every proper prefix of the real streams fails
 // cleanly, also when the header's compressed size is patched to match.
 func TestTruncated(t *testing.T) {
@@ -130,6 +166,37 @@ func TestHandMade(t *testing.T) {
 				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDuplicateSymbolO1 decodes an order-1 stream whose context 0 lists
+// symbol 'A' twice (frequencies 2048 and 1024, around 'B'). htscodecs
+// 1.3.0 accepts it, fills the slots of both ranges with 'A' and keeps the
+// later frequency and start for 'A'; the expected bytes are its output
+// (rans_uncompress) for this stream.
+func TestDuplicateSymbolO1(t *testing.T) {
+	body := []byte{
+		0x00,                                                    // context 0:
+		'A', 0x88, 0x00, 'B', 0, 0x84, 0x00, 'A', 0x84, 0x00, 0, // A 2048, B 1024, A 1024
+		'A', 'A', 0x88, 0x00, 'B', 0, 0x88, 0x00, 0, // context A: A 2048, B 2048
+		'B', 0, 'A', 0x84, 0x00, 'B', 0, 0x8c, 0x00, 0, // context B: A 1024, B 3072
+		0, // end of contexts
+	}
+	for _, x := range []uint32{0x12345678, 0x2468ace0, 0x0badcafe, 0x76543210} {
+		body = binary.LittleEndian.AppendUint32(body, x)
+	}
+	v := uint32(1)
+	for range 400 {
+		v = v*1103515245 + 12345
+		body = append(body, byte(v>>24))
+	}
+	const want = "ABBABBBBAABBBBAABBBAAABBBBBBBBBABBBBAAAAABBBBBAABBAABABBABAAABBBBBABBBAAAAABBBABABABBBBABABBBABAABBAABAAAAABBABBBBBAABBAAABBBBBABBBBBBBBBBBBBAABABBBBAABABBBAABAABBBABAAAABAABBBBBBBBBBAABBBBBBAABBBABBBBABBBBAABBAAAABABABBBBBBABABBBBBAABBABBBBBBBBBBAAAABBBBBBABABBBBAABBBAABBBBBBBBABBABBBBBBBBBAABBBAAAAAAAAABAAAAABBBBBAAABBBBBBBBBBBBBBAAABABAAAAAABBBAABBABBAABABAAAABABBBAABBBBAABBBBBBBBBBABBBBBBBBBBB"
+	got, err := Decode(stream(1, 400, body...), 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 }
 

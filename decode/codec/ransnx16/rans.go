@@ -40,81 +40,14 @@ func renormSafe(x uint32, r *reader) (uint32, error) {
 	return x, nil
 }
 
-// decodeO0 implements RansDecodeNx16_0 (CRAMcodecs section 3.3): n bytes,
-// symbol i from state i mod N.
-func decodeO0(src []byte, n, N int) ([]byte, error) {
-	if n < 0 || n > MaxSize {
-		return nil, fmt.Errorf("%w: order-0 size %d out of range", ErrCorrupt, n)
-	}
-	r := &reader{b: src}
-	var tab [4096]uint32
-	if err := readFreqO0(r, &tab); err != nil {
-		return nil, err
-	}
-	var st [32]uint32
-	if err := readStates(r, st[:N]); err != nil {
-		return nil, err
-	}
-	out := make([]byte, n)
-	var i int
-	if N == 4 {
-		i = o0Fast4(&tab, &st, r, out)
-	} else {
-		i = o0Fast32(&tab, &st, r, out)
-	}
-	// Slow tail: symbol i from state i mod N, with bounds checks.
-	for ; i < n; i++ {
-		j := i % N
-		x := st[j]
-		e := tab[x&0xfff]
-		out[i] = byte(e)
-		x = (e>>20+1)*(x>>12) + (e>>8)&0xfff
-		x, err := renormSafe(x, r)
-		if err != nil {
-			return nil, err
-		}
-		st[j] = x
-	}
-	return out, nil
-}
-
-// o0Fast4 decodes whole groups of 4 symbols while at least 8 input bytes
-// remain (the most one group can consume); it returns how many bytes of out
-// it wrote and advances r.
-func o0Fast4(tab *[4096]uint32, st *[32]uint32, r *reader, out []byte) int {
-	x0, x1, x2, x3 := st[0], st[1], st[2], st[3]
-	src := r.b
-	p := r.p
-	i := 0
-	for ; i <= len(out)-4 && p >= 0 && p <= len(src)-8; i += 4 {
-		o := (*[4]byte)(out[i : i+4])
-		w := (*[8]byte)(src[p : p+8])
-		k := uint(0)
-		e := tab[x0&0xfff]
-		o[0] = byte(e)
-		x0, k = renorm8((e>>20+1)*(x0>>12)+(e>>8)&0xfff, w, k)
-		e = tab[x1&0xfff]
-		o[1] = byte(e)
-		x1, k = renorm8((e>>20+1)*(x1>>12)+(e>>8)&0xfff, w, k)
-		e = tab[x2&0xfff]
-		o[2] = byte(e)
-		x2, k = renorm8((e>>20+1)*(x2>>12)+(e>>8)&0xfff, w, k)
-		e = tab[x3&0xfff]
-		o[3] = byte(e)
-		x3, k = renorm8((e>>20+1)*(x3>>12)+(e>>8)&0xfff, w, k)
-		p += int(k)
-	}
-	st[0], st[1], st[2], st[3] = x0, x1, x2, x3
-	r.p = p
-	return i
-}
-
-// renorm8 is the RansRenormNx16 step (CRAMcodecs section 3.2) reading at
-// offset k of an 8-byte window. Go compiles the condition to a branch (it
-// emits no conditional move for a value that feeds a table index); a
-// branch-free mask select measured slower here, unlike in rans4x8.
-func renorm8(x uint32, w *[8]byte, k uint) (uint32, uint) {
-	y := x<<16 | uint32(w[k&7]) | uint32(w[(k+1)&7])<<8
+// renorm is RansRenormNx16 (CRAMcodecs section 3.2) reading at offset k
+// of a 16-byte window, of which a round of 4 or 8 symbols consumes at
+// most 16 bytes. Go compiles the condition to a branch (it emits no
+// conditional move for a value that feeds a load address); a 16-bit
+// renormalisation is rare enough for the branch to predict well, and a
+// branch-free mask select measured slower, unlike in rans4x8.
+func renorm(x uint32, w *[16]byte, k uint) (uint32, uint) {
+	y := x<<16 | uint32(w[k&15]) | uint32(w[(k+1)&15])<<8
 	k2 := k + 2
 	if x < ransL {
 		x, k = y, k2
@@ -122,19 +55,107 @@ func renorm8(x uint32, w *[8]byte, k uint) (uint32, uint) {
 	return x, k
 }
 
-// o0Fast32 is o0Fast4 for 32 interleaved states: one flat loop over the
-// symbols with the states in memory, each renormalisation checking for two
-// input bytes. It stops at the first state that needs bytes beyond the
-// input, leaving the error to the caller's tail loop.
-func o0Fast32(tab *[4096]uint32, st *[32]uint32, r *reader, out []byte) int {
+// decodeO0 implements RansDecodeNx16_0 (CRAMcodecs section 3.3) into out:
+// symbol i from state i mod N. t is working memory for the table.
+func decodeO0(out, src []byte, N int, t *o0Table) error {
+	r := &reader{b: src}
+	if err := readFreqO0(r, t); err != nil {
+		return err
+	}
+	var st [32]uint32
+	if err := readStates(r, st[:N]); err != nil {
+		return err
+	}
+	var i int
+	if N == 4 {
+		var p int
+		i, p = o0Fast4(t, &st, r.b, r.p, out)
+		if i < len(out)-7 {
+			// Fewer than 16 input bytes are left: run the fast loop
+			// on a zero-padded copy, which can only overrun the input
+			// by reading padding, then check that it did not.
+			var pad [32]byte
+			rem := copy(pad[:16], r.b[p:])
+			d, q := o0Fast4(t, &st, pad[:rem+16], 0, out[i:])
+			if q > rem {
+				return fmt.Errorf("%w: rANS input exhausted at offset %d", ErrCorrupt, len(r.b))
+			}
+			i += d
+			p += q
+		}
+		r.p = p
+	} else {
+		i = o0Fast32(t, &st, r, out)
+	}
+	// Slow tail: symbol i from state i mod N, with bounds checks.
+	for ; i < len(out); i++ {
+		j := i % N
+		x := st[j]
+		m := x & 0xfff
+		out[i] = t.sym[m]
+		x, err := renormSafe(uint32(t.freq[m])*(x>>12)+uint32(t.base[m]), r)
+		if err != nil {
+			return err
+		}
+		st[j] = x
+	}
+	return nil
+}
+
+// o0Fast4 decodes groups of 8 symbols (two rounds of the 4 states) into
+// out while 16 input bytes remain at offset p of src (the most a group
+// consumes); it returns how many symbols it decoded and the new input
+// offset.
+func o0Fast4(t *o0Table, st *[32]uint32, src []byte, p int, out []byte) (int, int) {
+	x0, x1, x2, x3 := st[0], st[1], st[2], st[3]
+	i := 0
+	for ; i <= len(out)-8 && p >= 0 && p <= len(src)-16; i += 8 {
+		o := (*[8]byte)(out[i : i+8])
+		w := (*[16]byte)(src[p : p+16])
+		k := uint(0)
+		m := x0 & 0xfff
+		o[0] = t.sym[m]
+		x0, k = renorm(uint32(t.freq[m])*(x0>>12)+uint32(t.base[m]), w, k)
+		m = x1 & 0xfff
+		o[1] = t.sym[m]
+		x1, k = renorm(uint32(t.freq[m])*(x1>>12)+uint32(t.base[m]), w, k)
+		m = x2 & 0xfff
+		o[2] = t.sym[m]
+		x2, k = renorm(uint32(t.freq[m])*(x2>>12)+uint32(t.base[m]), w, k)
+		m = x3 & 0xfff
+		o[3] = t.sym[m]
+		x3, k = renorm(uint32(t.freq[m])*(x3>>12)+uint32(t.base[m]), w, k)
+		m = x0 & 0xfff
+		o[4] = t.sym[m]
+		x0, k = renorm(uint32(t.freq[m])*(x0>>12)+uint32(t.base[m]), w, k)
+		m = x1 & 0xfff
+		o[5] = t.sym[m]
+		x1, k = renorm(uint32(t.freq[m])*(x1>>12)+uint32(t.base[m]), w, k)
+		m = x2 & 0xfff
+		o[6] = t.sym[m]
+		x2, k = renorm(uint32(t.freq[m])*(x2>>12)+uint32(t.base[m]), w, k)
+		m = x3 & 0xfff
+		o[7] = t.sym[m]
+		x3, k = renorm(uint32(t.freq[m])*(x3>>12)+uint32(t.base[m]), w, k)
+		p += int(k)
+	}
+	st[0], st[1], st[2], st[3] = x0, x1, x2, x3
+	return i, p
+}
+
+// o0Fast32 is the order-0 main loop for 32 interleaved states: one flat
+// loop over the symbols with the states in memory, each renormalisation
+// checking for two input bytes. It stops at the first state that needs
+// bytes beyond the input, leaving the error to the caller's tail loop.
+func o0Fast32(t *o0Table, st *[32]uint32, r *reader, out []byte) int {
 	src := r.b
 	p := r.p
 	i := 0
 	for ; i < len(out); i++ {
 		j := i & 31
 		x := st[j]
-		e := tab[x&0xfff]
-		x = (e>>20+1)*(x>>12) + (e>>8)&0xfff
+		m := x & 0xfff
+		x = uint32(t.freq[m])*(x>>12) + uint32(t.base[m])
 		if x < ransL {
 			if p < 0 || p >= len(src)-1 {
 				break
@@ -142,41 +163,112 @@ func o0Fast32(tab *[4096]uint32, st *[32]uint32, r *reader, out []byte) int {
 			x = x<<16 | uint32(src[p]) | uint32(src[p+1])<<8
 			p += 2
 		}
-		out[i] = byte(e)
+		out[i] = t.sym[m]
 		st[j] = x
 	}
 	r.p = p
 	return i
 }
 
-// decodeO1 implements RansDecodeNx16_1 (CRAMcodecs section 3.4): state j
-// decodes the j-th of N equal segments with its previous symbol as context,
-// and state N-1 also decodes the remainder.
-func decodeO1(src []byte, n, N int) ([]byte, error) {
-	if n < 0 || n > MaxSize {
-		return nil, fmt.Errorf("%w: order-1 size %d out of range", ErrCorrupt, n)
+// renormMask is renorm with the choice made by a mask (m is all ones
+// exactly when x < ransL, computed in 64 bits so that it holds for any
+// x). It lengthens each state's dependency chain, so the branch is usually
+// faster; see o1Fast4x10Mask for where it is not.
+func renormMask(x uint32, w *[16]byte, k uint) (uint32, uint) {
+	m := uint32(int64(uint64(x)-ransL) >> 63)
+	y := x<<16 | uint32(w[k&15]) | uint32(w[(k+1)&15])<<8
+	x ^= (x ^ y) & m
+	k += uint(m & 2)
+	return x, k
+}
+
+// o1Kind selects an order-1 main loop.
+type o1Kind int
+
+const (
+	fast4x10 o1Kind = iota
+	fast4x10Mask
+	fast4x12
+	row10
+	row10Mask
+	row12
+)
+
+// o1Run runs the main loop kind from row i (with direct calls, so that
+// escape analysis keeps the caller's state on the stack) and returns the
+// row reached.
+func o1Run(kind o1Kind, t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, i, q int) int {
+	switch kind {
+	case fast4x10:
+		return o1Fast4x10(t, st, ctx, r, out, i, q)
+	case fast4x10Mask:
+		return o1Fast4x10Mask(t, st, ctx, r, out, i, q)
+	case fast4x12:
+		return o1Fast4x12(t, st, ctx, r, out, i, q)
+	case row10:
+		return o1Row10(t, st, ctx, r, out, i, q)
+	case row10Mask:
+		return o1Row10Mask(t, st, ctx, r, out, i, q)
+	default:
+		return o1Row12(t, st, ctx, r, out, i, q)
 	}
+}
+
+// decodeO1 implements RansDecodeNx16_1 (CRAMcodecs section 3.4) into out:
+// state j decodes the j-th of N equal segments with its previous symbol as
+// context, and state N-1 also decodes the remainder. rle tells that the
+// data are RLE literals (see o1Fast4x10Mask). s is working memory.
+func decodeO1(out, src []byte, N int, rle bool, s *scratch) error {
+	if s.o1 == nil {
+		s.o1 = new(o1Tables)
+	}
+	t := s.o1
 	r := &reader{b: src}
-	t := new(o1Tables)
-	if err := readFreqO1(r, t); err != nil {
-		return nil, err
+	if err := readFreqO1(r, t, s); err != nil {
+		return err
 	}
 	var st [32]uint32
 	if err := readStates(r, st[:N]); err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]byte, n)
+	n := len(out)
 	q := n / N
 	var ctx [32]uint8
 	// k counts the symbols decoded in row order: row k/N, state k%N.
 	var k int
-	switch {
-	case N == 4 && t.tfBits == 12:
-		k = 4 * o1Fast4x12(t, &st, &ctx, r, out, q)
-	case N == 4:
-		k = 4 * o1Fast4x10(t, &st, &ctx, r, out, q)
-	default:
-		k = o1FastN(t, &st, &ctx, r, out, q, N)
+	if N == 4 || N == 32 && q > 0 {
+		// Pick the main loop (see o1Fast4x10Mask and o1Row10Mask).
+		var kind o1Kind
+		highEntropy := 16*int64(r.remaining()) > 5*int64(n)
+		switch {
+		case N == 4 && t.tfBits == 12:
+			kind = fast4x12
+		case N == 4 && rle && highEntropy:
+			kind = fast4x10Mask
+		case N == 4:
+			kind = fast4x10
+		case t.tfBits == 12:
+			kind = row12
+		case highEntropy:
+			kind = row10Mask
+		default:
+			kind = row10
+		}
+		i := o1Run(kind, t, &st, &ctx, r, out, 0, q)
+		if i < q {
+			// Fewer than 64 input bytes are left: run the loop on a
+			// zero-padded copy, which can only overrun the input by
+			// reading padding, then check that it did not.
+			var pad [128]byte
+			rem := copy(pad[:64], r.b[r.p:])
+			pr := reader{b: pad[:rem+64]}
+			i = o1Run(kind, t, &st, &ctx, &pr, out, i, q)
+			if pr.p > rem {
+				return fmt.Errorf("%w: rANS input exhausted at offset %d", ErrCorrupt, len(r.b))
+			}
+			r.p += pr.p
+		}
+		k = N * i
 	}
 	// The fast loops do not check contexts; when some context lacks a
 	// table, check the ones they used: 0, then each segment's symbols
@@ -195,27 +287,29 @@ func decodeO1(src []byte, n, N int) ([]byte, error) {
 				used |= t.absent[c]
 			}
 			if used != 0 {
-				return nil, fmt.Errorf("%w: order-1 data uses a context with no frequency table", ErrCorrupt)
+				return fmt.Errorf("%w: order-1 data uses a context with no frequency table", ErrCorrupt)
 			}
 		}
 	}
 	// Slow path: finish the segments, then the remainder with state N-1.
-	mask := uint32(1)<<t.tfBits - 1
 	step := func(j, pos int) error {
-		l := ctx[j]
+		l := int(ctx[j])
 		if t.absent[l] != 0 {
 			return fmt.Errorf("%w: order-1 context %d has no frequency table (output offset %d)", ErrCorrupt, l, pos)
 		}
 		x := st[j]
-		var e uint32
-		if t.tfBits == 12 {
-			e = t.t12[l][x&mask]
+		var c byte
+		if t.tfBits == 10 {
+			e := t.t10[l<<10|int(x&0x3ff)]
+			c = byte(e)
+			x = (e>>20+1)*(x>>10) + (e>>8)&0x3ff
 		} else {
-			e = t.t10[l][x&mask]
+			e := t.rows12[l][x&0xfff]
+			c = byte(e)
+			x = (e>>20+1)*(x>>12) + (e>>8)&0xfff
 		}
-		out[pos] = byte(e)
-		ctx[j] = byte(e)
-		x = (e>>20+1)*(x>>t.tfBits) + (e>>8)&mask
+		out[pos] = c
+		ctx[j] = c
 		x, err := renormSafe(x, r)
 		st[j] = x
 		return err
@@ -223,21 +317,25 @@ func decodeO1(src []byte, n, N int) ([]byte, error) {
 	for ; k < N*q; k++ {
 		j := k % N
 		if err := step(j, j*q+k/N); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for pos := N * q; pos < n; pos++ {
 		if err := step(N-1, pos); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
-// o1Fast4x12 runs the main order-1 loop for 4 states and 12-bit tables
-// while 8 input bytes remain; it returns the number of symbols decoded per
-// segment. Contexts are not checked (see decodeO1).
-func o1Fast4x12(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, q int) int {
+// o1Fast4x10 runs the order-1 main loop for 4 states and 10-bit tables
+// over the 4 segments of q symbols, from position i of each, two rounds of
+// 4 symbols at a time while 16 input bytes remain (the most two rounds
+// consume; two rounds per iteration measured 5-35% faster than one); it
+// returns the position reached in each segment and leaves the states,
+// contexts and input offset for the tail. Contexts are not checked (see
+// decodeO1).
+func o1Fast4x10(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, i, q int) int {
 	x0, x1, x2, x3 := st[0], st[1], st[2], st[3]
 	l0, l1, l2, l3 := ctx[0], ctx[1], ctx[2], ctx[3]
 	s0 := out[0:q]
@@ -246,68 +344,43 @@ func o1Fast4x12(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []by
 	s3 := out[3*q : 4*q][:len(s0)]
 	src := r.b
 	p := r.p
-	i := 0
 	var e uint32
-	tabs := &t.t12
-	for ; i < len(s0) && p >= 0 && p <= len(src)-8; i++ {
-		w := (*[8]byte)(src[p : p+8])
-		k := uint(0)
-		e = tabs[l0][x0&0xfff]
-		l0 = uint8(e)
-		s0[i] = l0
-		x0, k = renorm8((e>>20+1)*(x0>>12)+(e>>8)&0xfff, w, k)
-		e = tabs[l1][x1&0xfff]
-		l1 = uint8(e)
-		s1[i] = l1
-		x1, k = renorm8((e>>20+1)*(x1>>12)+(e>>8)&0xfff, w, k)
-		e = tabs[l2][x2&0xfff]
-		l2 = uint8(e)
-		s2[i] = l2
-		x2, k = renorm8((e>>20+1)*(x2>>12)+(e>>8)&0xfff, w, k)
-		e = tabs[l3][x3&0xfff]
-		l3 = uint8(e)
-		s3[i] = l3
-		x3, k = renorm8((e>>20+1)*(x3>>12)+(e>>8)&0xfff, w, k)
-		p += int(k)
-	}
-	st[0], st[1], st[2], st[3] = x0, x1, x2, x3
-	ctx[0], ctx[1], ctx[2], ctx[3] = l0, l1, l2, l3
-	r.p = p
-	return i
-}
-
-// o1Fast4x10 is o1Fast4x12 for 10-bit tables.
-func o1Fast4x10(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, q int) int {
-	x0, x1, x2, x3 := st[0], st[1], st[2], st[3]
-	l0, l1, l2, l3 := ctx[0], ctx[1], ctx[2], ctx[3]
-	s0 := out[0:q]
-	s1 := out[q : 2*q][:len(s0)]
-	s2 := out[2*q : 3*q][:len(s0)]
-	s3 := out[3*q : 4*q][:len(s0)]
-	src := r.b
-	p := r.p
-	i := 0
-	var e uint32
-	tabs := &t.t10
-	for ; i < len(s0) && p >= 0 && p <= len(src)-8; i++ {
-		w := (*[8]byte)(src[p : p+8])
+	tabs := &t.rows10
+	for ; i >= 0 && i < len(s0)-1 && p >= 0 && p <= len(src)-16; i += 2 {
+		w := (*[16]byte)(src[p : p+16])
 		k := uint(0)
 		e = tabs[l0][x0&0x3ff]
 		l0 = uint8(e)
 		s0[i] = l0
-		x0, k = renorm8((e>>20+1)*(x0>>10)+(e>>8)&0x3ff, w, k)
+		x0, k = renorm((e>>20+1)*(x0>>10)+(e>>8)&0x3ff, w, k)
 		e = tabs[l1][x1&0x3ff]
 		l1 = uint8(e)
 		s1[i] = l1
-		x1, k = renorm8((e>>20+1)*(x1>>10)+(e>>8)&0x3ff, w, k)
+		x1, k = renorm((e>>20+1)*(x1>>10)+(e>>8)&0x3ff, w, k)
 		e = tabs[l2][x2&0x3ff]
 		l2 = uint8(e)
 		s2[i] = l2
-		x2, k = renorm8((e>>20+1)*(x2>>10)+(e>>8)&0x3ff, w, k)
+		x2, k = renorm((e>>20+1)*(x2>>10)+(e>>8)&0x3ff, w, k)
 		e = tabs[l3][x3&0x3ff]
 		l3 = uint8(e)
 		s3[i] = l3
-		x3, k = renorm8((e>>20+1)*(x3>>10)+(e>>8)&0x3ff, w, k)
+		x3, k = renorm((e>>20+1)*(x3>>10)+(e>>8)&0x3ff, w, k)
+		e = tabs[l0][x0&0x3ff]
+		l0 = uint8(e)
+		s0[i+1] = l0
+		x0, k = renorm((e>>20+1)*(x0>>10)+(e>>8)&0x3ff, w, k)
+		e = tabs[l1][x1&0x3ff]
+		l1 = uint8(e)
+		s1[i+1] = l1
+		x1, k = renorm((e>>20+1)*(x1>>10)+(e>>8)&0x3ff, w, k)
+		e = tabs[l2][x2&0x3ff]
+		l2 = uint8(e)
+		s2[i+1] = l2
+		x2, k = renorm((e>>20+1)*(x2>>10)+(e>>8)&0x3ff, w, k)
+		e = tabs[l3][x3&0x3ff]
+		l3 = uint8(e)
+		s3[i+1] = l3
+		x3, k = renorm((e>>20+1)*(x3>>10)+(e>>8)&0x3ff, w, k)
 		p += int(k)
 	}
 	st[0], st[1], st[2], st[3] = x0, x1, x2, x3
@@ -316,69 +389,230 @@ func o1Fast4x10(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []by
 	return i
 }
 
-// o1FastN is the main order-1 loop for N (32) states: one flat loop over
-// the symbols in row order (row k/32 of the segments, state k%32) with the
-// states in memory, each renormalisation checking for two input bytes. It
-// returns the number of symbols decoded, stopping before the first one
-// that would read past the input. Contexts are not checked (see decodeO1).
-func o1FastN(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, q, N int) int {
-	if N != 32 || q <= 0 || len(out) < N*q {
-		return 0
-	}
-	if t.tfBits == 12 {
-		return o1Flat12(&t.t12, st, ctx, r, out, q)
-	}
-	return o1Flat10(&t.t10, st, ctx, r, out, q)
-}
-
-// o1Flat12 is o1FastN for 12-bit tables.
-func o1Flat12(tabs *[256]*[4096]uint32, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, q int) int {
+// o1Fast4x10Mask is o1Fast4x10 with renormMask. On RLE literals above
+// about 2.5 bits per symbol (the quality stream of htscodecs' default CRAM
+// 3.1 profile: 1.5 MB of qualities become 0.42 MB of RLE+PACK literals)
+// the branch mispredicts often enough for the mask to win by about 13%;
+// on other data, even of similar entropy, the branch won in every
+// measurement. (Its different shape, a flat table index and a 16-byte
+// window, also measured faster for it: the compiler's register
+// allocation is fickle in these loops.)
+func o1Fast4x10Mask(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, i, q int) int {
+	x0, x1, x2, x3 := st[0], st[1], st[2], st[3]
+	l0, l1, l2, l3 := uint(ctx[0]), uint(ctx[1]), uint(ctx[2]), uint(ctx[3])
+	s0 := out[0:q]
+	s1 := out[q : 2*q][:len(s0)]
+	s2 := out[2*q : 3*q][:len(s0)]
+	s3 := out[3*q : 4*q][:len(s0)]
 	src := r.b
 	p := r.p
-	k := 0
-	for ; k < 32*q; k++ {
-		j := k & 31
-		l := ctx[j]
-		x := st[j]
-		e := tabs[l][x&0xfff]
-		x = (e>>20+1)*(x>>12) + (e>>8)&0xfff
-		if x < ransL {
-			if p < 0 || p >= len(src)-1 {
-				break
-			}
-			x = x<<16 | uint32(src[p]) | uint32(src[p+1])<<8
-			p += 2
-		}
-		st[j] = x
-		ctx[j] = uint8(e)
-		out[j*q+k>>5] = uint8(e)
+	tab := t.t10
+	for ; i >= 0 && i < len(s0) && p >= 0 && p <= len(src)-16; i++ {
+		w := (*[16]byte)(src[p : p+16])
+		k := uint(0)
+		e := tab[(l0<<10|uint(x0&0x3ff))&(256<<10-1)]
+		l0 = uint(uint8(e))
+		s0[i] = uint8(e)
+		x0, k = renormMask((e>>20+1)*(x0>>10)+(e>>8)&0x3ff, w, k)
+		e = tab[(l1<<10|uint(x1&0x3ff))&(256<<10-1)]
+		l1 = uint(uint8(e))
+		s1[i] = uint8(e)
+		x1, k = renormMask((e>>20+1)*(x1>>10)+(e>>8)&0x3ff, w, k)
+		e = tab[(l2<<10|uint(x2&0x3ff))&(256<<10-1)]
+		l2 = uint(uint8(e))
+		s2[i] = uint8(e)
+		x2, k = renormMask((e>>20+1)*(x2>>10)+(e>>8)&0x3ff, w, k)
+		e = tab[(l3<<10|uint(x3&0x3ff))&(256<<10-1)]
+		l3 = uint(uint8(e))
+		s3[i] = uint8(e)
+		x3, k = renormMask((e>>20+1)*(x3>>10)+(e>>8)&0x3ff, w, k)
+		p += int(k)
 	}
+	st[0], st[1], st[2], st[3] = x0, x1, x2, x3
+	ctx[0], ctx[1], ctx[2], ctx[3] = uint8(l0), uint8(l1), uint8(l2), uint8(l3)
 	r.p = p
-	return k
+	return i
 }
 
-// o1Flat10 is o1FastN for 10-bit tables.
-func o1Flat10(tabs *[256]*[1024]uint32, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, q int) int {
+// o1Fast4x12 is o1Fast4x10 for 12-bit tables.
+func o1Fast4x12(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, i, q int) int {
+	x0, x1, x2, x3 := st[0], st[1], st[2], st[3]
+	l0, l1, l2, l3 := ctx[0], ctx[1], ctx[2], ctx[3]
+	s0 := out[0:q]
+	s1 := out[q : 2*q][:len(s0)]
+	s2 := out[2*q : 3*q][:len(s0)]
+	s3 := out[3*q : 4*q][:len(s0)]
 	src := r.b
 	p := r.p
-	k := 0
-	for ; k < 32*q; k++ {
-		j := k & 31
-		l := ctx[j]
-		x := st[j]
-		e := tabs[l][x&0x3ff]
-		x = (e>>20+1)*(x>>10) + (e>>8)&0x3ff
-		if x < ransL {
-			if p < 0 || p >= len(src)-1 {
-				break
-			}
-			x = x<<16 | uint32(src[p]) | uint32(src[p+1])<<8
-			p += 2
+	var e uint32
+	tabs := &t.rows12
+	for ; i >= 0 && i < len(s0)-1 && p >= 0 && p <= len(src)-16; i += 2 {
+		w := (*[16]byte)(src[p : p+16])
+		k := uint(0)
+		e = tabs[l0][x0&0xfff]
+		l0 = uint8(e)
+		s0[i] = l0
+		x0, k = renorm((e>>20+1)*(x0>>12)+(e>>8)&0xfff, w, k)
+		e = tabs[l1][x1&0xfff]
+		l1 = uint8(e)
+		s1[i] = l1
+		x1, k = renorm((e>>20+1)*(x1>>12)+(e>>8)&0xfff, w, k)
+		e = tabs[l2][x2&0xfff]
+		l2 = uint8(e)
+		s2[i] = l2
+		x2, k = renorm((e>>20+1)*(x2>>12)+(e>>8)&0xfff, w, k)
+		e = tabs[l3][x3&0xfff]
+		l3 = uint8(e)
+		s3[i] = l3
+		x3, k = renorm((e>>20+1)*(x3>>12)+(e>>8)&0xfff, w, k)
+		e = tabs[l0][x0&0xfff]
+		l0 = uint8(e)
+		s0[i+1] = l0
+		x0, k = renorm((e>>20+1)*(x0>>12)+(e>>8)&0xfff, w, k)
+		e = tabs[l1][x1&0xfff]
+		l1 = uint8(e)
+		s1[i+1] = l1
+		x1, k = renorm((e>>20+1)*(x1>>12)+(e>>8)&0xfff, w, k)
+		e = tabs[l2][x2&0xfff]
+		l2 = uint8(e)
+		s2[i+1] = l2
+		x2, k = renorm((e>>20+1)*(x2>>12)+(e>>8)&0xfff, w, k)
+		e = tabs[l3][x3&0xfff]
+		l3 = uint8(e)
+		s3[i+1] = l3
+		x3, k = renorm((e>>20+1)*(x3>>12)+(e>>8)&0xfff, w, k)
+		p += int(k)
+	}
+	st[0], st[1], st[2], st[3] = x0, x1, x2, x3
+	ctx[0], ctx[1], ctx[2], ctx[3] = l0, l1, l2, l3
+	r.p = p
+	return i
+}
+
+// renorm64 is renorm over the 64-byte window of a row of 32 states.
+func renorm64(x uint32, w *[64]byte, k uint) (uint32, uint) {
+	y := x<<16 | uint32(w[k&63]) | uint32(w[(k+1)&63])<<8
+	k2 := k + 2
+	if x < ransL {
+		x, k = y, k2
+	}
+	return x, k
+}
+
+// o1Row10 runs the order-1 main loop for 32 states and 10-bit tables,
+// one row (a symbol of each of the 32 segments of q symbols) at a time
+// from row i, while 64 input bytes remain (the most a row consumes); it
+// returns the row reached and leaves the states, contexts and input
+// offset for the tail. Contexts are not checked (see decodeO1).
+func o1Row10(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, i, q int) int {
+	src := r.b
+	p := r.p
+	tabs := &t.rows10
+	for ; i >= 0 && i < q && p >= 0 && p <= len(src)-64; i++ {
+		w := (*[64]byte)(src[p : p+64])
+		k := uint(0)
+		o := out[i:]
+		for z := 0; z < 32; z += 4 {
+			s4 := (*[4]uint32)(st[z : z+4])
+			c4 := (*[4]uint8)(ctx[z : z+4])
+			x0, x1, x2, x3 := s4[0], s4[1], s4[2], s4[3]
+			e0 := tabs[c4[0]][x0&0x3ff]
+			e1 := tabs[c4[1]][x1&0x3ff]
+			e2 := tabs[c4[2]][x2&0x3ff]
+			e3 := tabs[c4[3]][x3&0x3ff]
+			c4[0], c4[1], c4[2], c4[3] = uint8(e0), uint8(e1), uint8(e2), uint8(e3)
+			o[z*q] = uint8(e0)
+			o[(z+1)*q] = uint8(e1)
+			o[(z+2)*q] = uint8(e2)
+			o[(z+3)*q] = uint8(e3)
+			x0, k = renorm64((e0>>20+1)*(x0>>10)+(e0>>8)&0x3ff, w, k)
+			x1, k = renorm64((e1>>20+1)*(x1>>10)+(e1>>8)&0x3ff, w, k)
+			x2, k = renorm64((e2>>20+1)*(x2>>10)+(e2>>8)&0x3ff, w, k)
+			x3, k = renorm64((e3>>20+1)*(x3>>10)+(e3>>8)&0x3ff, w, k)
+			s4[0], s4[1], s4[2], s4[3] = x0, x1, x2, x3
 		}
-		st[j] = x
-		ctx[j] = uint8(e)
-		out[j*q+k>>5] = uint8(e)
+		p += int(k)
 	}
 	r.p = p
-	return k
+	return i
+}
+
+// o1Row10Mask is o1Row10 with renormMask64. With 32 states, data above
+// about 2.5 bits per symbol measured faster with the mask (htscodecs'
+// q40+dir test data: 224 against 261 MB/s), data below it slower.
+func o1Row10Mask(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, i, q int) int {
+	src := r.b
+	p := r.p
+	tabs := &t.rows10
+	for ; i >= 0 && i < q && p >= 0 && p <= len(src)-64; i++ {
+		w := (*[64]byte)(src[p : p+64])
+		k := uint(0)
+		o := out[i:]
+		for z := 0; z < 32; z += 4 {
+			s4 := (*[4]uint32)(st[z : z+4])
+			c4 := (*[4]uint8)(ctx[z : z+4])
+			x0, x1, x2, x3 := s4[0], s4[1], s4[2], s4[3]
+			e0 := tabs[c4[0]][x0&0x3ff]
+			e1 := tabs[c4[1]][x1&0x3ff]
+			e2 := tabs[c4[2]][x2&0x3ff]
+			e3 := tabs[c4[3]][x3&0x3ff]
+			c4[0], c4[1], c4[2], c4[3] = uint8(e0), uint8(e1), uint8(e2), uint8(e3)
+			o[z*q] = uint8(e0)
+			o[(z+1)*q] = uint8(e1)
+			o[(z+2)*q] = uint8(e2)
+			o[(z+3)*q] = uint8(e3)
+			x0, k = renormMask64((e0>>20+1)*(x0>>10)+(e0>>8)&0x3ff, w, k)
+			x1, k = renormMask64((e1>>20+1)*(x1>>10)+(e1>>8)&0x3ff, w, k)
+			x2, k = renormMask64((e2>>20+1)*(x2>>10)+(e2>>8)&0x3ff, w, k)
+			x3, k = renormMask64((e3>>20+1)*(x3>>10)+(e3>>8)&0x3ff, w, k)
+			s4[0], s4[1], s4[2], s4[3] = x0, x1, x2, x3
+		}
+		p += int(k)
+	}
+	r.p = p
+	return i
+}
+
+// o1Row12 is o1Row10 for 12-bit tables.
+func o1Row12(t *o1Tables, st *[32]uint32, ctx *[32]uint8, r *reader, out []byte, i, q int) int {
+	src := r.b
+	p := r.p
+	tabs := &t.rows12
+	for ; i >= 0 && i < q && p >= 0 && p <= len(src)-64; i++ {
+		w := (*[64]byte)(src[p : p+64])
+		k := uint(0)
+		o := out[i:]
+		for z := 0; z < 32; z += 4 {
+			s4 := (*[4]uint32)(st[z : z+4])
+			c4 := (*[4]uint8)(ctx[z : z+4])
+			x0, x1, x2, x3 := s4[0], s4[1], s4[2], s4[3]
+			e0 := tabs[c4[0]][x0&0xfff]
+			e1 := tabs[c4[1]][x1&0xfff]
+			e2 := tabs[c4[2]][x2&0xfff]
+			e3 := tabs[c4[3]][x3&0xfff]
+			c4[0], c4[1], c4[2], c4[3] = uint8(e0), uint8(e1), uint8(e2), uint8(e3)
+			o[z*q] = uint8(e0)
+			o[(z+1)*q] = uint8(e1)
+			o[(z+2)*q] = uint8(e2)
+			o[(z+3)*q] = uint8(e3)
+			x0, k = renorm64((e0>>20+1)*(x0>>12)+(e0>>8)&0xfff, w, k)
+			x1, k = renorm64((e1>>20+1)*(x1>>12)+(e1>>8)&0xfff, w, k)
+			x2, k = renorm64((e2>>20+1)*(x2>>12)+(e2>>8)&0xfff, w, k)
+			x3, k = renorm64((e3>>20+1)*(x3>>12)+(e3>>8)&0xfff, w, k)
+			s4[0], s4[1], s4[2], s4[3] = x0, x1, x2, x3
+		}
+		p += int(k)
+	}
+	r.p = p
+	return i
+}
+
+// renormMask64 is renormMask over the 64-byte window of a row of 32
+// states.
+func renormMask64(x uint32, w *[64]byte, k uint) (uint32, uint) {
+	m := uint32(int64(uint64(x)-ransL) >> 63)
+	y := x<<16 | uint32(w[k&63]) | uint32(w[(k+1)&63])<<8
+	x ^= (x ^ y) & m
+	k += uint(m & 2)
+	return x, k
 }

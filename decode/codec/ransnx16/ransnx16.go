@@ -4,13 +4,16 @@
 // NOSZ, CAT, RLE and PACK transforms.
 //
 // The package is pure: no goroutines, no logging and no global mutable
-// state. It never panics on malformed input and bounds every allocation by
-// the caller's expected size, MaxSize, or the bytes actually present.
+// state beyond a sync.Pool of decode tables and transform buffers (a cache
+// with no observable behaviour). It never panics on malformed input and
+// bounds every allocation by the caller's expected size, MaxSize, or the
+// bytes actually present.
 package ransnx16
 
 import (
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // MaxSize is the largest decoded length accepted (CRAMcodecs section 3.6,
@@ -35,24 +38,78 @@ const (
 // maxStripeDepth bounds STRIPE recursion; real streams nest at most once.
 const maxStripeDepth = 4
 
+// scratch is the per-call working memory of a decode: decode tables and
+// the buffers between the entropy coder and the RLE and PACK transforms.
+// Scratches are recycled through scratchPool; every user overwrites what
+// it reads (see o0Table and o1Tables), so no state leaks between calls.
+type scratch struct {
+	o0      o0Table
+	o1      *o1Tables // allocated on first order-1 use
+	lit     []byte    // entropy-coded data before RLE or PACK
+	mid     []byte    // RLE output before PACK
+	rleMeta []byte    // decoded RLE metadata
+	freqTab []byte    // decoded order-1 frequency table
+	stripe  []byte    // one STRIPE sub-stream
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// sized returns *b resized to n bytes, reallocating only when its capacity
+// is short. The contents are unspecified.
+func sized(b *[]byte, n int) []byte {
+	if cap(*b) < n {
+		*b = make([]byte, n)
+	}
+	return (*b)[:n]
+}
+
+// grow returns dst extended by n bytes, reallocating (and copying dst)
+// only when its capacity is short.
+func grow(dst []byte, n int) []byte {
+	if cap(dst)-len(dst) >= n {
+		return dst[:len(dst)+n]
+	}
+	b := make([]byte, len(dst)+n)
+	copy(b, dst)
+	return b
+}
+
 // Decode decodes one rANS Nx16 stream (CRAM block method 5, CRAMcodecs
-// section 3.6). rawSize is the expected decoded length (from the CRAM block
-// header), or -1 when unknown; the stored length must agree with it when
-// given and never exceeds MaxSize. A stream with the NOSZ flag carries no
-// length, so rawSize is then required.
+// section 3.6) into a new slice; it is AppendDecode(nil, src, rawSize).
 func Decode(src []byte, rawSize int) ([]byte, error) {
+	return AppendDecode(nil, src, rawSize)
+}
+
+// AppendDecode decodes one rANS Nx16 stream (CRAM block method 5,
+// CRAMcodecs section 3.6) and appends the decoded bytes to dst, returning
+// the extended slice. It allocates only when dst lacks the capacity (or,
+// once per pool refill, for its working memory); the spare capacity of
+// dst must not overlap src. rawSize is the expected decoded length (from
+// the CRAM block header), or -1 when unknown; the stored length must agree
+// with it when given and never exceeds MaxSize. A stream with the NOSZ
+// flag carries no length, so rawSize is then required. On error the
+// returned slice is dst unchanged in length (its spare capacity may have
+// been written).
+func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
 	if rawSize > MaxSize {
-		return nil, fmt.Errorf("%w: expected size %d exceeds maximum %d", ErrCorrupt, rawSize, MaxSize)
+		return dst, fmt.Errorf("%w: expected size %d exceeds maximum %d", ErrCorrupt, rawSize, MaxSize)
 	}
 	if rawSize < -1 {
-		return nil, fmt.Errorf("%w: invalid expected size %d", ErrCorrupt, rawSize)
+		return dst, fmt.Errorf("%w: invalid expected size %d", ErrCorrupt, rawSize)
 	}
-	return decodeStream(src, rawSize, 0)
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
+	out, err := decodeStream(dst, src, rawSize, 0, s)
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
 }
 
 // decodeStream implements RansDecodeNx16 (CRAMcodecs section 3.6) for one
-// stream occupying src. want is the required output length or -1.
-func decodeStream(src []byte, want int, depth int) ([]byte, error) {
+// stream occupying src, appending the output to dst. want is the required
+// output length or -1. s holds the working memory.
+func decodeStream(dst, src []byte, want int, depth int, s *scratch) ([]byte, error) {
 	r := reader{b: src}
 	flags, err := r.u8()
 	if err != nil {
@@ -62,7 +119,7 @@ func decodeStream(src []byte, want int, depth int) ([]byte, error) {
 	if flags&flagStripe != 0 {
 		// htscodecs always stores the total length before a stripe
 		// table, whatever NOSZ says.
-		return decodeStripe(&r, want, depth)
+		return decodeStripe(dst, &r, want, depth, s)
 	}
 
 	var n int
@@ -98,55 +155,83 @@ func decodeStream(src []byte, want int, depth int) ([]byte, error) {
 		}
 		dataLen = pk.packedLen
 	}
+	rle := flags&flagRLE != 0
 	var rl rleMeta
-	if flags&flagRLE != 0 {
-		if rl, err = readRLEMeta(&r, dataLen, nstates); err != nil {
+	if rle {
+		if rl, err = readRLEMeta(&r, dataLen, nstates, s); err != nil {
 			return nil, err
 		}
 		dataLen = rl.litLen
 	}
-
-	// Entropy-coded (or raw) data.
-	var data []byte
-	switch {
-	case r.remaining() == 0:
+	// With more than 16 symbols PACK stores the data as is.
+	pack := flags&flagPack != 0 && pk.perByte != 1
+	empty := r.remaining() == 0
+	if empty {
 		// htscodecs treats an empty payload as empty data.
-		data = nil
+		dataLen = 0
+	}
+
+	base := len(dst)
+	dst = grow(dst, n)
+	out := dst[base:]
+
+	// The entropy coder writes straight into out when no transform
+	// follows, else into scratch (or, for CAT, the input is used as is).
+	var data []byte
+	if !rle && !pack {
+		if dataLen != n {
+			return nil, fmt.Errorf("%w: decoded %d bytes, stream declares %d", ErrCorrupt, dataLen, n)
+		}
+		data = out
+	} else if flags&flagCat == 0 {
+		data = sized(&s.lit, dataLen)
+	}
+	switch {
+	case empty:
 	case flags&flagCat != 0:
 		if dataLen > r.remaining() {
 			return nil, fmt.Errorf("%w: CAT data needs %d bytes, %d left at offset %d", ErrCorrupt, dataLen, r.remaining(), r.p)
 		}
-		data = make([]byte, dataLen)
-		copy(data, r.b[r.p:])
+		if data != nil {
+			copy(data, r.b[r.p:])
+		} else {
+			data = r.b[r.p : r.p+dataLen]
+		}
 	case flags&flagOrder != 0:
-		data, err = decodeO1(r.b[r.p:], dataLen, nstates)
+		err = decodeO1(data, r.b[r.p:], nstates, rle, s)
 	default:
-		data, err = decodeO0(r.b[r.p:], dataLen, nstates)
+		err = decodeO0(data, r.b[r.p:], nstates, &s.o0)
 	}
 	if err != nil {
 		return nil, err
 	}
 
-	if flags&flagRLE != 0 {
-		lim := n
-		if data, err = unRLE(data, &rl, lim); err != nil {
+	if rle {
+		target := out
+		if pack {
+			target = sized(&s.mid, n)
+		}
+		j, err := unRLE(target, data, &rl)
+		if err != nil {
+			return nil, err
+		}
+		if !pack && j != n {
+			return nil, fmt.Errorf("%w: decoded %d bytes, stream declares %d", ErrCorrupt, j, n)
+		}
+		data = target[:j]
+	}
+	if pack {
+		if err := unpack(out, data, &pk); err != nil {
 			return nil, err
 		}
 	}
-	if flags&flagPack != 0 {
-		if data, err = unpack(data, &pk, n); err != nil {
-			return nil, err
-		}
-	}
-	if len(data) != n {
-		return nil, fmt.Errorf("%w: decoded %d bytes, stream declares %d", ErrCorrupt, len(data), n)
-	}
-	return data, nil
+	return dst, nil
 }
 
 // decodeStripe implements RansDecodeStripe (CRAMcodecs section 3.5): N
-// sub-streams whose bytes interleave as out[i*N+j] = T_j[i].
-func decodeStripe(r *reader, want int, depth int) ([]byte, error) {
+// sub-streams whose bytes interleave as out[i*N+j] = T_j[i], appended to
+// dst.
+func decodeStripe(dst []byte, r *reader, want int, depth int, s *scratch) ([]byte, error) {
 	if depth >= maxStripeDepth {
 		return nil, fmt.Errorf("%w: STRIPE nested deeper than %d", ErrCorrupt, maxStripeDepth)
 	}
@@ -185,24 +270,36 @@ func decodeStripe(r *reader, want int, depth int) ([]byte, error) {
 	if total > r.remaining() {
 		return nil, fmt.Errorf("%w: stripes need %d bytes, %d left at offset %d", ErrCorrupt, total, r.remaining(), r.p)
 	}
-	out := make([]byte, n)
+	base := len(dst)
+	dst = grow(dst, n)
+	out := dst[base:]
+	// The sub-streams decode with their own working memory into
+	// s.stripe, one at a time, and are scattered into out.
+	sub := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sub)
 	p := r.p
 	for j := 0; j < N; j++ {
 		ulen := n / N
 		if n%N > j {
 			ulen++
 		}
-		sub, err := decodeStream(r.b[p:p+clen[j]], ulen, depth+1)
+		t, err := decodeStream(s.stripe[:0], r.b[p:p+clen[j]], ulen, depth+1, sub)
 		if err != nil {
 			return nil, fmt.Errorf("stripe %d of %d: %w", j, N, err)
 		}
-		// len(sub) == ulen was checked by decodeStream.
-		for i, b := range sub {
-			out[i*N+j] = b
+		s.stripe = t[:0]
+		// len(t) == ulen was checked by decodeStream, and
+		// (ulen-1)*N+j < n.
+		if len(t) > 0 {
+			o := out[j:]
+			o = o[:(len(t)-1)*N+1]
+			for i, b := range t {
+				o[i*N] = b
+			}
 		}
 		p += clen[j]
 	}
-	return out, nil
+	return dst, nil
 }
 
 // reader is a bounds-checked cursor over a byte slice.

@@ -39,6 +39,42 @@ func TestCorpusVectors(t *testing.T) {
 	}
 }
 
+// TestAppendDecode decodes every corpus vector with AppendDecode after a
+// prefix, into spare capacity (which must be used in place) and into a
+// full slice (which must be reallocated), twice over so that recycled
+// tables and buffers are exercised, and checks the prefix and the output.
+func TestAppendDecode(t *testing.T) {
+	dir := corpus.Dir(t)
+	prefix := []byte("prefix\x00\xff")
+	for round := 0; round < 2; round++ {
+		for _, v := range corpus.DecodableCodecVectors(t, dir, "ransNx16") {
+			src, err := os.ReadFile(filepath.Join(dir, v.Compressed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := v.Expected(t, dir)
+			for _, spare := range []int{len(want) + 7, 0} {
+				dst := make([]byte, len(prefix), len(prefix)+spare)
+				copy(dst, prefix)
+				// Garbage in the spare capacity must not leak into the output.
+				for i := len(dst); i < cap(dst); i++ {
+					dst[:cap(dst)][i] = 0xa5
+				}
+				got, err := AppendDecode(dst, src, len(want))
+				if err != nil {
+					t.Fatalf("%s: %v", v.Compressed, err)
+				}
+				if !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], want) {
+					t.Fatalf("%s (spare %d): prefix or output differs", v.Compressed, spare)
+				}
+				if inPlace := &got[0] == &dst[0]; inPlace != (spare > 0 || len(want) == 0) {
+					t.Fatalf("%s (spare %d): decoded in place = %v", v.Compressed, spare, inPlace)
+				}
+			}
+		}
+	}
+}
+
 // TestTruncated checks that every proper prefix of a few real streams fails
 // cleanly (never a panic, never a silently short result).
 func TestTruncated(t *testing.T) {
@@ -68,6 +104,7 @@ var handMade = []struct {
 	ok      bool
 }{
 	{"empty", []byte{0x00, 0x00}, -1, "", true},
+	{"empty with a truncated table", []byte{0x00, 0x00, '0'}, 0, "", false},
 	{"cat", []byte{0x20, 0x03, 'a', 'b', 'c'}, -1, "abc", true},
 	{"cat order bit ignored", []byte{0x21, 0x03, 'a', 'b', 'c'}, 3, "abc", true},
 	{"cat short", []byte{0x20, 0x04, 'a', 'b', 'c'}, -1, "", false},
@@ -83,6 +120,8 @@ var handMade = []struct {
 	{"rle run too long", []byte{0x60, 0x06, 0x09, 0x03, 0x01, 'a', 0x05, 0x00, 'a', 'b', 'a'}, -1, "", false},
 	{"rle cat runs", []byte{0x60, 0x06, 0x09, 0x03, 0x01, 'a', 0x03, 0x00, 'a', 'b', 'a'}, -1, "aaaaba", true},
 	{"rle runs missing", []byte{0x60, 0x06, 0x07, 0x03, 0x01, 'a', 0x03, 'a', 'b', 'a'}, -1, "", false},
+	{"rle runs missing, long output", append([]byte{0x60, 20, 0x05, 20, 0x01, 'a', 'a'}, bytes.Repeat([]byte{'b'}, 19)...), -1, "", false},
+	{"rle long output", append([]byte{0x60, 40, 0x09, 21, 0x01, 'a', 9, 10, 'a'}, append(bytes.Repeat([]byte{'b'}, 19), 'a')...), -1, strings.Repeat("a", 10) + strings.Repeat("b", 19) + strings.Repeat("a", 11), true},
 	{"stripe cat", []byte{0x08, 0x04, 0x02, 0x03, 0x03, 0x30, 'a', 'c', 0x30, 'b', 'd'}, -1, "abcd", true},
 	{"stripe zero streams", []byte{0x08, 0x04, 0x00}, -1, "", false},
 	{"o0 single symbol", []byte{0x00, 0x05, 'A', 0x00, 0xa0, 0x00,

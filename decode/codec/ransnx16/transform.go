@@ -57,86 +57,101 @@ func readPackMeta(r *reader, n int) (packMeta, error) {
 	return pm, nil
 }
 
-// unpack implements DecodePack (CRAMcodecs section 3.8): n symbols from
-// data, low bits first.
-func unpack(data []byte, pm *packMeta, n int) ([]byte, error) {
-	switch pm.perByte {
-	case 1:
-		return data, nil
-	case 0:
-		out := make([]byte, n)
-		if v := pm.sym[0]; v != 0 {
-			for i := range out {
-				out[i] = v
-			}
-		}
-		return out, nil
+// unpack implements DecodePack (CRAMcodecs section 3.8) for 0, 2, 4 or 8
+// symbols per byte: len(out) symbols from data, low bits first.
+func unpack(out, data []byte, pm *packMeta) error {
+	n := len(out)
+	if pm.perByte == 0 {
+		fill(out, pm.sym[0])
+		return nil
 	}
 	per := pm.perByte
 	need := (n + per - 1) / per
 	if len(data) < need {
-		return nil, fmt.Errorf("%w: PACK needs %d bytes for %d symbols, have %d", ErrCorrupt, need, n, len(data))
+		return fmt.Errorf("%w: PACK needs %d bytes for %d symbols, have %d", ErrCorrupt, need, n, len(data))
 	}
-	out := make([]byte, n)
+	bitsPer := uint(8 / per)
+	m := byte(1)<<bitsPer - 1
 	full := n / per
+	if full < 256 {
+		// Too short to repay building a lookup table.
+		for i := range out {
+			out[i] = pm.sym[data[i/per]>>(bitsPer*uint(i%per))&m&15]
+		}
+		return nil
+	}
 	switch per {
 	case 8:
+		// lut[v] is the 8 symbols of byte v, built from nibbles.
+		var nib [16]uint64
+		for v := range nib {
+			for b := 0; b < 4; b++ {
+				nib[v] |= uint64(pm.sym[v>>b&1]) << (8 * b)
+			}
+		}
 		var lut [256]uint64
 		for v := range lut {
-			var w uint64
-			for b := 0; b < 8; b++ {
-				w |= uint64(pm.sym[v>>b&1]) << (8 * b)
-			}
-			lut[v] = w
+			lut[v] = nib[v&15] | nib[v>>4]<<32
 		}
+		o := out[:8*full]
 		for i, v := range data[:full] {
-			binary.LittleEndian.PutUint64(out[8*i:], lut[v])
+			binary.LittleEndian.PutUint64(o[8*i:], lut[v])
 		}
 	case 4:
+		var nib [16]uint32
+		for v := range nib {
+			nib[v] = uint32(pm.sym[v&3]) | uint32(pm.sym[v>>2])<<8
+		}
 		var lut [256]uint32
 		for v := range lut {
-			var w uint32
-			for b := 0; b < 4; b++ {
-				w |= uint32(pm.sym[v>>(2*b)&3]) << (8 * b)
-			}
-			lut[v] = w
+			lut[v] = nib[v&15] | nib[v>>4]<<16
 		}
-		for i, v := range data[:full] {
-			binary.LittleEndian.PutUint32(out[4*i:], lut[v])
+		in := data[:full]
+		o := out[:4*full]
+		i := 0
+		for ; i+1 < len(in); i += 2 {
+			binary.LittleEndian.PutUint64(o[4*i:], uint64(lut[in[i]])|uint64(lut[in[i+1]])<<32)
+		}
+		for ; i < len(in); i++ {
+			binary.LittleEndian.PutUint32(o[4*i:], lut[in[i]])
 		}
 	case 2:
 		var lut [256]uint16
 		for v := range lut {
 			lut[v] = uint16(pm.sym[v&15]) | uint16(pm.sym[v>>4])<<8
 		}
-		for i, v := range data[:full] {
-			binary.LittleEndian.PutUint16(out[2*i:], lut[v])
+		in := data[:full]
+		o := out[:2*full]
+		i := 0
+		for ; i+3 < len(in); i += 4 {
+			binary.LittleEndian.PutUint64(o[2*i:], uint64(lut[in[i]])|uint64(lut[in[i+1]])<<16|uint64(lut[in[i+2]])<<32|uint64(lut[in[i+3]])<<48)
+		}
+		for ; i < len(in); i++ {
+			binary.LittleEndian.PutUint16(o[2*i:], lut[in[i]])
 		}
 	}
 	if full*per < n {
-		bitsPer := uint(8 / per)
-		m := byte(1)<<bitsPer - 1
 		v := data[full]
 		for i := full * per; i < n; i++ {
 			out[i] = pm.sym[v&m&15]
 			v >>= bitsPer
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // rleMeta is the run-length metadata of CRAMcodecs section 3.7
 // (DecodeRLEMeta).
 type rleMeta struct {
-	isRun  [256]bool // symbols followed by a run length
-	runs   []byte    // uint7 run lengths
-	litLen int       // length of the literal (entropy-coded) data
+	isRun  [256]uint8 // 1 for symbols followed by a run length, else 0
+	runs   []byte     // uint7 run lengths
+	litLen int        // length of the literal (entropy-coded) data
 }
 
 // readRLEMeta implements DecodeRLEMeta (CRAMcodecs section 3.7). n is the
 // length after run expansion; nstates selects 4 or 32 states for the
-// order-0 compressed metadata.
-func readRLEMeta(r *reader, n int, nstates int) (rleMeta, error) {
+// order-0 compressed metadata, which is decoded into s.rleMeta.
+func readRLEMeta(r *reader, n int, nstates int, s *scratch) (rleMeta, error) {
 	var rm rleMeta
 	start := r.p
 	metaLen, err := r.uint7()
@@ -173,8 +188,8 @@ func readRLEMeta(r *reader, n int, nstates int) (rleMeta, error) {
 		if int64(clen) > int64(r.remaining()) {
 			return rm, fmt.Errorf("%w: compressed RLE metadata of %d bytes, %d left at offset %d", ErrCorrupt, clen, r.remaining(), r.p)
 		}
-		meta, err = decodeO0(r.b[r.p:r.p+int(clen)], int(metaLen/2), nstates)
-		if err != nil {
+		meta = sized(&s.rleMeta, int(metaLen/2))
+		if err := decodeO0(meta, r.b[r.p:r.p+int(clen)], nstates, &s.o0); err != nil {
 			return rm, fmt.Errorf("RLE metadata: %w", err)
 		}
 		r.p += int(clen)
@@ -190,39 +205,76 @@ func readRLEMeta(r *reader, n int, nstates int) (rleMeta, error) {
 		return rm, fmt.Errorf("%w: RLE metadata of %d bytes lists %d symbols", ErrCorrupt, len(meta), nsym)
 	}
 	for _, s := range meta[1 : 1+nsym] {
-		rm.isRun[s] = true
+		rm.isRun[s] = 1
 	}
 	rm.runs = meta[1+nsym:]
 	return rm, nil
 }
 
-// unRLE implements DecodeRLE (CRAMcodecs section 3.7), producing at most
-// limit bytes.
-func unRLE(lit []byte, rm *rleMeta, limit int) ([]byte, error) {
-	out := make([]byte, limit)
-	rr := reader{b: rm.runs}
+// unRLE implements DecodeRLE (CRAMcodecs section 3.7): it expands lit
+// into out, producing at most len(out) bytes, and returns how many.
+//
+// The common step has no branch on whether a literal is a run symbol,
+// which mispredicts on quality data: it stores 8 copies of the literal
+// (bytes past the run are overwritten later or lie beyond the output),
+// reads the next run length whatever the literal and advances by it
+// masked to 0 for a literal that is not a run symbol. Runs of 8 or more,
+// lengths of more than one byte, and the last 16 bytes of output take
+// the careful step.
+func unRLE(out, lit []byte, rm *rleMeta) (int, error) {
+	isRun := &rm.isRun
+	runs := rm.runs
+	rp := 0
 	j := 0
 	for i, b := range lit {
-		if j >= limit {
-			return nil, fmt.Errorf("%w: RLE output exceeds %d bytes at literal %d", ErrCorrupt, limit, i)
+		r := uint32(isRun[b])
+		if j >= 0 && j <= len(out)-16 {
+			// With the run lengths exhausted, a run symbol takes the
+			// careful step, which reports the error.
+			rv := uint32(0x80)
+			if rp < len(runs) {
+				rv = uint32(runs[rp])
+			}
+			if run := rv & -r; run < 8 {
+				binary.LittleEndian.PutUint64(out[j:], uint64(b)*0x0101010101010101)
+				rp += int(r)
+				j += int(run) + 1
+				continue
+			}
 		}
-		if !rm.isRun[b] {
+		if j >= len(out) {
+			return 0, fmt.Errorf("%w: RLE output exceeds %d bytes at literal %d", ErrCorrupt, len(out), i)
+		}
+		if r == 0 {
 			out[j] = b
 			j++
 			continue
 		}
-		run, err := rr.uint7()
-		if err != nil {
-			return nil, fmt.Errorf("RLE run of literal %d: %w", i, err)
+		var run uint32
+		if rp < len(runs) && runs[rp] < 0x80 {
+			run = uint32(runs[rp])
+			rp++
+		} else {
+			rr := reader{b: runs, p: rp}
+			var err error
+			if run, err = rr.uint7(); err != nil {
+				return 0, fmt.Errorf("RLE run of literal %d: %w", i, err)
+			}
+			rp = rr.p
 		}
-		if int64(run) >= int64(limit-j) {
-			return nil, fmt.Errorf("%w: RLE run of %d at output offset %d exceeds %d bytes", ErrCorrupt, run+1, j, limit)
+		if int64(run) >= int64(len(out)-j) {
+			return 0, fmt.Errorf("%w: RLE run of %d at output offset %d exceeds %d bytes", ErrCorrupt, run+1, j, len(out))
 		}
-		seg := out[j : j+int(run)+1]
-		for k := range seg {
-			seg[k] = b
+		end := j + int(run) + 1
+		if run < 64 && end+8 <= len(out) {
+			v := uint64(b) * 0x0101010101010101
+			for ; j < end; j += 8 {
+				binary.LittleEndian.PutUint64(out[j:], v)
+			}
+		} else {
+			fill(out[j:end], b)
 		}
-		j += len(seg)
+		j = end
 	}
-	return out[:j], nil
+	return j, nil
 }
