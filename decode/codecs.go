@@ -13,17 +13,7 @@ import (
 var DefaultCodecs = Codecs{
 	RANS4x8:  rans4x8.AppendDecode,
 	RANSNx16: ransnx16.AppendDecode,
-	Arith:    appendVia(arith.Decode),
-	FQZComp:  appendVia(fqzcomp.Decode),
-	Tok3:     appendVia(tok3.Decode),
-}
-
-func appendVia(f func([]byte, int) ([]byte, error)) AppendDecoder {
-	return func(dst, src []byte, raw int) ([]byte, error) {
-		out, err := f(src, raw)
-		if err != nil || len(dst) != 0 {
-			return append(dst, out...), err
-		}
-		return out, nil
-	}
+	Arith:    arith.AppendDecode,
+	FQZComp:  fqzcomp.AppendDecode,
+	Tok3:     tok3.AppendDecode,
 }

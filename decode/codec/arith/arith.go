@@ -7,9 +7,12 @@ package arith
 import (
 	"bytes"
 	"compress/bzip2"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"sync"
 )
 
 // ErrCorrupt is returned (wrapped with context) for any malformed stream.
@@ -47,28 +50,48 @@ const minChunk = 1 << 20
 // Decode decodes one adaptive arithmetic coder stream (ArithDecode,
 // CRAMcodecs.tex). rawSize is the expected decoded length (the CRAM block
 // header's raw size), or -1 when unknown; required when the stream has NOSZ.
+// It is AppendDecode(nil, src, rawSize), except that an empty output is a
+// non-nil empty slice.
 func Decode(src []byte, rawSize int) ([]byte, error) {
-	if rawSize > MaxSize {
-		return nil, fmt.Errorf("%w: raw size %d exceeds limit %d", ErrCorrupt, rawSize, MaxSize)
-	}
-	if rawSize < -1 {
-		rawSize = -1
-	}
-	out, err := decodeStream(src, rawSize, 0)
+	out, err := AppendDecode(nil, src, rawSize)
 	if err != nil {
 		return nil, err
 	}
-	if rawSize >= 0 && len(out) != rawSize {
-		return nil, fmt.Errorf("%w: decoded %d bytes, expected %d", ErrCorrupt, len(out), rawSize)
+	if out == nil {
+		out = []byte{}
 	}
 	return out, nil
 }
 
-// decodeStream decodes one cdata stream whose expected length is size (-1
-// when unknown). The result is exactly the stream's declared length.
-func decodeStream(src []byte, size int, depth int) ([]byte, error) {
+// AppendDecode decodes one adaptive arithmetic coder stream (ArithDecode,
+// CRAMcodecs.tex) and appends the decoded bytes to dst, returning the
+// extended slice; it allocates only when dst lacks the capacity. rawSize is
+// as for Decode. The result never aliases src. On error the returned slice
+// is unspecified.
+func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
+	if rawSize > MaxSize {
+		return dst, fmt.Errorf("%w: raw size %d exceeds limit %d", ErrCorrupt, rawSize, MaxSize)
+	}
+	if rawSize < -1 {
+		rawSize = -1
+	}
+	start := len(dst)
+	out, err := appendStream(dst, src, rawSize, 0)
+	if err != nil {
+		return out, err
+	}
+	if rawSize >= 0 && len(out)-start != rawSize {
+		return out, fmt.Errorf("%w: decoded %d bytes, expected %d", ErrCorrupt, len(out)-start, rawSize)
+	}
+	return out, nil
+}
+
+// appendStream decodes one cdata stream whose expected length is size (-1
+// when unknown) and appends it to dst. What it appends is exactly the
+// stream's declared length.
+func appendStream(dst, src []byte, size int, depth int) ([]byte, error) {
 	if len(src) == 0 {
-		return nil, fmt.Errorf("%w: empty stream", ErrCorrupt)
+		return dst, fmt.Errorf("%w: empty stream", ErrCorrupt)
 	}
 	flags := src[0]
 	pos := 1
@@ -77,147 +100,179 @@ func decodeStream(src []byte, size int, depth int) ([]byte, error) {
 	if flags&flagNoSize == 0 || flags&flagStripe != 0 {
 		v, k, err := readUint7(src, pos)
 		if err != nil {
-			return nil, fmt.Errorf("uncompressed length: %w", err)
+			return dst, fmt.Errorf("uncompressed length: %w", err)
 		}
 		pos += k
 		if v > MaxSize {
-			return nil, fmt.Errorf("%w: uncompressed length %d exceeds limit %d", ErrCorrupt, v, MaxSize)
+			return dst, fmt.Errorf("%w: uncompressed length %d exceeds limit %d", ErrCorrupt, v, MaxSize)
 		}
 		if size >= 0 && int(v) != size {
-			return nil, fmt.Errorf("%w: stream length %d, expected %d", ErrCorrupt, v, size)
+			return dst, fmt.Errorf("%w: stream length %d, expected %d", ErrCorrupt, v, size)
 		}
 		n = int(v)
 	} else if size < 0 {
-		return nil, fmt.Errorf("%w: NOSZ stream without a known raw size", ErrCorrupt)
+		return dst, fmt.Errorf("%w: NOSZ stream without a known raw size", ErrCorrupt)
 	}
 
 	if flags&flagStripe != 0 {
 		if depth >= maxDepth {
-			return nil, fmt.Errorf("%w: STRIPE nested deeper than %d", ErrCorrupt, maxDepth)
+			return dst, fmt.Errorf("%w: STRIPE nested deeper than %d", ErrCorrupt, maxDepth)
 		}
-		return decodeStripe(src, pos, n, depth)
+		return appendStripe(dst, src, pos, n, depth)
 	}
 
-	// PACK meta-data (DecodePackMeta).
-	var pk packMeta
-	dlen := n
-	if flags&flagPack != 0 {
-		var err error
-		pk, pos, err = readPackMeta(src, pos)
+	if flags&flagPack == 0 {
+		start := len(dst)
+		out, err := appendPayload(dst, src[pos:], flags, n)
 		if err != nil {
-			return nil, err
+			return out, err
 		}
-		if pk.plen > n {
-			return nil, fmt.Errorf("%w: packed length %d exceeds unpacked length %d", ErrCorrupt, pk.plen, n)
+		if len(out)-start != n {
+			return out, fmt.Errorf("%w: payload holds %d bytes, expected %d", ErrCorrupt, len(out)-start, n)
 		}
-		dlen = pk.plen
+		return out, nil
 	}
 
-	rest := src[pos:]
-	var data []byte
-	switch {
-	case len(rest) == 0:
-		// As htscodecs: no payload means no entropy-coded bytes; only a
-		// constant PACK or an empty stream can then be valid.
-		data = nil
-	case flags&flagCat != 0:
-		if dlen > len(rest) {
-			return nil, fmt.Errorf("%w: CAT needs %d bytes, have %d", ErrCorrupt, dlen, len(rest))
-		}
-		data = bytes.Clone(rest[:dlen])
-	case flags&flagExt != 0:
-		var err error
-		if data, err = decodeExt(rest, dlen); err != nil {
-			return nil, err
-		}
-	default:
-		// htscodecs selects order 1 only for order bits == 1.
-		order1 := flags&flagOrderMask == 1
-		var err error
-		if data, err = decodeEntropy(rest, dlen, order1, flags&flagRLE != 0); err != nil {
-			return nil, err
-		}
+	// PACK meta-data (DecodePackMeta), then the packed payload, unpacked
+	// from a scratch buffer.
+	pk, pos, err := readPackMeta(src, pos)
+	if err != nil {
+		return dst, err
 	}
-
-	if flags&flagPack != 0 {
-		return unpack(data, n, &pk)
+	if pk.plen > n {
+		return dst, fmt.Errorf("%w: packed length %d exceeds unpacked length %d", ErrCorrupt, pk.plen, n)
 	}
-	if len(data) != n {
-		return nil, fmt.Errorf("%w: payload holds %d bytes, expected %d", ErrCorrupt, len(data), n)
+	tmp := getScratch()
+	defer putScratch(tmp)
+	*tmp, err = appendPayload((*tmp)[:0], src[pos:], flags, pk.plen)
+	if err != nil {
+		return dst, err
 	}
-	if data == nil {
-		data = []byte{}
-	}
-	return data, nil
+	return appendUnpacked(dst, *tmp, n, &pk)
 }
 
-// decodeStripe decodes the N interleaved sub-streams of a STRIPE stream
-// (DecodeStripe, CRAMcodecs.tex) starting at src[pos] and interleaves them.
-func decodeStripe(src []byte, pos, n, depth int) ([]byte, error) {
+// appendPayload appends the decoded payload of a stream with the given
+// flags, at most dlen bytes, to dst: stored (CAT), bzip2 (EXT) or entropy
+// coded. An empty payload decodes to nothing, as in htscodecs.
+func appendPayload(dst, rest []byte, flags byte, dlen int) ([]byte, error) {
+	switch {
+	case len(rest) == 0:
+		return dst, nil
+	case flags&flagCat != 0:
+		if dlen > len(rest) {
+			return dst, fmt.Errorf("%w: CAT needs %d bytes, have %d", ErrCorrupt, dlen, len(rest))
+		}
+		return append(dst, rest[:dlen]...), nil
+	case flags&flagExt != 0:
+		return appendExt(dst, rest, dlen)
+	default:
+		// htscodecs selects order 1 only for order bits == 1.
+		return appendEntropy(dst, rest, dlen, flags&flagOrderMask == 1, flags&flagRLE != 0)
+	}
+}
+
+// scratchPool recycles the buffers that hold PACK payloads and STRIPE
+// sub-streams before they are unpacked or interleaved into the output.
+var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// getScratch returns a scratch buffer from scratchPool.
+func getScratch() *[]byte { return scratchPool.Get().(*[]byte) }
+
+// putScratch returns b to scratchPool, dropping it when oversized.
+func putScratch(b *[]byte) {
+	// Keep the pool's buffers to a sane size.
+	if cap(*b) > 64<<20 {
+		*b = nil
+	}
+	scratchPool.Put(b)
+}
+
+// appendStripe decodes the N interleaved sub-streams of a STRIPE stream
+// (DecodeStripe, CRAMcodecs.tex) starting at src[pos] and appends their
+// interleaving to dst.
+func appendStripe(dst, src []byte, pos, n, depth int) ([]byte, error) {
 	if pos >= len(src) {
-		return nil, fmt.Errorf("%w: STRIPE stream truncated before N at offset %d", ErrCorrupt, pos)
+		return dst, fmt.Errorf("%w: STRIPE stream truncated before N at offset %d", ErrCorrupt, pos)
 	}
 	ns := int(src[pos])
 	pos++
 	if ns == 0 {
-		return nil, fmt.Errorf("%w: STRIPE with 0 sub-streams", ErrCorrupt)
+		return dst, fmt.Errorf("%w: STRIPE with 0 sub-streams", ErrCorrupt)
 	}
 	var clen [256]int
 	total := 0
 	for j := 0; j < ns; j++ {
 		v, k, err := readUint7(src, pos)
 		if err != nil {
-			return nil, fmt.Errorf("STRIPE length %d: %w", j, err)
+			return dst, fmt.Errorf("STRIPE length %d: %w", j, err)
 		}
 		pos += k
 		if v < 1 || int64(v) > int64(len(src)) {
-			return nil, fmt.Errorf("%w: STRIPE sub-stream %d length %d out of range", ErrCorrupt, j, v)
+			return dst, fmt.Errorf("%w: STRIPE sub-stream %d length %d out of range", ErrCorrupt, j, v)
 		}
 		clen[j] = int(v)
 		total += int(v)
 	}
 	if total > len(src)-pos {
-		return nil, fmt.Errorf("%w: STRIPE sub-streams need %d bytes, have %d", ErrCorrupt, total, len(src)-pos)
+		return dst, fmt.Errorf("%w: STRIPE sub-streams need %d bytes, have %d", ErrCorrupt, total, len(src)-pos)
 	}
-	var subs [256][]byte
+	// The sub-streams are decoded one after another into one scratch
+	// buffer; sub-stream j holds ulen(j) bytes from offset off[j].
+	tmp := getScratch()
+	defer putScratch(tmp)
+	subs := (*tmp)[:0]
+	var off [257]int
 	for j := 0; j < ns; j++ {
 		ulen := n / ns
 		if n%ns > j {
 			ulen++
 		}
-		sub, err := decodeStream(src[pos:pos+clen[j]], ulen, depth+1)
+		var err error
+		subs, err = appendStream(subs, src[pos:pos+clen[j]], ulen, depth+1)
+		*tmp = subs
 		if err != nil {
-			return nil, fmt.Errorf("STRIPE sub-stream %d: %w", j, err)
+			return dst, fmt.Errorf("STRIPE sub-stream %d: %w", j, err)
 		}
-		subs[j] = sub
+		off[j+1] = len(subs)
 		pos += clen[j]
 	}
-	out := make([]byte, n)
+	start := len(dst)
+	dst = extend(dst, n)
+	out := dst[start:]
 	for j := 0; j < ns; j++ {
 		o := j
-		for _, b := range subs[j] {
+		for _, b := range subs[off[j]:off[j+1]] {
 			out[o] = b
 			o += ns
 		}
 	}
-	return out, nil
+	return dst, nil
 }
 
-// decodeExt decodes the EXT payload: a bzip2 stream (DecodeExt,
-// CRAMcodecs.tex) of at most n bytes.
-func decodeExt(src []byte, n int) ([]byte, error) {
+// appendExt decodes the EXT payload: a bzip2 stream (DecodeExt,
+// CRAMcodecs.tex) of at most n bytes, appended to dst.
+func appendExt(dst, src []byte, n int) ([]byte, error) {
 	if len(src) < 3 || src[0] != 'B' || src[1] != 'Z' || src[2] != 'h' {
-		return nil, fmt.Errorf("%w: EXT payload lacks the bzip2 magic", ErrCorrupt)
+		return dst, fmt.Errorf("%w: EXT payload lacks the bzip2 magic", ErrCorrupt)
 	}
 	r := io.LimitReader(bzip2.NewReader(bytes.NewReader(src)), int64(n)+1)
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("%w: EXT bzip2: %v", ErrCorrupt, err)
+	start := len(dst)
+	for {
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, min(n+1-(len(dst)-start), max(4096, len(dst)-start)))
+		}
+		k, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+k]
+		if len(dst)-start > n {
+			return dst, fmt.Errorf("%w: EXT bzip2 output exceeds %d bytes", ErrCorrupt, n)
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, fmt.Errorf("%w: EXT bzip2: %v", ErrCorrupt, err)
+		}
 	}
-	if len(data) > n {
-		return nil, fmt.Errorf("%w: EXT bzip2 output exceeds %d bytes", ErrCorrupt, n)
-	}
-	return data, nil
 }
 
 // packMeta is the PACK meta-data (DecodePackMeta, CRAMcodecs.tex "rANS Nx16
@@ -228,6 +283,9 @@ type packMeta struct {
 	plen int
 }
 
+// readPackMeta reads the PACK meta-data at src[pos] (DecodePackMeta,
+// CRAMcodecs.tex "rANS Nx16 Bit Packing") and returns it with the position
+// after it.
 func readPackMeta(src []byte, pos int) (packMeta, int, error) {
 	var pk packMeta
 	if pos >= len(src) {
@@ -256,19 +314,25 @@ func readPackMeta(src []byte, pos int) (packMeta, int, error) {
 	return pk, pos, nil
 }
 
-// unpack expands packed data into n symbols (DecodePack, CRAMcodecs.tex
-// "rANS Nx16 Bit Packing"); values are unpacked from the low bits up.
-func unpack(data []byte, n int, pk *packMeta) ([]byte, error) {
+// unpackTableMin is the number of whole packed bytes from which
+// appendUnpacked builds a table rather than shifting bits out one by one.
+const unpackTableMin = 1024
+
+// appendUnpacked expands packed data into n symbols appended to dst
+// (DecodePack, CRAMcodecs.tex "rANS Nx16 Bit Packing"); values are unpacked
+// from the low bits up.
+func appendUnpacked(dst, data []byte, n int, pk *packMeta) ([]byte, error) {
 	var bits int
 	switch {
 	case pk.nsym <= 1:
-		out := make([]byte, n)
-		if c := pk.p[0]; c != 0 {
-			for i := range out {
-				out[i] = c
-			}
+		start := len(dst)
+		dst = extend(dst, n)
+		c := pk.p[0]
+		out := dst[start:]
+		for i := range out {
+			out[i] = c
 		}
-		return out, nil
+		return dst, nil
 	case pk.nsym <= 2:
 		bits = 1
 	case pk.nsym <= 4:
@@ -279,31 +343,63 @@ func unpack(data []byte, n int, pk *packMeta) ([]byte, error) {
 	per := 8 / bits
 	need := (n + per - 1) / per
 	if len(data) < need {
-		return nil, fmt.Errorf("%w: PACK needs %d packed bytes for %d symbols, have %d", ErrCorrupt, need, n, len(data))
+		return dst, fmt.Errorf("%w: PACK needs %d packed bytes for %d symbols, have %d", ErrCorrupt, need, n, len(data))
 	}
-	out := make([]byte, n)
+	start := len(dst)
+	dst = extend(dst, n)
+	out := dst[start:]
 	mask := byte(1<<bits - 1)
 	full := n / per
 	o := 0
-	switch bits {
-	case 1:
-		for _, v := range data[:full] {
-			d := out[o : o+8 : o+8]
-			d[0], d[1], d[2], d[3] = pk.p[v&1], pk.p[v>>1&1], pk.p[v>>2&1], pk.p[v>>3&1]
-			d[4], d[5], d[6], d[7] = pk.p[v>>4&1], pk.p[v>>5&1], pk.p[v>>6&1], pk.p[v>>7&1]
-			o += 8
+	if full >= unpackTableMin {
+		// Expand whole packed bytes through a table of their per output
+		// bytes, built for this symbol map.
+		var tab [256]uint64
+		for v := range tab {
+			var w uint64
+			for k := per - 1; k >= 0; k-- {
+				w = w<<8 | uint64(pk.p[byte(v>>(k*bits))&mask])
+			}
+			tab[v] = w
 		}
-	case 2:
-		for _, v := range data[:full] {
-			d := out[o : o+4 : o+4]
-			d[0], d[1], d[2], d[3] = pk.p[v&3], pk.p[v>>2&3], pk.p[v>>4&3], pk.p[v>>6&3]
-			o += 4
+		switch per {
+		case 8:
+			for _, v := range data[:full] {
+				binary.LittleEndian.PutUint64(out[o:o+8], tab[v])
+				o += 8
+			}
+		case 4:
+			for _, v := range data[:full] {
+				binary.LittleEndian.PutUint32(out[o:o+4], uint32(tab[v]))
+				o += 4
+			}
+		default:
+			for _, v := range data[:full] {
+				binary.LittleEndian.PutUint16(out[o:o+2], uint16(tab[v]))
+				o += 2
+			}
 		}
-	default:
-		for _, v := range data[:full] {
-			d := out[o : o+2 : o+2]
-			d[0], d[1] = pk.p[v&15], pk.p[v>>4]
-			o += 2
+	} else {
+		switch bits {
+		case 1:
+			for _, v := range data[:full] {
+				d := out[o : o+8 : o+8]
+				d[0], d[1], d[2], d[3] = pk.p[v&1], pk.p[v>>1&1], pk.p[v>>2&1], pk.p[v>>3&1]
+				d[4], d[5], d[6], d[7] = pk.p[v>>4&1], pk.p[v>>5&1], pk.p[v>>6&1], pk.p[v>>7&1]
+				o += 8
+			}
+		case 2:
+			for _, v := range data[:full] {
+				d := out[o : o+4 : o+4]
+				d[0], d[1], d[2], d[3] = pk.p[v&3], pk.p[v>>2&3], pk.p[v>>4&3], pk.p[v>>6&3]
+				o += 4
+			}
+		default:
+			for _, v := range data[:full] {
+				d := out[o : o+2 : o+2]
+				d[0], d[1] = pk.p[v&15], pk.p[v>>4]
+				o += 2
+			}
 		}
 	}
 	if o < n {
@@ -313,7 +409,7 @@ func unpack(data []byte, n int, pk *packMeta) ([]byte, error) {
 			v >>= bits
 		}
 	}
-	return out, nil
+	return dst, nil
 }
 
 // readUint7 reads a big-endian base-128 integer of at most 5 bytes

@@ -3,6 +3,7 @@ package arith
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -225,6 +226,298 @@ func FuzzDecode(f *testing.F) {
 		}
 		if rawSize >= 0 && len(out) != rawSize {
 			t.Fatalf("decoded %d bytes, rawSize %d", len(out), rawSize)
+		}
+	})
+}
+
+// appendCases are the dst shapes AppendDecode must handle: empty, a prefix
+// with spare capacity for the whole output, and a prefix with none.
+func appendCases(prefix []byte, n int) map[string][]byte {
+	return map[string][]byte{
+		"nil":         nil,
+		"prefix+room": append(make([]byte, 0, len(prefix)+n+7), prefix...),
+		"prefix full": append([]byte(nil), prefix...)[:len(prefix):len(prefix)],
+	}
+}
+
+// checkAppend decodes src with AppendDecode into every appendCases dst and
+// checks that the prefix is kept, the output follows it, and dst's array
+// is used when it had the room.
+func checkAppend(t *testing.T, src []byte, rawSize int, want []byte) {
+	t.Helper()
+	prefix := []byte("prefix\x00\xff")
+	for name, dst := range appendCases(prefix, len(want)) {
+		out, err := AppendDecode(dst, src, rawSize)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(out[:len(dst)], dst) {
+			t.Fatalf("%s: prefix changed", name)
+		}
+		if !bytes.Equal(out[len(dst):], want) {
+			t.Fatalf("%s: decoded %d bytes differ from the %d expected", name, len(out)-len(dst), len(want))
+		}
+		if cap(dst)-len(dst) >= len(want) && len(want) > 0 && &out[0] != &dst[:1][0] {
+			t.Fatalf("%s: reallocated although dst had room", name)
+		}
+	}
+}
+
+func TestAppendDecodeVectors(t *testing.T) {
+	dir := corpus.Dir(t)
+	for _, v := range readManifest(t, dir, "arith") {
+		if v.Result != "OK" {
+			continue
+		}
+		t.Run(v.Compressed, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join(dir, v.Compressed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := v.Expected(t, dir)
+			checkAppend(t, src, len(want), want)
+			checkAppend(t, src, -1, want)
+		})
+	}
+}
+
+// TestPooledReuse decodes streams of different shapes one after another,
+// so that pooled models and scratch buffers are reused across alphabets,
+// orders and layouts, and checks every result against a first decoding.
+func TestPooledReuse(t *testing.T) {
+	dir := corpus.Dir(t)
+	type vec struct {
+		src, want []byte
+	}
+	var vs []vec
+	for _, v := range readManifest(t, dir, "arith") {
+		if v.Result != "OK" {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(dir, v.Compressed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, vec{src, v.Expected(t, dir)})
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 3; round++ {
+		// Visit the vectors in a different order each round.
+		for i, k := range rng.Perm(len(vs)) {
+			v := vs[k]
+			// A failing decode must not leave the pool in a bad state.
+			if len(v.src) > 8 {
+				Decode(v.src[:len(v.src)-3], len(v.want))
+			}
+			got, err := Decode(v.src, len(v.want))
+			if err != nil || !bytes.Equal(got, v.want) {
+				t.Fatalf("round %d: vector %d decoded wrongly after reuse (%v)", round, i, err)
+			}
+		}
+	}
+}
+
+// refEntropy is a plain reference for appendEntropy: the order-0/1 and RLE
+// decoders written straight from the specification's pseudocode
+// (CRAMcodecs.tex DecodeOrder0/1 and DecodeRLE0/1, ModelDecode with
+// RangeGetFreq's division and a linear cumulative search), without the
+// inlining, group sums or chunked output of the package's decoder.
+func refEntropy(src []byte, n int, order1, rle bool) ([]byte, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	nsym := int(src[0])
+	if nsym == 0 {
+		nsym = 256
+	}
+	rc := refCoder{src: src[1:], rng: 0xFFFFFFFF}
+	if len(rc.src) < 5 {
+		return nil, ErrCorrupt
+	}
+	for i := 0; i < 5; i++ {
+		rc.code = rc.code<<8 | uint32(rc.src[i])
+	}
+	rc.pos = 5
+	nm := 1
+	if order1 {
+		nm = nsym
+	}
+	lit := make([]refModel, nm)
+	for i := range lit {
+		lit[i] = newRefModel(nsym)
+	}
+	run := make([]refModel, runContexts)
+	for i := range run {
+		run[i] = newRefModel(runSymbols)
+	}
+	out := make([]byte, 0, n)
+	last := 0
+	for len(out) < n && !rc.bad {
+		m := 0
+		if order1 {
+			m = last
+		}
+		s := rc.decode(&lit[m])
+		out = append(out, byte(s))
+		last = s
+		if !rle {
+			continue
+		}
+		r := rc.decode(&run[s])
+		total := r
+		for ctx := 256; r == runSymbols-1 && total < n; ctx = 257 {
+			r = rc.decode(&run[ctx])
+			total += r
+		}
+		for ; total > 0 && len(out) < n; total-- {
+			out = append(out, byte(s))
+		}
+	}
+	if rc.bad {
+		return nil, ErrCorrupt
+	}
+	return out, nil
+}
+
+// refSym is one symbol of a reference model: its frequency and value.
+type refSym struct{ f, s int }
+
+// refModel is a reference model: symbols in search order and their total.
+type refModel struct {
+	sym []refSym
+	tot int
+}
+
+func newRefModel(nsym int) refModel {
+	m := refModel{make([]refSym, nsym), nsym}
+	for i := range m.sym {
+		m.sym[i] = refSym{1, i}
+	}
+	return m
+}
+
+// refCoder is the reference range decoder; bad records any error.
+type refCoder struct {
+	src       []byte
+	pos       int
+	rng, code uint32
+	bad       bool
+}
+
+func (rc *refCoder) decode(mod *refModel) int {
+	if rc.bad {
+		return 0
+	}
+	m, tot := mod.sym, mod.tot
+	rc.rng /= uint32(tot)
+	freq := int(rc.code / rc.rng)
+	if freq >= tot {
+		rc.bad = true
+		return 0
+	}
+	x, acc := 0, 0
+	for acc+m[x].f <= freq {
+		acc += m[x].f
+		x++
+	}
+	rc.code -= uint32(acc) * rc.rng
+	rc.rng *= uint32(m[x].f)
+	for rc.rng < 1<<24 {
+		if rc.pos >= len(rc.src) {
+			rc.bad = true
+			return 0
+		}
+		rc.rng <<= 8
+		rc.code = rc.code<<8 | uint32(rc.src[rc.pos])
+		rc.pos++
+	}
+	m[x].f += modelStep
+	mod.tot += modelStep
+	if mod.tot > maxFreq {
+		mod.tot = 0
+		for i := range m {
+			m[i].f -= m[i].f >> 1
+			mod.tot += m[i].f
+		}
+	}
+	s := m[x].s
+	if x > 0 && m[x].f > m[x-1].f {
+		m[x], m[x-1] = m[x-1], m[x]
+	}
+	return s
+}
+
+// entropyCases are the entropy-coded payloads of the corpus vectors: the
+// bytes after a plain (no STRIPE, PACK, CAT or EXT) stream's header.
+func entropyCases(t testing.TB) (srcs [][]byte, ns []int, flags []byte) {
+	dir := corpus.Dir(t)
+	for _, v := range readManifest(t, dir, "arith") {
+		if v.Result != "OK" {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(dir, v.Compressed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := src[0]
+		if f&(flagStripe|flagPack|flagCat|flagExt|flagNoSize) != 0 {
+			continue
+		}
+		n, k, err := readUint7(src, 1)
+		if err != nil || 1+k >= len(src) {
+			continue
+		}
+		srcs, ns, flags = append(srcs, src[1+k:]), append(ns, int(n)), append(flags, f)
+	}
+	return srcs, ns, flags
+}
+
+// TestEntropyMatchesReference checks appendEntropy against refEntropy on
+// every plain corpus payload and on truncations of them.
+func TestEntropyMatchesReference(t *testing.T) {
+	srcs, ns, flags := entropyCases(t)
+	if len(srcs) < 10 {
+		t.Fatalf("only %d plain vectors", len(srcs))
+	}
+	for i, src := range srcs {
+		o1, rle := flags[i]&flagOrderMask == 1, flags[i]&flagRLE != 0
+		for _, cut := range []int{len(src), len(src) - 1, len(src) / 2} {
+			want, werr := refEntropy(src[:cut], ns[i], o1, rle)
+			got, err := appendEntropy([]byte("p"), src[:cut], ns[i], o1, rle)
+			if (werr == nil) != (err == nil) {
+				t.Fatalf("vector %d cut %d: reference error %v, decoder error %v", i, cut, werr, err)
+			}
+			if err == nil && (!bytes.Equal(got[1:], want) || got[0] != 'p') {
+				t.Fatalf("vector %d cut %d: output differs from the reference", i, cut)
+			}
+		}
+	}
+}
+
+// FuzzEntropy compares appendEntropy with refEntropy on arbitrary payloads.
+func FuzzEntropy(f *testing.F) {
+	srcs, ns, flags := entropyCases(f)
+	for i := range srcs {
+		if i%5 == 0 {
+			f.Add(srcs[i][:min(len(srcs[i]), 300)], uint16(min(ns[i], 2*probeLen-1)), flags[i])
+		}
+	}
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8}, uint16(100), byte(flagRLE|1))
+	f.Fuzz(func(t *testing.T, src []byte, n uint16, flags byte) {
+		if len(src) == 0 {
+			return
+		}
+		o1, rle := flags&flagOrderMask == 1, flags&flagRLE != 0
+		// Small outputs keep executions fast; the first probeLen symbols
+		// still cover both searches of large alphabets.
+		k := int(n) % (2 * probeLen)
+		want, werr := refEntropy(src, k, o1, rle)
+		got, err := appendEntropy(nil, src, k, o1, rle)
+		if (werr == nil) != (err == nil) {
+			t.Fatalf("reference error %v, decoder error %v", werr, err)
+		}
+		if err == nil && !bytes.Equal(got, want) {
+			t.Fatalf("output differs from the reference")
 		}
 	})
 }

@@ -15,6 +15,17 @@ const (
 	modelStep = 16
 )
 
+// Exported forms of the model constants, for callers that inline the symbol
+// step (see RangeDecoder.Registers).
+const (
+	// RangeTop is the range below which a byte is shifted in.
+	RangeTop = rangeTop
+	// MaxFreq is the largest total a model keeps before renormalising.
+	MaxFreq = maxFreq
+	// ModelStep is the frequency added to a decoded symbol.
+	ModelStep = modelStep
+)
+
 // MaxModelSymbols is the largest alphabet a Model can hold.
 const MaxModelSymbols = 256
 
@@ -56,12 +67,36 @@ func (rc *RangeDecoder) Err() error { return rc.err }
 // Pos returns the number of input bytes consumed so far.
 func (rc *RangeDecoder) Pos() int { return rc.pos }
 
+// Registers returns the decoder's input, read position, range and code, so
+// that a hot loop can keep them in local variables and inline the symbol
+// step of Decode (Go does not inline it across packages); SetRegisters
+// stores them back. The step must be exactly Decode's: fqzcomp does this.
+func (rc *RangeDecoder) Registers() (src []byte, pos int, rng, code uint32) {
+	return rc.src, rc.pos, rc.rng, rc.code
+}
+
+// SetRegisters stores the position, range and code of an inlined loop
+// (see Registers). bad reports that the loop met a frequency outside its
+// model or needed input beyond the end; it is recorded as the decoder's
+// error unless an earlier one is.
+func (rc *RangeDecoder) SetRegisters(pos int, rng, code uint32, bad bool) {
+	if pos < 0 || pos > len(rc.src) {
+		pos, bad = len(rc.src), true
+	}
+	rc.pos, rc.rng, rc.code = pos, rng, code
+	if bad && rc.err == nil {
+		rc.err = fmt.Errorf("%w: range coder input truncated or inconsistent near offset %d of %d",
+			ErrCorrupt, pos, len(rc.src))
+	}
+}
+
 // Model is an adaptive frequency model over a small alphabet
 // (CRAMcodecs.tex, "Adaptive Modelling": ModelCreate, ModelDecode and
 // ModelRenormalise). Element 0 holds the total frequency; elements 1..n hold
 // one symbol each, packed as frequency<<8 | symbol, kept approximately sorted
-// by descending frequency. A Model is a view onto caller-owned storage so that
-// many contexts can share one allocation.
+// by descending frequency. Every frequency is at least 1 and element 0 is
+// their sum. A Model is a view onto caller-owned storage so that many
+// contexts can share one allocation.
 type Model []uint32
 
 // ModelLen returns the number of uint32 words a Model of nsym symbols needs.
@@ -91,31 +126,36 @@ func NewModel(nsym int) Model {
 // Decode decodes one symbol with model m and updates the model
 // (ModelDecode with RangeGetFreq and RangeDecode, CRAMcodecs.tex "Range
 // coding" and "Adaptive Modelling"). m must come from InitModel/NewModel.
+//
+// The symbol is found without the specification's second division: with
+// r = range/total, the symbol is the first whose cumulative frequency times
+// r exceeds the code, and the code is reduced by each skipped symbol's
+// share as the search goes. The loops in this package and in fqzcomp inline
+// this same step (see Registers).
 func (rc *RangeDecoder) Decode(m Model) byte {
 	tot := m[0]
-	// rng >= 2^24 always holds here and tot <= 2^16, so r >= 256.
+	// rng >= 2^24 always holds here and 1 <= tot <= 2^16, so r >= 256.
 	r := rc.rng / tot
-	freq := rc.code / r
-	if freq >= tot {
+	code := rc.code
+	if tot*r <= code {
 		if rc.err == nil {
 			rc.err = fmt.Errorf("%w: range coder frequency %d outside model total %d near input offset %d",
-				ErrCorrupt, freq, tot, rc.pos)
+				ErrCorrupt, code/r, tot, rc.pos)
 		}
-		freq = tot - 1
+		code = tot*r - 1
 	}
-	// Linear search over the (approximately sorted) cumulative frequencies;
-	// it ends inside the model because freq < tot.
+	// The search ends inside the model because code < tot*r.
 	x := 1
-	acc := uint32(0)
-	e := m[x]
-	for acc+e>>8 <= freq {
-		acc += e >> 8
+	e := m[1]
+	f := (e >> 8) * r
+	for f <= code {
+		code -= f
 		x++
 		e = m[x]
+		f = (e >> 8) * r
 	}
-	rc.code -= acc * r
-	rc.rng = (e >> 8) * r
-	for rc.rng < rangeTop {
+	rng := f
+	for rng < rangeTop {
 		var b byte
 		if rc.pos < len(rc.src) {
 			b = rc.src[rc.pos]
@@ -123,13 +163,21 @@ func (rc *RangeDecoder) Decode(m Model) byte {
 		} else if rc.err == nil {
 			rc.err = fmt.Errorf("%w: range coder input truncated at offset %d", ErrCorrupt, rc.pos)
 		}
-		rc.rng <<= 8
-		rc.code = rc.code<<8 | uint32(b)
+		rng <<= 8
+		code = code<<8 | uint32(b)
 	}
+	rc.rng, rc.code = rng, code
+	return m.update(x, e)
+}
 
+// update adds modelStep to the frequency of entry x, whose current value is
+// e, renormalises when the total exceeds maxFreq, and moves the entry one
+// place up when it now outweighs its predecessor (ModelDecode's update,
+// CRAMcodecs.tex "Adaptive Modelling"). It returns the decoded symbol.
+func (m Model) update(x int, e uint32) byte {
 	e += modelStep << 8
 	m[x] = e
-	tot += modelStep
+	tot := m[0] + modelStep
 	m[0] = tot
 	if tot > maxFreq {
 		m.renormalise()
@@ -157,3 +205,8 @@ func (m Model) renormalise() {
 	}
 	m[0] = tot
 }
+
+// Renormalise halves every frequency of m, keeping each at least 1
+// (ModelRenormalise, CRAMcodecs.tex "Adaptive Modelling"), for callers that
+// inline the symbol step.
+func (m Model) Renormalise() { m.renormalise() }

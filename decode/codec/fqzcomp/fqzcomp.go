@@ -6,6 +6,8 @@ package fqzcomp
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/cramfs/cramfs/decode/codec/arith"
 )
@@ -53,10 +55,23 @@ type param struct {
 	qloc     uint
 	sloc     uint
 	qmask    uint32
-	qmap     [256]byte
-	qtab     [256]uint32
-	ptab     [1024]uint32
-	dtab     [256]uint32
+	selCtx   uint32 // the current record's selector shifted to sloc
+	// For the direct model layout (see decoder): the offsets of the
+	// initial context's model and of each context part, and the factor
+	// of the quality part.
+	ctxOff   uint32
+	selOff   uint32
+	qmaskOff uint32
+	qscale   uint32
+	ptabOff  [1024]uint32
+	dtabOff  [256]uint32
+	// qtabIdentity reports qtab[q] == q for every symbol q the stream
+	// can hold (all of them below 256).
+	qtabIdentity bool
+	qmap         [256]byte
+	qtab         [256]uint32
+	ptab         [1024]uint32
+	dtab         [256]uint32
 }
 
 // params is the decoded parameter header (FQZDecodeParams).
@@ -71,83 +86,231 @@ type params struct {
 // Decode decodes one fqzcomp_qual stream (FQZDecode, CRAMcodecs.tex
 // "FQZComp Data Stream"). rawSize is the expected decoded length (the CRAM
 // block header's raw size), or -1 when unknown. The result holds the quality
-// values as the CRAM QS data series stores them (Phred values, not +33).
+// values as the CRAM QS data series stores them (Phred values, not +33). It
+// is AppendDecode(nil, src, rawSize), except that an empty output is a
+// non-nil empty slice.
 func Decode(src []byte, rawSize int) ([]byte, error) {
-	if rawSize > MaxSize {
-		return nil, fmt.Errorf("%w: raw size %d exceeds limit %d", ErrCorrupt, rawSize, MaxSize)
-	}
-	v, pos, err := readUint7(src, 0)
-	if err != nil {
-		return nil, fmt.Errorf("total length: %w", err)
-	}
-	if v > MaxSize {
-		return nil, fmt.Errorf("%w: total length %d exceeds limit %d", ErrCorrupt, v, MaxSize)
-	}
-	n := int(v)
-	if rawSize >= 0 && n != rawSize {
-		return nil, fmt.Errorf("%w: stream length %d, expected %d", ErrCorrupt, n, rawSize)
-	}
-	gp := new(params)
-	k, err := gp.read(src[pos:])
+	out, err := AppendDecode(nil, src, rawSize)
 	if err != nil {
 		return nil, err
 	}
+	if out == nil {
+		out = []byte{}
+	}
+	return out, nil
+}
+
+// AppendDecode decodes one fqzcomp_qual stream (FQZDecode, CRAMcodecs.tex
+// "FQZComp Data Stream") and appends the quality values to dst, returning
+// the extended slice; it allocates only when dst lacks the capacity.
+// rawSize is as for Decode. The result never aliases src. On error the
+// returned slice is unspecified.
+func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
+	return appendDecode(dst, src, rawSize, maxDirectModels)
+}
+
+// appendDecode is AppendDecode with the limit on directly indexed model
+// storage as a parameter, so that tests can force the other layout.
+func appendDecode(dst, src []byte, rawSize, directLimit int) ([]byte, error) {
+	if rawSize > MaxSize {
+		return dst, fmt.Errorf("%w: raw size %d exceeds limit %d", ErrCorrupt, rawSize, MaxSize)
+	}
+	v, pos, err := readUint7(src, 0)
+	if err != nil {
+		return dst, fmt.Errorf("total length: %w", err)
+	}
+	if v > MaxSize {
+		return dst, fmt.Errorf("%w: total length %d exceeds limit %d", ErrCorrupt, v, MaxSize)
+	}
+	n := int(v)
+	if rawSize >= 0 && n != rawSize {
+		return dst, fmt.Errorf("%w: stream length %d, expected %d", ErrCorrupt, n, rawSize)
+	}
+	d := decoderPool.Get().(*decoder)
+	defer d.release()
+	k, err := d.gp.read(src[pos:])
+	if err != nil {
+		return dst, err
+	}
 	pos += k
-	d := decoder{gp: gp, n: n}
 	if n == 0 {
-		return []byte{}, nil
+		return dst, nil
 	}
 	if err := d.rc.Init(src[pos:]); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return dst, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	return d.run(len(src))
+	return d.run(dst, n, len(src), directLimit)
 }
 
-// decoder holds the models and state of one FQZDecode run.
+// decoder holds the models and state of one FQZDecode run. decoders are
+// recycled through decoderPool; run initialises everything it reads.
 type decoder struct {
-	gp    *params
-	n     int
-	rc    arith.RangeDecoder
-	qtab  []uint32 // per-context offset into qbuf, 0 = not yet created
-	qbuf  []uint32 // quality models, created on first use
-	nsym  int      // symbols per quality model
-	lenM  [4]arith.Model
-	revM  arith.Model
-	dupM  arith.Model
-	selM  arith.Model
-	out   []byte
-	revs  []bool
-	lens  []int
-	doRev bool
+	gp   params
+	rc   arith.RangeDecoder
+	nsym int // symbols per quality model
+	// Quality models, stride words each, created on first use. With the
+	// direct layout, models holds one model per context up to the largest
+	// the parameters can form, and a zero total marks a context not yet
+	// seen. Otherwise (too many symbols and contexts for that) qbuf holds
+	// the models in order of creation and qtab maps a context to its
+	// model's offset, 0 for none. touched lists the contexts created, so
+	// that release can clear them again; with the direct layout, by their
+	// models' offsets.
+	direct  bool
+	models  []uint32
+	qtab    []uint32
+	qbuf    []uint32
+	stride  uint32
+	touched []uint32
+	nt      int
+	bad     bool // the inlined symbol loop met a corrupt range code
+	// Models of the per-record values; lenBuf and so on are their storage.
+	lenM    [4]arith.Model
+	revM    arith.Model
+	dupM    arith.Model
+	selM    arith.Model
+	lenBuf  [4 * 257]uint32
+	flagBuf [2 * 3]uint32
+	selBuf  [257]uint32
+	out     []byte // the output being decoded: dst[start:start+n]
+	revs    []bool
+	lens    []int
 }
 
-// run executes the main FQZDecode loop and the final ReverseQualities.
-func (d *decoder) run(srcLen int) ([]byte, error) {
-	gp := d.gp
+// decoderPool recycles decoders with their model storage.
+var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
+
+// maxDirectModels is the largest directly indexed model storage, in words
+// (16 MiB), a decoder uses and keeps in the pool: 65,536 contexts of up to
+// 63 symbols. Streams that would need more use the indirect layout.
+const maxDirectModels = 4 << 20
+
+// smallModels is the size, in words (4 MiB), up to which the direct layout
+// is used whatever the stream's length.
+const smallModels = 1 << 20
+
+// release clears the models the run created, leaving d.models all zero
+// and d.qtab all zero, drops d's references to the caller's data, and
+// returns d to the pool.
+func (d *decoder) release() {
+	for _, c := range d.touched[:d.nt] {
+		if d.direct {
+			clear(d.models[c : c+d.stride])
+		} else {
+			d.qtab[c] = 0
+		}
+	}
+	d.nt = 0
+	d.out = nil
+	d.rc = arith.RangeDecoder{}
+	if cap(d.qbuf) > maxDirectModels {
+		d.qbuf = nil
+	}
+	decoderPool.Put(d)
+}
+
+// maxContext returns the largest quality context any record of gp can
+// form: the largest initial context, or the sum of the largest context
+// parts, or ctxSize-1 when that sum can exceed 16 bits (contexts are taken
+// modulo 2^16).
+func (gp *params) maxContext() uint32 {
+	sel := uint32(gp.maxSel)
+	var top uint32
+	for i := range gp.p {
+		pm := &gp.p[i]
+		top = max(top, pm.context&(ctxSize-1))
+		c := pm.qmask<<pm.qloc + slices.Max(pm.ptab[:]) + slices.Max(pm.dtab[:]) + sel<<pm.sloc
+		top = max(top, min(c, ctxSize-1))
+	}
+	return top
+}
+
+// scale sets the tables that give a context's model offset in the direct
+// layout, of stride words per context: each context part reduced modulo
+// 2^16 and multiplied by stride, so that a context's offset is the sum of
+// its parts' offsets modulo ctxSize*stride (see record).
+func (pm *param) scale(stride uint32) {
+	pm.ctxOff = (pm.context & (ctxSize - 1)) * stride
+	// (q & qmask) << qloc modulo 2^16 keeps only the bits of q below
+	// 16-qloc.
+	pm.qmaskOff = pm.qmask & ((ctxSize - 1) >> pm.qloc)
+	pm.qscale = stride << pm.qloc
+	for i, v := range pm.ptab {
+		pm.ptabOff[i] = (v & (ctxSize - 1)) * stride
+	}
+	for i, v := range pm.dtab {
+		pm.dtabOff[i] = (v & (ctxSize - 1)) * stride
+	}
+}
+
+// run executes the main FQZDecode loop and the final ReverseQualities,
+// appending the n decoded values to dst.
+func (d *decoder) run(dst []byte, n, srcLen, directLimit int) ([]byte, error) {
+	gp := &d.gp
 	d.nsym = gp.maxSym + 1
+	d.bad = false
 	for i := range d.lenM {
-		d.lenM[i] = arith.NewModel(256)
+		d.lenM[i] = arith.InitModel(d.lenBuf[i*257:], 256)
 	}
-	d.revM = arith.NewModel(2)
-	d.dupM = arith.NewModel(2)
+	d.revM = arith.InitModel(d.flagBuf[0:], 2)
+	d.dupM = arith.InitModel(d.flagBuf[3:], 2)
+	d.selM = nil
 	if gp.maxSel > 0 {
-		d.selM = arith.NewModel(gp.maxSel + 1)
+		d.selM = arith.InitModel(d.selBuf[:], gp.maxSel+1)
 	}
-	stride := arith.ModelLen(d.nsym)
-	d.qtab = make([]uint32, ctxSize)
-	d.qbuf = make([]uint32, 1, 256*stride)
-	d.out = make([]byte, min(d.n, max(minChunk, 64*srcLen)))
-	d.doRev = gp.gflags&gflagDoRev != 0
+	// Every context gets its own model in one slice, indexed directly by
+	// the context; contexts beyond the largest the parameters can form
+	// need no room. A zero total marks a model not yet created.
+	d.stride = uint32(arith.ModelLen(d.nsym))
+	nctx := int(gp.maxContext()) + 1
+	need := nctx * int(d.stride)
+	// The direct layout costs its whole size in memory the first time
+	// (pages touched, or zeroed); short streams of many contexts, which
+	// touch few of them, do better with the indirect one unless a pooled
+	// decoder already has the room.
+	d.direct = need <= directLimit && (need <= smallModels || need <= 16*n || need <= cap(d.models))
+	if d.direct {
+		for i := range gp.p {
+			gp.p[i].scale(d.stride)
+		}
+		if cap(d.models) < need {
+			d.models = make([]uint32, need)
+		}
+		d.models = d.models[:need]
+	} else {
+		if d.qtab == nil {
+			d.qtab = make([]uint32, ctxSize)
+		}
+		// Offset 0 means no model.
+		d.qbuf = append(d.qbuf[:0], 0)
+	}
+	if cap(d.touched) < nctx {
+		d.touched = make([]uint32, nctx)
+	}
+	d.touched = d.touched[:nctx]
+	d.nt = 0
+	d.revs, d.lens = d.revs[:0], d.lens[:0]
+	doRev := gp.gflags&gflagDoRev != 0
+
+	// Decode straight into dst's spare capacity when it holds the whole
+	// output; otherwise start with what a generous compression ratio of
+	// the input allows, and grow as records are decoded.
+	start := len(dst)
+	c := n
+	if cap(dst)-start < n {
+		c = min(n, max(minChunk, 64*srcLen))
+	}
+	dst = slices.Grow(dst, c)
+	d.out = dst[start : start+c]
 
 	rc := &d.rc
-	n := d.n
 	pm := &gp.p[0]
 	firstLen := true
 	lastLen := 0
 	var sel uint32
 	for i := 0; i < n; {
 		if err := rc.Err(); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+			return dst, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 		// FQZNewRecord: selector, parameter block, length, flags.
 		sel = 0
@@ -159,7 +322,7 @@ func (d *decoder) run(srcLen int) ([]byte, error) {
 			x = gp.stab[sel]
 		}
 		if int(x) >= len(gp.p) {
-			return nil, fmt.Errorf("%w: parameter selector %d for %d parameter blocks at output %d", ErrCorrupt, x, len(gp.p), i)
+			return dst, fmt.Errorf("%w: parameter selector %d for %d parameter blocks at output %d", ErrCorrupt, x, len(gp.p), i)
 		}
 		pm = &gp.p[x]
 		recLen := lastLen
@@ -172,30 +335,40 @@ func (d *decoder) run(srcLen int) ([]byte, error) {
 			lastLen = recLen
 		}
 		if recLen <= 0 || recLen > n-i {
-			return nil, fmt.Errorf("%w: record length %d with %d of %d bytes left", ErrCorrupt, recLen, n-i, n)
+			return dst, fmt.Errorf("%w: record length %d with %d of %d bytes left", ErrCorrupt, recLen, n-i, n)
 		}
-		if d.doRev {
+		if doRev {
 			d.revs = append(d.revs, rc.Decode(d.revM) != 0)
 			d.lens = append(d.lens, recLen)
 		}
-		d.reserve(i + recLen)
-		out := d.out[i : i+recLen]
+		if i+recLen > len(d.out) {
+			// Grow the output region: double it, up to n.
+			c := min(n, max(i+recLen, 2*len(d.out)))
+			dst = slices.Grow(dst[:start+len(d.out)], c-len(d.out))
+			d.out = dst[start : start+c]
+		}
 		if pm.doDedup && rc.Decode(d.dupM) != 0 {
 			if recLen > i {
-				return nil, fmt.Errorf("%w: duplicate record of length %d at output %d", ErrCorrupt, recLen, i)
+				return dst, fmt.Errorf("%w: duplicate record of length %d at output %d", ErrCorrupt, recLen, i)
 			}
-			copy(out, d.out[i-recLen:i])
+			copy(d.out[i:i+recLen], d.out[i-recLen:i])
 			i += recLen
 			continue
 		}
-		d.record(pm, out, sel)
+		pm.selCtx = sel << (pm.sloc & 31)
+		pm.selOff = pm.selCtx & (ctxSize - 1) * d.stride
+		if d.direct {
+			d.record(pm, i, i+recLen)
+		} else {
+			d.recordIndirect(pm, i, i+recLen)
+		}
 		i += recLen
 	}
 	if err := rc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return dst, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	out := d.out[:n]
-	if d.doRev {
+	if doRev {
 		i := 0
 		for r, rev := range d.revs {
 			l := d.lens[r]
@@ -208,58 +381,138 @@ func (d *decoder) run(srcLen int) ([]byte, error) {
 			i += l
 		}
 	}
-	return out, nil
+	return dst[:start+n], nil
 }
 
-// reserve grows the output so that it holds at least end bytes.
-func (d *decoder) reserve(end int) {
-	if end <= len(d.out) {
-		return
+// record decodes the qualities of output positions start..end-1, updating
+// the context after each value (FQZDecode's quality loop and
+// FQZUpdateContext, CRAMcodecs.tex "FQZComp Models"), with the direct model
+// layout.
+//
+// This loop is where fqzcomp spends its time, so the range decoder's
+// symbol step (arith.RangeDecoder.Decode) is inlined with the coder's
+// registers in local variables, and values needed only now and then are
+// read through d or pm each time: Go's register allocator otherwise spills
+// the loop's state to the stack. The step must stay identical to Decode's.
+// The path from one symbol to the next model's load sets the speed, so
+// the context is kept as its model's offset, computed from pre-scaled
+// parts (see param.scale), with the parts that do not depend on the symbol
+// summed apart.
+func (d *decoder) record(pm *param, start, end int) {
+	off := pm.ctxOff
+	wrap := ctxSize * d.stride
+	// st holds the running delta (bits 8 and up, at most 255) and the
+	// previous quality (bits 0-7).
+	var qctx, st uint32
+	src, pos, rng, code := d.rc.Registers()
+	for j := start; j < end; j++ {
+		// The context is at most maxContext, so m is inside d.models.
+		m := d.models[off : off+d.stride]
+		tot := m[0]
+		if tot == 0 {
+			// First use of this context (ModelCreate).
+			arith.InitModel(m, d.nsym)
+			tot = m[0]
+			d.touched[d.nt] = off
+			d.nt++
+		}
+		r := rng / tot
+		if tot*r <= code {
+			d.bad = true
+			code = tot*r - 1
+		}
+		x := 1
+		f := (m[1] >> 8) * r
+		for f <= code {
+			code -= f
+			x++
+			f = (m[x] >> 8) * r
+		}
+		rng = f
+		e := m[x]
+		for rng < arith.RangeTop {
+			var b byte
+			if pos < len(src) {
+				b = src[pos]
+				pos++
+			} else {
+				d.bad = true
+			}
+			rng <<= 8
+			code = code<<8 | uint32(b)
+		}
+		e += arith.ModelStep << 8
+		m[x] = e
+		tot += arith.ModelStep
+		m[0] = tot
+		if tot > arith.MaxFreq {
+			arith.Model(m).Renormalise()
+			e = m[x]
+		}
+		if x > 1 {
+			if p := m[x-1]; e>>8 > p>>8 {
+				m[x-1] = e
+				m[x] = p
+			}
+		}
+		q := e & 0xFF
+		d.out[j] = pm.qmap[q]
+
+		// Most streams map qualities to themselves; skipping that table
+		// takes a load off the path from one symbol to the next.
+		qv := q
+		if !pm.qtabIdentity {
+			qv = pm.qtab[q]
+		}
+		qctx = qctx<<(pm.qshift&31) + qv
+		// Each part's offset is below ctxSize*stride (wrap), so each sum
+		// needs at most one subtraction to stay below it.
+		rest := pm.ptabOff[min(1023, uint(end-j))] + pm.dtabOff[(st>>8)&255]
+		if rest >= wrap {
+			rest -= wrap
+		}
+		rest += pm.selOff
+		if rest >= wrap {
+			rest -= wrap
+		}
+		off = (qctx&pm.qmaskOff)*pm.qscale + rest
+		if off >= wrap {
+			off -= wrap
+		}
+		// Count a change of quality, saturating at 255: t|-t has its top
+		// bit set when t != 0, and st-255<<8 when the count is below 255.
+		t := (st ^ q) & 0xFF
+		st = st&^0xFF | q + ((t|-t)>>31)&((st-255<<8)>>31)<<8
 	}
-	c := min(d.n, max(end, 2*len(d.out)))
-	d.out = append(d.out, make([]byte, c-len(d.out))...)
+	d.rc.SetRegisters(pos, rng, code, d.bad)
 }
 
-// record decodes one record's qualities into out, updating the context after
-// each value (FQZUpdateContext, CRAMcodecs.tex "FQZComp Models").
-func (d *decoder) record(pm *param, out []byte, sel uint32) {
-	rc := &d.rc
-	stride := arith.ModelLen(d.nsym)
-	qtab := d.qtab[:ctxSize]
-	selCtx := sel << pm.sloc
+// recordIndirect is record for the indirect model layout: models are found
+// through qtab, created on demand in qbuf, and decoded with
+// arith.RangeDecoder.Decode. It serves streams of many symbols and
+// contexts, which encoders rarely produce.
+func (d *decoder) recordIndirect(pm *param, start, end int) {
 	ctx := pm.context
-	var qctx, delta uint32
-	prevq := byte(0)
-	p := len(out)
-	for j := range out {
-		off := qtab[ctx&(ctxSize-1)]
+	var qctx, st uint32
+	for j := start; j < end; j++ {
+		c := ctx & (ctxSize - 1)
+		off := d.qtab[c]
 		if off == 0 {
-			off = d.newQualModel(ctx&(ctxSize-1), stride)
+			off = uint32(len(d.qbuf))
+			d.qbuf = slices.Grow(d.qbuf, int(d.stride))[:off+d.stride]
+			arith.InitModel(d.qbuf[off:], d.nsym)
+			d.qtab[c] = off
+			d.touched[d.nt] = c
+			d.nt++
 		}
-		q := rc.Decode(arith.Model(d.qbuf[off : off+uint32(stride)]))
-		out[j] = pm.qmap[q]
+		q := uint32(d.rc.Decode(arith.Model(d.qbuf[off : off+d.stride])))
+		d.out[j] = pm.qmap[q]
 
-		qctx = qctx<<pm.qshift + pm.qtab[q]
-		c := (qctx & pm.qmask) << pm.qloc
-		c += pm.ptab[min(1023, p)]
-		c += pm.dtab[min(255, delta)]
-		c += selCtx
-		if prevq != q {
-			delta++
-		}
-		prevq = q
-		p--
-		ctx = c
+		qctx = qctx<<(pm.qshift&31) + pm.qtab[q]
+		ctx = (qctx&pm.qmask)<<(pm.qloc&31) + pm.ptab[min(1023, uint(end-j))] + pm.dtab[(st>>8)&255] + pm.selCtx
+		t := (st ^ q) & 0xFF
+		st = st&^0xFF | q + ((t|-t)>>31)&((st-255<<8)>>31)<<8
 	}
-}
-
-// newQualModel creates the quality model for context ctx on first use.
-func (d *decoder) newQualModel(ctx uint32, stride int) uint32 {
-	off := len(d.qbuf)
-	d.qbuf = append(d.qbuf, make([]uint32, stride)...)
-	arith.InitModel(d.qbuf[off:], d.nsym)
-	d.qtab[ctx] = uint32(off)
-	return uint32(off)
 }
 
 // read parses the parameter header (FQZDecodeParams) and returns its
@@ -272,6 +525,7 @@ func (gp *params) read(src []byte) (int, error) {
 		return 0, fmt.Errorf("%w: format version %d, want %d", ErrCorrupt, src[0], version)
 	}
 	gp.gflags = src[1]
+	gp.maxSel, gp.maxSym = 0, 0
 	pos := 2
 	nparam := 1
 	if gp.gflags&gflagMultiParam != 0 {
@@ -296,7 +550,10 @@ func (gp *params) read(src []byte) (int, error) {
 		}
 		pos += k
 	}
-	gp.p = make([]param, nparam)
+	if cap(gp.p) < nparam {
+		gp.p = make([]param, nparam)
+	}
+	gp.p = gp.p[:nparam]
 	for i := range gp.p {
 		pm := &gp.p[i]
 		k, err := pm.read(src[pos:])
@@ -348,6 +605,8 @@ func (pm *param) read(src []byte) (int, error) {
 			pm.qmap[i] = byte(i)
 		}
 	}
+	// A decoder is reused: tables the block does not store are cleared.
+	pm.qtab, pm.ptab, pm.dtab = [256]uint32{}, [1024]uint32{}, [256]uint32{}
 	if qbits > 0 {
 		if pflags&pflagHaveQtab != 0 {
 			k, err := readArray(src[pos:], pm.qtab[:])
@@ -359,6 +618,13 @@ func (pm *param) read(src []byte) (int, error) {
 			for i := range pm.qtab {
 				pm.qtab[i] = uint32(i)
 			}
+		}
+	}
+	pm.qtabIdentity = true
+	for i, v := range pm.qtab {
+		if v != uint32(i) {
+			pm.qtabIdentity = false
+			break
 		}
 	}
 	if pflags&pflagHavePtab != 0 {

@@ -3,6 +3,7 @@ package fqzcomp
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,6 +187,11 @@ func FuzzDecode(f *testing.F) {
 			f.Add(src[:min(len(src), 600)], -1)
 		}
 	}
+	for _, name := range []string{"custom1.fqz", "custom2.fqz"} {
+		if src, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+			f.Add(src[:min(len(src), 600)], -1)
+		}
+	}
 	f.Add([]byte{10, version, 0, 0, 0, 0, 40, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0, 0}, 10)
 	f.Add([]byte{20, version, gflagMultiParam | gflagHaveStab | gflagDoRev, 2, 1, 1, 1,
 		0, 0, pflagDoSel | pflagDoDedup, 40, 0x62, 0x0e, 0x00,
@@ -198,6 +204,11 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		out, err := Decode(src, rawSize)
+		// The indirect model layout must agree with the direct one.
+		alt, altErr := appendDecode(nil, src, rawSize, 0)
+		if (err == nil) != (altErr == nil) || err == nil && !bytes.Equal(out, alt) {
+			t.Fatalf("direct layout: %v; indirect layout: %v", err, altErr)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
@@ -208,4 +219,130 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decoded %d bytes, rawSize %d", len(out), rawSize)
 		}
 	})
+}
+
+func TestAppendDecodeVectors(t *testing.T) {
+	dir := corpus.Dir(t)
+	prefix := []byte("prefix\x00\xff")
+	for _, v := range corpus.CodecVectors(t, dir, "fqzcomp") {
+		t.Run(v.Compressed, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join(dir, v.Compressed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := expected(t, dir, v)
+			dsts := map[string][]byte{
+				"nil":         nil,
+				"prefix+room": append(make([]byte, 0, len(prefix)+len(want)+7), prefix...),
+				"prefix full": bytes.Clone(prefix)[:len(prefix):len(prefix)],
+			}
+			for name, dst := range dsts {
+				for _, raw := range []int{len(want), -1} {
+					out, err := AppendDecode(dst, src, raw)
+					if err != nil {
+						t.Fatalf("%s, rawSize %d: %v", name, raw, err)
+					}
+					if !bytes.Equal(out[:len(dst)], dst) {
+						t.Fatalf("%s: prefix changed", name)
+					}
+					if !bytes.Equal(out[len(dst):], want) {
+						t.Fatalf("%s: decoded %d bytes differ from the %d expected", name, len(out)-len(dst), len(want))
+					}
+					if cap(dst)-len(dst) >= len(want) && &out[0] != &dst[:1][0] {
+						t.Fatalf("%s: reallocated although dst had room", name)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPooledReuse decodes the vectors repeatedly in shuffled orders, so
+// that pooled decoders meet models and parameter tables left by streams of
+// other alphabets and context layouts, and compares every result.
+func TestPooledReuse(t *testing.T) {
+	dir := corpus.Dir(t)
+	type vec struct{ src, want []byte }
+	var vs []vec
+	for _, v := range corpus.CodecVectors(t, dir, "fqzcomp") {
+		src, err := os.ReadFile(filepath.Join(dir, v.Compressed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, vec{src, expected(t, dir, v)})
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := 0; round < 3; round++ {
+		for i, k := range rng.Perm(len(vs)) {
+			v := vs[k]
+			// Interleave a failing (truncated) decode, which must not
+			// leave the pool in a bad state either.
+			if _, err := Decode(v.src[:len(v.src)/2], len(v.want)); err == nil {
+				t.Fatalf("round %d: truncated vector %d decoded", round, k)
+			}
+			got, err := Decode(v.src, len(v.want))
+			if err != nil || !bytes.Equal(got, v.want) {
+				t.Fatalf("round %d, step %d: vector %d decoded wrongly after reuse (%v)", round, i, k, err)
+			}
+		}
+	}
+}
+
+// TestIndirectLayout decodes every vector with the model layout that
+// streams of many symbols and contexts get, and compares with Decode.
+func TestIndirectLayout(t *testing.T) {
+	dir := corpus.Dir(t)
+	for _, v := range corpus.CodecVectors(t, dir, "fqzcomp") {
+		src, err := os.ReadFile(filepath.Join(dir, v.Compressed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := expected(t, dir, v)
+		got, err := appendDecode([]byte("x"), src, len(want), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", v.Compressed, err)
+		}
+		if !bytes.Equal(got[1:], want) || got[0] != 'x' {
+			t.Fatalf("%s: indirect layout decodes differently", v.Compressed)
+		}
+		if _, err := appendDecode(nil, src[:len(src)-len(src)/3], len(want), 0); err == nil {
+			t.Fatalf("%s: truncated stream decoded", v.Compressed)
+		}
+	}
+}
+
+// TestFixtures decodes the project's own libhtscodecs-encoded fixtures,
+// whose parameters (context locations, tables, selectors, wrapping
+// contexts) the corpus vectors do not cover, with both model layouts.
+func TestFixtures(t *testing.T) {
+	for _, name := range []string{"custom1", "custom2"} {
+		t.Run(name, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join("testdata", name+".fqz"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(filepath.Join("testdata", name+".raw"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, limit := range []int{maxDirectModels, 0} {
+				got, err := appendDecode(nil, src, len(want), limit)
+				if err != nil {
+					t.Fatalf("direct limit %d: %v", limit, err)
+				}
+				if !bytes.Equal(got, want) {
+					i := 0
+					for i < len(got) && i < len(want) && got[i] == want[i] {
+						i++
+					}
+					t.Fatalf("direct limit %d: %d bytes, want %d; first difference at %d", limit, len(got), len(want), i)
+				}
+			}
+			for _, cut := range []int{10, len(src) / 2, len(src) - 1} {
+				if _, err := Decode(src[:cut], len(want)); !errors.Is(err, ErrCorrupt) {
+					t.Errorf("prefix of %d bytes: %v, want ErrCorrupt", cut, err)
+				}
+			}
+		})
+	}
 }

@@ -25,6 +25,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
+	"slices"
+	"sync"
 )
 
 // MaxSize is the largest decoded name buffer, in bytes, that Decode accepts
@@ -72,7 +75,8 @@ const (
 type stream struct {
 	data    []byte
 	pos     int
-	n       int // length of an implicit stream
+	off     int // offset of data in the decoder's arena
+	n       int // length of data, or of an implicit stream
 	first   byte
 	present bool
 	implied bool
@@ -80,37 +84,44 @@ type stream struct {
 
 // byte1 returns the next byte of s.
 func (s *stream) byte1() (byte, bool) {
-	if s.implied {
-		if s.pos >= s.n {
-			return 0, false
-		}
+	if s.pos < len(s.data) {
+		b := s.data[s.pos]
 		s.pos++
-		if s.pos == 1 {
-			return s.first, true
-		}
-		return tokMatch, true
+		return b, true
 	}
-	if s.pos >= len(s.data) {
+	return s.byte1Slow()
+}
+
+// byte1Slow is byte1 for implicit and exhausted streams.
+func (s *stream) byte1Slow() (byte, bool) {
+	if !s.implied || s.pos >= s.n {
 		return 0, false
 	}
-	b := s.data[s.pos]
 	s.pos++
-	return b, true
+	if s.pos == 1 {
+		return s.first, true
+	}
+	return tokMatch, true
 }
 
 // uint32le returns the next four bytes of s as a little-endian integer.
 func (s *stream) uint32le() (uint32, bool) {
-	if !s.implied {
-		if len(s.data)-s.pos < 4 {
-			return 0, false
-		}
+	if len(s.data)-s.pos >= 4 {
 		v := binary.LittleEndian.Uint32(s.data[s.pos:])
 		s.pos += 4
 		return v, true
 	}
+	return s.uint32leSlow()
+}
+
+// uint32leSlow is uint32le for implicit and nearly exhausted streams.
+func (s *stream) uint32leSlow() (uint32, bool) {
+	if !s.implied {
+		return 0, false
+	}
 	var v uint32
 	for i := range 4 {
-		b, ok := s.byte1()
+		b, ok := s.byte1Slow()
 		if !ok {
 			return 0, false
 		}
@@ -139,50 +150,99 @@ type name struct {
 // Decode decodes one name tokeniser stream into NUL-terminated names,
 // concatenated (CRAMcodecs "Name tokenisation codec", DecodeNames).
 // rawSize is the expected decoded length (CRAM block raw size) or -1 when
-// unknown; a decoded length that differs from it is an error.
+// unknown; a decoded length that differs from it is an error. It is
+// AppendDecode(nil, src, rawSize), except that an empty output is a non-nil
+// empty slice.
 func Decode(src []byte, rawSize int) ([]byte, error) {
+	out, err := AppendDecode(nil, src, rawSize)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []byte{}
+	}
+	return out, nil
+}
+
+// AppendDecode decodes one name tokeniser stream (CRAMcodecs "Name
+// tokenisation codec", DecodeNames) and appends the NUL-terminated names to
+// dst, returning the extended slice; it allocates only when dst lacks the
+// capacity. rawSize is as for Decode. The result never aliases src. On
+// error the returned slice is unspecified.
+func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
 	if rawSize > MaxSize {
-		return nil, fmt.Errorf("%w: raw size %d exceeds limit %d", ErrCorrupt, rawSize, MaxSize)
+		return dst, fmt.Errorf("%w: raw size %d exceeds limit %d", ErrCorrupt, rawSize, MaxSize)
 	}
 	if len(src) < headerSize {
-		return nil, fmt.Errorf("%w: %d-byte stream is shorter than the %d-byte header", ErrCorrupt, len(src), headerSize)
+		return dst, fmt.Errorf("%w: %d-byte stream is shorter than the %d-byte header", ErrCorrupt, len(src), headerSize)
 	}
 	ulen := binary.LittleEndian.Uint32(src[0:])
 	nreads := binary.LittleEndian.Uint32(src[4:])
 	useArith := src[8] != 0
 	if ulen > MaxSize {
-		return nil, fmt.Errorf("%w: uncompressed length %d exceeds limit %d", ErrCorrupt, ulen, MaxSize)
+		return dst, fmt.Errorf("%w: uncompressed length %d exceeds limit %d", ErrCorrupt, ulen, MaxSize)
 	}
 	if nreads == 0 || nreads > maxNames {
-		return nil, fmt.Errorf("%w: name count %d outside 1..%d", ErrCorrupt, nreads, int(maxNames))
+		return dst, fmt.Errorf("%w: name count %d outside 1..%d", ErrCorrupt, nreads, int(maxNames))
 	}
 	limit := int(ulen)
 	if rawSize >= 0 && rawSize < limit {
 		limit = rawSize
 	}
 
-	d := decoder{nreads: int(nreads), limit: limit}
+	d := decoderPool.Get().(*decoder)
+	defer d.release()
+	d.nreads, d.limit = int(nreads), limit
 	if err := d.readStreams(src, useArith); err != nil {
-		return nil, err
+		return dst, err
 	}
-	out, err := d.decodeNames(len(src))
+	start := len(dst)
+	out, err := d.decodeNames(dst, len(src))
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	if rawSize >= 0 && len(out) != rawSize {
-		return nil, fmt.Errorf("%w: decoded %d bytes, block raw size is %d", ErrCorrupt, len(out), rawSize)
+	if rawSize >= 0 && len(out)-start != rawSize {
+		return out, fmt.Errorf("%w: decoded %d bytes, block raw size is %d", ErrCorrupt, len(out)-start, rawSize)
 	}
 	return out, nil
 }
 
-// decoder holds the state of one Decode call.
+// decoder holds the state of one Decode call. decoders are recycled
+// through decoderPool with their buffers; each call sets what it reads.
 type decoder struct {
 	nreads  int
 	limit   int      // largest output length
 	streams []stream // B[pos,type] at index pos*16+type
-	out     []byte
+	arena   []byte   // the decoded token streams, one after another
+	out     []byte   // the names decoded so far
 	names   []name
 	tokens  []token
+}
+
+// decoderPool recycles decoders and their buffers between calls.
+var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
+
+// maxPooled is the largest buffer, in bytes, a decoder keeps when it
+// returns to the pool.
+const maxPooled = 64 << 20
+
+// release drops the decoder's references to the caller's data and to
+// oversized buffers, and returns it to the pool.
+func (d *decoder) release() {
+	d.out = nil
+	for i := range d.streams {
+		d.streams[i] = stream{}
+	}
+	if cap(d.arena) > maxPooled {
+		d.arena = nil
+	}
+	if cap(d.names) > maxPooled/16 {
+		d.names = nil
+	}
+	if cap(d.tokens) > maxPooled/16 {
+		d.tokens = nil
+	}
+	decoderPool.Put(d)
 }
 
 // readStreams parses and decompresses the token byte streams that follow
@@ -190,7 +250,12 @@ type decoder struct {
 func (d *decoder) readStreams(src []byte, useArith bool) error {
 	// Position 0 always exists, as in htscodecs, so that a stream list
 	// without positions decodes to no names.
-	d.streams = make([]stream, numTypes, 4*numTypes)
+	if cap(d.streams) < 4*numTypes {
+		d.streams = make([]stream, numTypes, 4*numTypes)
+	}
+	d.streams = d.streams[:numTypes]
+	clear(d.streams)
+	d.arena = d.arena[:0]
 	// A name reads at most one token per position, a token at most five
 	// value bytes besides its type byte, and every token but NOP yields
 	// output: the streams together never need more than this.
@@ -208,7 +273,8 @@ func (d *decoder) readStreams(src []byte, useArith bool) error {
 				return fmt.Errorf("%w: more than %d token positions at offset %d", ErrCorrupt, maxTokens, at)
 			}
 			if need := (tnum + 1) * numTypes; need > len(d.streams) {
-				d.streams = append(d.streams, make([]stream, need-len(d.streams))...)
+				d.streams = slices.Grow(d.streams, need-len(d.streams))[:need]
+				clear(d.streams[need-numTypes:])
 			}
 		}
 		if tnum < 0 {
@@ -255,17 +321,25 @@ func (d *decoder) readStreams(src []byte, useArith bool) error {
 			return fmt.Errorf("%w: stream %d/%d claims %d decoded bytes, at most %d usable (%d left in budget), at offset %d",
 				ErrCorrupt, tnum, typ, size, max, budget, o)
 		}
-		data, err := entropyDecode(useArith, cdata, int(size))
+		// The stream is decoded onto the arena; data is set once all are.
+		off := len(d.arena)
+		arena, err := appendEntropy(d.arena, useArith, cdata, int(size))
 		if err != nil {
 			return fmt.Errorf("%w: stream %d/%d at offset %d: %w", ErrCorrupt, tnum, typ, o, err)
 		}
-		if len(data) != int(size) {
+		d.arena = arena
+		if len(arena)-off != int(size) {
 			return fmt.Errorf("%w: stream %d/%d decoded to %d bytes, expected %d, at offset %d",
-				ErrCorrupt, tnum, typ, len(data), size, o)
+				ErrCorrupt, tnum, typ, len(arena)-off, size, o)
 		}
 		budget -= int64(size)
-		d.streams[i] = stream{data: data, present: true}
+		d.streams[i] = stream{off: off, n: int(size), present: true}
 		o += int(clen)
+	}
+	for i := range d.streams {
+		if s := &d.streams[i]; s.present && !s.implied {
+			s.data = d.arena[s.off : s.off+s.n]
+		}
 	}
 	return nil
 }
@@ -317,18 +391,30 @@ func innerSize(cdata []byte) (uint64, error) {
 }
 
 // decodeNames decodes every name from the token streams
-// (CRAMcodecs "Name tokenisation codec", DecodeNames).
-func (d *decoder) decodeNames(srcLen int) ([]byte, error) {
+// (CRAMcodecs "Name tokenisation codec", DecodeNames) and appends them to
+// dst.
+func (d *decoder) decodeNames(dst []byte, srcLen int) ([]byte, error) {
 	// Initial capacities: what the declared sizes need, but no more than
 	// a generous compression ratio of the input allows; beyond that the
-	// buffers grow with the data actually decoded.
+	// buffers grow with the data actually decoded. The names are
+	// appended to an empty slice over dst's spare capacity, so that
+	// offsets start at 0; finish joins them to dst.
 	ratio := 32*srcLen + 1024
-	d.out = make([]byte, 0, min(d.limit, ratio))
-	d.names = make([]name, 0, min(d.nreads, d.limit, ratio/8))
+	if c := min(d.limit, ratio); cap(dst)-len(dst) < c {
+		dst = slices.Grow(dst, c)
+	}
+	d.out = dst[len(dst):len(dst)]
+	if c := min(d.nreads, d.limit, ratio/8); cap(d.names) < c {
+		d.names = make([]name, 0, c)
+	}
+	d.names = d.names[:0]
 	// Names seen so far use about one token per two to four bytes.
 	// A name stores at most one token per position after the first.
 	npos := len(d.streams) / numTypes
-	d.tokens = make([]token, 0, min(d.limit/2, ratio/2, d.nreads*(npos-1))+16)
+	if c := min(d.limit/2, ratio/2, d.nreads*(npos-1)) + 16; cap(d.tokens) < c {
+		d.tokens = make([]token, 0, c)
+	}
+	d.tokens = d.tokens[:0]
 	// Without NOP tokens every token yields at least one byte; allow
 	// some NOPs, but keep the table proportional to the output.
 	tokenLimit := 2*d.limit + 1024
@@ -339,33 +425,46 @@ func (d *decoder) decodeNames(srcLen int) ([]byte, error) {
 		// As in htscodecs, the names end when the position-0 type stream
 		// does, or at a type byte beyond the last stream slot.
 		if !ok || int(t0) >= len(d.streams) {
-			return d.out, nil
+			return d.finish(dst), nil
 		}
 		cnum := len(d.names)
 		if cnum >= d.nreads {
-			return nil, fmt.Errorf("%w: more names than the %d declared", ErrCorrupt, d.nreads)
+			return dst, fmt.Errorf("%w: more names than the %d declared", ErrCorrupt, d.nreads)
 		}
 		dist, ok := d.streams[t0].uint32le()
 		if !ok {
-			return nil, fmt.Errorf("%w: name %d: distance stream %d exhausted", ErrCorrupt, cnum, t0)
+			return dst, fmt.Errorf("%w: name %d: distance stream %d exhausted", ErrCorrupt, cnum, t0)
 		}
 		if uint64(dist) > uint64(cnum) {
-			return nil, fmt.Errorf("%w: name %d refers %d names back", ErrCorrupt, cnum, dist)
+			return dst, fmt.Errorf("%w: name %d refers %d names back", ErrCorrupt, cnum, dist)
 		}
 		pnum := cnum - int(dist)
 		if t0 == tokDup {
 			if err := d.dupName(cnum, pnum); err != nil {
-				return nil, err
+				return dst, err
 			}
 			continue
 		}
 		if err := d.diffName(cnum, pnum); err != nil {
-			return nil, err
+			return dst, err
 		}
 		if len(d.tokens) > tokenLimit {
-			return nil, fmt.Errorf("%w: %d tokens for at most %d output bytes", ErrCorrupt, len(d.tokens), d.limit)
+			return dst, fmt.Errorf("%w: %d tokens for at most %d output bytes", ErrCorrupt, len(d.tokens), d.limit)
 		}
 	}
+}
+
+// finish returns dst extended by the decoded names: in place when they
+// were decoded into dst's spare capacity, by a copy when they outgrew it.
+func (d *decoder) finish(dst []byte) []byte {
+	n := len(d.out)
+	if n == 0 {
+		return dst
+	}
+	if cap(dst)-len(dst) >= n && &dst[:len(dst)+n][len(dst)] == &d.out[0] {
+		return dst[:len(dst)+n]
+	}
+	return append(dst, d.out...)
 }
 
 // overflow reports output beyond the declared length.
@@ -547,18 +646,12 @@ func (d *decoder) diffName(cnum, pnum int) error {
 		case tokDigits:
 			// DIGITS: decimal without leading zeros; like htscodecs,
 			// the value 0 prints nothing.
-			n := 0
-			for n < len(pow10) && tk.val >= pow10[n] {
-				n++
-			}
+			n := decimalWidth(tk.val)
 			if n > d.limit-len(out) {
 				return d.overflow(cnum)
 			}
 			out = append(out, make([]byte, n)...)
-			for i, v := len(out)-1, tk.val; i >= len(out)-n; i-- {
-				out[i] = byte(v%10) + '0'
-				v /= 10
-			}
+			putDecimal(out[len(out)-n:], tk.val)
 		case tokDigits0:
 			// DIGITS0: exactly dz digits (CRAMcodecs "LeftPadNumber").
 			// Like htscodecs, a value wider than that puts its excess
@@ -569,11 +662,11 @@ func (d *decoder) diffName(cnum, pnum int) error {
 			if int(tk.dz) > d.limit-len(out) {
 				return d.overflow(cnum)
 			}
-			v := tk.val
-			for k := int(tk.dz) - 1; k >= 0; k-- {
-				p := pow10[k]
-				out = append(out, byte(v/p+'0'))
-				v %= p
+			if dz := int(tk.dz); dz > 0 {
+				p := pow10[dz-1]
+				out = append(out, byte(tk.val/p+'0'))
+				out = append(out, make([]byte, dz-1)...)
+				putDecimal(out[len(out)-(dz-1):], tk.val%p)
 			}
 		}
 		toks = append(toks, tk)
@@ -593,6 +686,39 @@ func prevToken(prev []token, cnum, ntok int) (token, error) {
 // exhausted reports a value stream that ran out.
 func (d *decoder) exhausted(cnum, ntok, typ int) error {
 	return fmt.Errorf("%w: name %d position %d: stream of type %d exhausted", ErrCorrupt, cnum, ntok, typ)
+}
+
+// decimalWidth returns the number of decimal digits of v, 0 for 0.
+func decimalWidth(v uint32) int {
+	// log10(2) is about 1233/4096: n is the width or one less.
+	n := bits.Len32(v) * 1233 >> 12
+	if n < len(pow10) && v >= pow10[n] {
+		n++
+	}
+	return n
+}
+
+// digitPairs holds "00" to "99", two bytes each.
+const digitPairs = "0001020304050607080910111213141516171819" +
+	"2021222324252627282930313233343536373839" +
+	"4041424344454647484950515253545556575859" +
+	"6061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// putDecimal writes v into b as exactly len(b) decimal digits, with
+// leading zeros; v must be below 10^len(b).
+func putDecimal(b []byte, v uint32) {
+	i := len(b)
+	for i >= 2 {
+		q := v / 100
+		r := (v - q*100) * 2
+		i -= 2
+		b[i], b[i+1] = digitPairs[r], digitPairs[r+1]
+		v = q
+	}
+	if i == 1 {
+		b[0] = byte(v) + '0'
+	}
 }
 
 // pow10 holds 10^k for the widths a DIGITS0 token may have.

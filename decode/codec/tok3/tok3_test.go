@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -558,5 +559,81 @@ func BenchmarkDecode(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func TestAppendDecodeVectors(t *testing.T) {
+	dir := corpus.Dir(t)
+	prefix := []byte("prefix\x00\xff")
+	want := map[string][]byte{}
+	for _, v := range corpusVectors(t, dir) {
+		t.Run(strings.TrimPrefix(v.compressed, dir+"/"), func(t *testing.T) {
+			exp, ok := want[v.raw]
+			if !ok {
+				exp = nulNames(readRaw(t, v.raw))
+				want[v.raw] = exp
+			}
+			src, err := os.ReadFile(v.compressed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dsts := map[string][]byte{
+				"nil":         nil,
+				"prefix+room": append(make([]byte, 0, len(prefix)+len(exp)+7), prefix...),
+				"prefix full": bytes.Clone(prefix)[:len(prefix):len(prefix)],
+			}
+			for name, dst := range dsts {
+				for _, raw := range []int{len(exp), -1} {
+					out, err := AppendDecode(dst, src, raw)
+					if err != nil {
+						t.Fatalf("%s, rawSize %d: %v", name, raw, err)
+					}
+					if !bytes.Equal(out[:len(dst)], dst) {
+						t.Fatalf("%s: prefix changed", name)
+					}
+					if !bytes.Equal(out[len(dst):], exp) {
+						t.Fatalf("%s: %d bytes differ from the %d expected (first difference at %d)",
+							name, len(out)-len(dst), len(exp), firstDiff(out[len(dst):], exp))
+					}
+					if cap(dst)-len(dst) >= len(exp) && &out[0] != &dst[:1][0] {
+						t.Fatalf("%s: reallocated although dst had room", name)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPooledReuse decodes the fixtures repeatedly in shuffled orders,
+// interleaved with failing decodes, so that pooled decoders meet streams,
+// names and tokens left by other inputs.
+func TestPooledReuse(t *testing.T) {
+	exp := nulNames(readRaw(t, "testdata/names.txt"))
+	files, err := filepath.Glob("testdata/names.txt.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srcs [][]byte
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, src)
+	}
+	srcs = append(srcs, fuzzSeeds(t)[0]) // a valid hand-built stream
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := 0; round < 3; round++ {
+		for _, k := range rng.Perm(len(srcs)) {
+			src := srcs[k]
+			Decode(src[:len(src)*2/3], -1)
+			got, err := Decode(src, -1)
+			if err != nil {
+				t.Fatalf("round %d: input %d: %v", round, k, err)
+			}
+			if k < len(files) && !bytes.Equal(got, exp) {
+				t.Fatalf("round %d: %s decoded wrongly after reuse", round, files[k])
+			}
+		}
 	}
 }
