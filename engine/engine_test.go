@@ -868,3 +868,56 @@ func TestRecycledSegmentsStayIntact(t *testing.T) {
 		t.Fatal("no storage came back to the pool")
 	}
 }
+
+// TestReadaheadRamp checks that the default readahead window starts at one
+// segment per worker for a short run of reads (a region query) and widens
+// to the file's readahead as the run goes on.
+func TestReadaheadRamp(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	m, _ := newTestManager(t, Options{Threads: 1})
+	v := openT(t, m, src)
+	segs := v.Layout().Segments
+	maxAhead := v.readahead
+	if maxAhead < 3 {
+		t.Fatalf("readahead resolved to %d; the test needs at least 3", maxAhead)
+	}
+	built := func(i int) bool { return i < len(segs) && src.decodes[i].Load() > 1 }
+	p := make([]byte, 512)
+	off := segs[0].Offset
+	read := func() {
+		t.Helper()
+		if _, err := v.ReadAt(p, off); err != nil {
+			t.Fatal(err)
+		}
+		off += int64(len(p))
+	}
+	read()
+	read()
+	c := v.segmentAt(off) // where the window of the last read starts
+	time.Sleep(100 * time.Millisecond)
+	for i := c + 1; i < len(segs); i++ {
+		if built(i) {
+			t.Fatalf("a run of 2 reads ending in segment %d built segment %d", c, i)
+		}
+	}
+	for range 4 * rampReads * maxAhead {
+		read()
+	}
+	c = v.segmentAt(off)
+	if c+maxAhead >= len(segs) {
+		t.Fatalf("fixture too short: reads reached segment %d of %d", c, len(segs))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for i := c; i < c+maxAhead; i++ {
+		for !built(i) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after a long run segment %d (window of %d from %d) was not built", i, maxAhead, c)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if built(c + maxAhead) {
+		t.Fatalf("segment %d built, beyond the readahead of %d from %d", c+maxAhead, maxAhead, c)
+	}
+}

@@ -31,6 +31,7 @@ type VirtualBAM struct {
 
 	mu      sync.Mutex
 	lastEnd int64        // where the previous read ended; -1 before any
+	run     int          // sequential reads in a row
 	ahead   map[int]bool // segments being built by readahead
 }
 
@@ -231,19 +232,48 @@ func (v *VirtualBAM) buildOrWait(ctx context.Context, key cache.Key, i int) (*ca
 	return buf, err
 }
 
+// reorderWindow is how far before or after the previous read's end a read
+// may start and still count as part of a sequential run; rampReads is how
+// many sequential reads widen the readahead window by one segment.
+const (
+	reorderWindow = 4 << 20
+	rampReads     = 4
+)
+
 // noteRead records a read of [off, end) and, when it continues the
 // previous read, builds the next segments ahead in the background.
+//
+// Unless Options.Readahead is set, the window grows with the run of
+// sequential reads: it starts at one segment per worker (what a region
+// query, a short run, can use; the segment being read counts) and widens
+// by one segment every rampReads reads up to the file's readahead,
+// so that a reader streaming the whole file keeps every worker busy
+// without region queries paying for containers they never read. Reads
+// that arrive slightly out of order (the kernel's concurrent readahead
+// requests) keep the run going.
 func (v *VirtualBAM) noteRead(off, end int64) {
 	v.mu.Lock()
 	seq := off == v.lastEnd
+	near := v.lastEnd >= 0 && off >= v.lastEnd-reorderWindow && off <= v.lastEnd+reorderWindow
+	switch {
+	case seq:
+		v.run++
+	case !near:
+		v.run = 0
+	}
 	v.lastEnd = end
+	run := v.run
 	v.mu.Unlock()
 	if !seq || v.readahead == 0 {
 		return
 	}
+	window := v.readahead
+	if v.m.opts.Readahead == 0 {
+		window = min(window, v.m.opts.Threads+run/rampReads)
+	}
 	segs := v.layout.Segments
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].End() > end })
-	for todo := v.readahead; i < len(segs) && todo > 0; i++ {
+	for todo := window; i < len(segs) && todo > 0; i++ {
 		if segs[i].CompLen == 0 {
 			continue
 		}
