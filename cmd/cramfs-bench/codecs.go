@@ -44,20 +44,21 @@ type codecConfig struct {
 
 // codecSpec is one codec: the name the C timer takes (and the -blocks
 // subdirectory), the codec column of the corpus manifest, and the Go
-// decoder.
+// decoder, in the form the CRAM block decoder calls it (appending to a
+// reused buffer).
 type codecSpec struct {
 	Name     string
 	Manifest string
-	Decode   func(src []byte, rawSize int) ([]byte, error)
+	Decode   func(dst, src []byte, rawSize int) ([]byte, error)
 }
 
 // codecSpecs are the codecs in table order.
 var codecSpecs = []codecSpec{
-	{"r4x8", "rans4x8", rans4x8.Decode},
-	{"r4x16", "ransNx16", ransnx16.Decode},
-	{"arith", "arith", arith.Decode},
-	{"fqzcomp", "fqzcomp", fqzcomp.Decode},
-	{"tok3", "tok3", tok3.Decode},
+	{"r4x8", "rans4x8", rans4x8.AppendDecode},
+	{"r4x16", "ransNx16", ransnx16.AppendDecode},
+	{"arith", "arith", arith.AppendDecode},
+	{"fqzcomp", "fqzcomp", fqzcomp.AppendDecode},
+	{"tok3", "tok3", tok3.AppendDecode},
 }
 
 func codecIndex(name string) int {
@@ -445,21 +446,22 @@ func repsFor(secs float64, target time.Duration) int {
 
 // timeGo times dec on src in this process: one warm-up call, then calls
 // until target has passed (at least minReps, at most maxReps), each timed
-// alone like the C timer does. It returns the median seconds per call and
+// alone like the C timer does, decoding into the buffer of the previous
+// call as the CRAM block decoder does. It returns the median seconds per call and
 // the decoded length.
-func timeGo(dec func([]byte, int) ([]byte, error), src []byte, raw int, target time.Duration) (float64, int, error) {
-	out, err := dec(src, raw)
+func timeGo(dec func([]byte, []byte, int) ([]byte, error), src []byte, raw int, target time.Duration) (float64, int, error) {
+	out, err := dec(nil, src, raw)
 	if err != nil {
 		return 0, 0, err
 	}
 	n := len(out)
-	out = nil
 	runtime.GC()
 	ds := make([]float64, 0, 1024)
 	start := time.Now()
 	for len(ds) < maxReps {
 		t0 := time.Now()
-		_, err := dec(src, raw)
+		var err error
+		out, err = dec(out[:0], src, raw)
 		t1 := time.Now()
 		if err != nil {
 			return 0, 0, err
@@ -473,7 +475,7 @@ func timeGo(dec func([]byte, int) ([]byte, error), src []byte, raw int, target t
 }
 
 // goDecoder returns the Go decoder of codec.
-func goDecoder(codec string) func([]byte, int) ([]byte, error) {
+func goDecoder(codec string) func([]byte, []byte, int) ([]byte, error) {
 	if i := codecIndex(codec); i >= 0 {
 		return codecSpecs[i].Decode
 	}
@@ -488,7 +490,7 @@ func accept(ctx context.Context, ct cTimer, f *codecFile, target time.Duration) 
 	if dec == nil {
 		return fileTiming{}, "no Go decoder for " + f.Codec, nil
 	}
-	out, err := dec(f.Data, f.RawSize)
+	out, err := dec(nil, f.Data, f.RawSize)
 	if err != nil {
 		return fileTiming{}, "Go decoder: " + err.Error(), nil
 	}

@@ -192,7 +192,8 @@ func writeCodecReport(w io.Writer, r codecReport) error {
 	fmt.Fprintf(&b, "\n\nMethod: every stream is first decoded once by both sides, and kept only if both accept it and agree on the "+
 		"decoded length. Then, for %s, each stream is timed by the C timer (htscodecs-bench: one warm-up call, "+
 		"then enough repeats to last about %v, each call timed alone, median) and right after by the Go decoder in "+
-		"this process (`Decode(src, rawSize)` with the block's raw size when known, else -1: one warm-up call, then "+
+		"this process (`AppendDecode(dst, src, rawSize)` into the previous call's buffer, as the CRAM block decoder calls it, "+
+		"with the block's raw size when known, else -1; the C decoder allocates its output per call: one warm-up call, then "+
 		"repeats until %v have passed, each call timed alone, median). A stream's time is the median over the rounds; "+
 		"a row's MB/s is its decoded bytes (1 MB = 10^6 bytes) over the sum of its streams' times, so every stream "+
 		"weighs by its size. Go/C is the speed ratio: above 1 means Go is faster; rows under the issue 6 target of "+

@@ -145,7 +145,7 @@ func TestRepsFor(t *testing.T) {
 func TestTimeGo(t *testing.T) {
 	calls := 0
 	var firstTimed, last time.Time
-	dec := func(src []byte, raw int) ([]byte, error) {
+	dec := func(dst, src []byte, raw int) ([]byte, error) {
 		calls++
 		if raw != 7 {
 			t.Fatalf("rawSize %d, want 7", raw)
@@ -155,7 +155,7 @@ func TestTimeGo(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 		last = time.Now()
-		return make([]byte, 3*len(src)), nil
+		return append(dst, make([]byte, 3*len(src))...), nil
 	}
 	const target = 12 * time.Millisecond
 	secs, n, err := timeGo(dec, []byte("ab"), 7, target)
@@ -176,7 +176,7 @@ func TestTimeGo(t *testing.T) {
 
 	boom := errors.New("boom")
 	calls = 0
-	failing := func([]byte, int) ([]byte, error) {
+	failing := func([]byte, []byte, int) ([]byte, error) {
 		calls++
 		if calls > 2 {
 			return nil, boom
