@@ -328,7 +328,7 @@ func TestStoredBlocksGrowOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if allocs != 1 {
+		if allocs != 1 && !raceEnabled {
 			t.Errorf("n=%d: %v allocations from an empty dst, want 1", n, allocs)
 		}
 		back, err := DecompressAll(out)
@@ -336,7 +336,7 @@ func TestStoredBlocksGrowOnce(t *testing.T) {
 			t.Fatalf("n=%d: round trip: %v", n, err)
 		}
 		dst := make([]byte, 0, len(out))
-		if allocs := testing.AllocsPerRun(5, func() { c.AppendBlocks(dst, src) }); allocs != 0 {
+		if allocs := testing.AllocsPerRun(5, func() { c.AppendBlocks(dst, src) }); allocs != 0 && !raceEnabled {
 			t.Errorf("n=%d: %v allocations into a large enough dst", n, allocs)
 		}
 	}

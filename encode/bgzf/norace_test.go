@@ -1,0 +1,5 @@
+//go:build !race
+
+package bgzf
+
+const raceEnabled = false
