@@ -180,6 +180,13 @@ func (r *refSource) contig(id int) (*reference.Contig, error) {
 	defer r.mu.Unlock()
 	if r.contigs[id] == nil && r.errs[id] == nil {
 		q := r.refs[id]
+		// A contig that only its name and length can match needs no
+		// whole-contig MD5 against the @SQ M5: the slice MD5s check every
+		// base used, as htslib does with -T.
+		if c := r.store.Unambiguous(q.Name, q.Length); c != nil {
+			r.contigs[id] = c
+			return c, nil
+		}
 		r.contigs[id], r.errs[id] = r.store.Lookup(q.Name, q.Length, q.M5)
 		if r.errs[id] != nil {
 			// Like htslib with -T, fall back to the FASTA contig of that

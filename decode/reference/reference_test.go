@@ -552,3 +552,37 @@ func TestUpper(t *testing.T) {
 		}
 	}
 }
+
+// TestUnambiguous checks which @SQ lines a name and length alone resolve,
+// and that resolving them reads no bases (no whole-contig MD5).
+func TestUnambiguous(t *testing.T) {
+	dir := t.TempDir()
+	a := write(t, filepath.Join(dir, "a.fa"), ">chr1\nACGTACGT\n>alias\nCCCCGGGG\n>chr2\nTTTT\n>dup\nAC\n")
+	b := write(t, filepath.Join(dir, "b.fa"), ">dup\nGG\n>chr3\nACGTA\n")
+	s := open(t, []string{a, b}, Options{})
+	for _, tt := range []struct {
+		name   string
+		length int64
+		want   string // "" for nil
+	}{
+		{"chr2", 4, "chr2"},
+		{"chr3", 5, "chr3"},
+		{"chr3", 0, "chr3"},
+		{"chr1", 8, ""}, // alias has the same length
+		{"chr2", 5, ""}, // length differs
+		{"dup", 2, ""},  // two FASTA contigs of that name
+		{"chrZ", 4, ""},
+	} {
+		c := s.Unambiguous(tt.name, tt.length)
+		got := ""
+		if c != nil {
+			got = c.Name()
+			if c.md5 != "" {
+				t.Errorf("Unambiguous(%s, %d) hashed the contig", tt.name, tt.length)
+			}
+		}
+		if got != tt.want {
+			t.Errorf("Unambiguous(%s, %d) = %q, want %q", tt.name, tt.length, got, tt.want)
+		}
+	}
+}
