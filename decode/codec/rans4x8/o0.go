@@ -51,27 +51,9 @@ func readO0Table(r *reader, t *o0Table) error {
 			}
 			x += f
 		}
-		if rle > 0 {
-			rle--
-			sym++
-			if sym > 255 {
-				return fmt.Errorf("%w: symbol run at offset %d passes 255", ErrCorrupt, start)
-			}
-		} else {
-			c, err := r.u8()
-			if err != nil {
-				return err
-			}
-			if int(c) == sym+1 {
-				n, err := r.u8()
-				if err != nil {
-					return err
-				}
-				rle = int(n)
-			}
-			sym = int(c)
-		}
-		if sym == 0 {
+		if done, err := r.nextSymbol(&sym, &rle, start); err != nil {
+			return err
+		} else if done {
 			break
 		}
 	}

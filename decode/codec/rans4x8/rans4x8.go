@@ -188,3 +188,32 @@ func fill(b []byte, c byte) {
 		b[i] = c
 	}
 }
+
+// nextSymbol moves *sym to the next symbol of a frequency table's symbol
+// list (CRAMcodecs section 2.4, ReadFrequencies0): the next one of a run,
+// or the next byte, followed by a run length when it is its predecessor
+// plus one. It reports done when the list ends (symbol 0). start is the
+// table's offset, for messages.
+func (r *reader) nextSymbol(sym, rle *int, start int) (done bool, err error) {
+	if *rle > 0 {
+		*rle--
+		*sym++
+		if *sym > 255 {
+			return false, fmt.Errorf("%w: symbol run at offset %d passes 255", ErrCorrupt, start)
+		}
+		return false, nil
+	}
+	c, err := r.u8()
+	if err != nil {
+		return false, err
+	}
+	if int(c) == *sym+1 {
+		n, err := r.u8()
+		if err != nil {
+			return false, err
+		}
+		*rle = int(n)
+	}
+	*sym = int(c)
+	return *sym == 0, nil
+}
