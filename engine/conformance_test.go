@@ -63,8 +63,14 @@ func convertMD5(t *testing.T, path string, fastas []string, noMD bool) (string, 
 	defer c.Close()
 	h := md5.New()
 	h.Write(c.Header())
-	var buf, stored, want []byte
-	comp, err := bgzf.NewCompressor(0)
+	var buf, blocks, want []byte
+	var comps [2]*bgzf.Compressor
+	for l := range comps {
+		if comps[l], err = bgzf.NewCompressor(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref, err := bgzf.NewCompressor(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,16 +80,23 @@ func convertMD5(t *testing.T, path string, fastas []string, noMD bool) (string, 
 			return "", err
 		}
 		h.Write(buf)
-		// The in-place stored blocks are AppendBlocks' level 0 blocks.
-		var raw int64
-		if stored, raw, err = c.AppendContainerStored(context.Background(), i, stored[:0], nil); err != nil {
-			t.Fatalf("container %d: AppendContainerStored: %v", i, err)
-		}
-		if want, err = comp.AppendBlocks(want[:0], buf); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(stored, want) || raw != int64(len(buf)) {
-			t.Fatalf("container %d: stored blocks (%d bytes, %d raw) differ from AppendBlocks at level 0 (%d bytes, %d raw)", i, len(stored), raw, len(want), len(buf))
+		// Blocks cut as the records are encoded are AppendBlocks' blocks
+		// of the whole container, stored in place and compressed.
+		for level, comp := range comps {
+			var raw int64
+			if blocks, raw, err = c.AppendContainerBlocks(context.Background(), i, comp, blocks[:0], nil); err != nil {
+				t.Fatalf("container %d: AppendContainerBlocks at level %d: %v", i, level, err)
+			}
+			refComp := comp
+			if level > 0 {
+				refComp = ref
+			}
+			if want, err = refComp.AppendBlocks(want[:0], buf); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(blocks, want) || raw != int64(len(buf)) {
+				t.Fatalf("container %d: level %d blocks (%d bytes, %d raw) differ from AppendBlocks (%d bytes, %d raw)", i, level, len(blocks), raw, len(want), len(buf))
+			}
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

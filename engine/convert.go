@@ -52,8 +52,9 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	n := src.NumContainers()
 	queue := make(chan chan result, 2*threads)
 	sem := make(chan struct{}, threads)
-	// Buffers cycle between the workers and the writer: raw BAM bytes
-	// back to the workers, compressed bytes back after writing.
+	// Buffers cycle between the workers and the writer: compressed bytes
+	// back after writing, and raw BAM bytes back to the workers for a
+	// Source that is not a BlockAppender.
 	raws := make(chan []byte, threads)
 	outs := make(chan []byte, 3*threads)
 	comps := make(chan *bgzf.Compressor, threads)
@@ -81,26 +82,24 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 			}
 			go func() {
 				defer func() { <-sem }()
-				var raw, out []byte
-				select {
-				case raw = <-raws:
-				default:
-				}
+				var out []byte
 				select {
 				case out = <-outs:
 				default:
 				}
-				if sa, ok := src.(StoredAppender); ok && opt.Level == 0 {
-					// Records go straight into stored blocks.
-					data, _, err := sa.AppendContainerStored(ctx, i, out[:0], nil)
-					if raw != nil {
-						select {
-						case raws <- raw:
-						default:
-						}
-					}
+				if ba, ok := src.(BlockAppender); ok {
+					// Records go into blocks as they are encoded: no
+					// container-sized BAM buffer.
+					c := <-comps
+					data, _, err := ba.AppendContainerBlocks(ctx, i, c, out[:0], nil)
+					comps <- c
 					ch <- result{data: data, err: err}
 					return
+				}
+				var raw []byte
+				select {
+				case raw = <-raws:
+				default:
 				}
 				raw, err := src.AppendContainer(ctx, i, raw[:0])
 				if err != nil {

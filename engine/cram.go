@@ -96,22 +96,24 @@ func (c *CRAM) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, 
 	return c.appendContainer(ctx, i, dst, nil, nil)
 }
 
-// AppendContainerStored implements StoredAppender.
-func (c *CRAM) AppendContainerStored(ctx context.Context, i int, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error) {
-	var s bgzf.Stored
+// AppendContainerBlocks implements BlockAppender.
+func (c *CRAM) AppendContainerBlocks(ctx context.Context, i int, comp *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error) {
 	start := len(dst)
-	dst, err := c.appendContainer(ctx, i, s.Begin(dst), &s, each)
-	if err != nil {
-		return dst[:start], 0, err
+	buf, err := c.appendContainer(ctx, i, comp.Begin(dst), comp, each)
+	if err == nil {
+		var raw int64
+		if dst, raw, err = comp.End(buf); err == nil {
+			return dst, raw, nil
+		}
+		err = fmt.Errorf("%s: container at byte %d: BGZF: %w", c.path, c.f.Containers[i].Offset, err)
 	}
-	dst = s.End(dst)
-	return dst, s.Raw(), nil
+	return dst[:start], 0, err
 }
 
-// appendContainer appends the BAM records of container i to dst; when s
-// is not nil it reports each record to each (if set) and closes full
-// stored blocks of s after it.
-func (c *CRAM) appendContainer(ctx context.Context, i int, dst []byte, s *bgzf.Stored, each func([]byte, int64, int64) error) ([]byte, error) {
+// appendContainer appends the BAM records of container i to dst. When
+// comp is not nil, dst is the buffer of a run of comp's blocks: each
+// record is reported to each (if set) and full blocks are cut after it.
+func (c *CRAM) appendContainer(ctx context.Context, i int, dst []byte, comp *bgzf.Compressor, each func([]byte, int64, int64) error) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return dst, err
 	}
@@ -129,16 +131,18 @@ func (c *CRAM) appendContainer(ctx context.Context, i int, dst []byte, s *bgzf.S
 		if dst, err = bam.AppendRecord(dst, &recs[j]); err != nil {
 			return dst, fmt.Errorf("%s: container at byte %d: record %d (%s): %w", c.path, c.f.Containers[i].Offset, j, recs[j].Name, err)
 		}
-		if s == nil {
+		if comp == nil {
 			continue
 		}
 		if each != nil {
-			end := s.Pos(dst)
+			end := comp.Pos(dst)
 			if err := each(dst[at:], end-int64(len(dst)-at), end); err != nil {
 				return dst, err
 			}
 		}
-		dst = s.Cut(dst)
+		if dst, err = comp.Cut(dst); err != nil {
+			return dst, fmt.Errorf("%s: container at byte %d: BGZF: %w", c.path, c.f.Containers[i].Offset, err)
+		}
 	}
 	return dst, nil
 }

@@ -182,8 +182,8 @@ type builtSegment struct {
 // segment (sizes and CRC-32C of its blocks at c's level), its blocks and
 // what the index needs of its records. raw is scratch for the BAM bytes;
 // it is returned for reuse. hint is the size the blocks probably need.
-// At level 0 a StoredAppender writes the blocks directly, without raw.
-func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, level int, pool *cache.Pool, hint int64, i int, raw []byte) (*builtSegment, []byte, error) {
+// A BlockAppender writes the blocks as it encodes the records, without raw.
+func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, pool *cache.Pool, hint int64, i int, raw []byte) (*builtSegment, []byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, raw, err
 	}
@@ -193,9 +193,9 @@ func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, level in
 	defer buf.Release()
 	var recs []recInfo
 	var rawLen int64
-	if sa, ok := src.(StoredAppender); ok && level == 0 {
+	if ba, ok := src.(BlockAppender); ok {
 		var err error
-		buf.B, rawLen, err = sa.AppendContainerStored(ctx, i, buf.B, func(rec []byte, start, end int64) error {
+		buf.B, rawLen, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, func(rec []byte, start, end int64) error {
 			refID, pos, rend, flags, err := bam.RecordInfo(rec)
 			if err != nil {
 				return fmt.Errorf("%w: record at offset %d: %w", ErrInvalid, start, err)

@@ -292,7 +292,7 @@ func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Se
 					return fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
 				}
 				defer m.putComp(c)
-				bs, raw, err := scanContainer(gctx, src, c, m.opts.Level, m.pool, hint.Load(), i, m.getRaw())
+				bs, raw, err := scanContainer(gctx, src, c, m.pool, hint.Load(), i, m.getRaw())
 				m.putRaw(raw)
 				if err != nil {
 					return err
@@ -414,10 +414,16 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 	}
 	buf := m.pool.Get(int(min(want.CompLen, 64<<20)))
 	var rawLen int64
-	if sa, ok := src.(StoredAppender); ok && m.opts.Level == 0 {
-		// Records go straight into stored blocks: no BAM buffer, no copy.
-		var err error
-		if buf.B, rawLen, err = sa.AppendContainerStored(ctx, i, buf.B, nil); err != nil {
+	if ba, ok := src.(BlockAppender); ok {
+		// Records go into blocks as they are encoded: no BAM buffer.
+		c, err := m.getComp()
+		if err != nil {
+			buf.Release()
+			return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+		}
+		buf.B, rawLen, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, nil)
+		m.putComp(c)
+		if err != nil {
 			buf.Release()
 			return nil, err // Source errors name the file and container
 		}

@@ -2,7 +2,11 @@
 // encodes their records to BAM and BGZF, and serves the virtual BAM.
 package engine
 
-import "context"
+import (
+	"context"
+
+	"github.com/cramfs/cramfs/encode/bgzf"
+)
 
 // Source is one CRAM file seen as BAM: the BAM header, and one run of BAM
 // records per data container. Implementations are safe for concurrent use.
@@ -24,15 +28,17 @@ type Source interface {
 	AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error)
 }
 
-// StoredAppender is implemented by Sources that can write a container's
-// records straight into level-0 BGZF blocks, the bytes
-// bgzf.Compressor.AppendBlocks makes at level 0 from AppendContainer's
-// output, without that intermediate copy.
-type StoredAppender interface {
-	// AppendContainerStored appends container i as stored BGZF blocks to
-	// dst and returns the extended buffer and the BAM bytes the blocks
+// BlockAppender is implemented by Sources that can write a container's
+// records straight into BGZF blocks as they are encoded: the bytes
+// bgzf.Compressor.AppendBlocks makes of AppendContainer's output, without
+// holding that output whole (at level 0 the records are written into
+// stored blocks in place; at other levels each block is compressed as it
+// fills, while its bytes are in cache).
+type BlockAppender interface {
+	// AppendContainerBlocks appends container i as BGZF blocks made by c
+	// to dst and returns the extended buffer and the BAM bytes the blocks
 	// hold. When each is not nil it is called with every record (its BAM
 	// bytes, block_size included) and where the record starts and ends in
 	// the container's BAM bytes; its error stops the container.
-	AppendContainerStored(ctx context.Context, i int, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error)
+	AppendContainerBlocks(ctx context.Context, i int, c *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error)
 }

@@ -65,6 +65,12 @@ type Compressor struct {
 	level int
 	fw    *flate.Writer // nil at level 0
 	out   sliceWriter
+
+	// The run of blocks between Begin and End (stream.go).
+	stored Stored // level 0
+	run    []byte // level > 0: dst with the blocks cut so far
+	raw    int64  // level > 0: data bytes in those blocks
+	stage  []byte // level > 0: data not yet in a block, kept for reuse
 }
 
 // NewCompressor returns a Compressor for level 0 (stored deflate blocks, no

@@ -1,0 +1,140 @@
+package bgzf
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// streamLike writes data through a Compressor's Begin/Cut/End run in the
+// given piece sizes after a prefix, checking Pos as it goes.
+func streamLike(t testing.TB, c *Compressor, prefix, data []byte, pieces []int) ([]byte, int64) {
+	t.Helper()
+	buf := c.Begin(append([]byte(nil), prefix...))
+	total := int64(len(data))
+	for _, n := range pieces {
+		n = min(n, len(data))
+		buf = append(buf, data[:n]...)
+		data = data[n:]
+		if c.Pos(buf) != total-int64(len(data)) {
+			t.Fatalf("Pos %d after %d bytes", c.Pos(buf), total-int64(len(data)))
+		}
+		var err error
+		if buf, err = c.Cut(buf); err != nil {
+			t.Fatal(err)
+		}
+		if c.Pos(buf) != total-int64(len(data)) {
+			t.Fatalf("Pos changed by Cut: %d, want %d", c.Pos(buf), total-int64(len(data)))
+		}
+	}
+	buf = append(buf, data...)
+	dst, raw, err := c.End(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst, raw
+}
+
+// TestStreamMatchesAppendBlocks checks runs at levels 0, 1 and 6 against
+// AppendBlocks around block boundaries, with pieces that straddle several
+// blocks (long records), on compressible and random data, reusing one
+// Compressor from run to run as the workers do.
+func TestStreamMatchesAppendBlocks(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(5, 6))
+	sizes := []int{0, 1, 100, MaxBlockData - 1, MaxBlockData, MaxBlockData + 1, 2 * MaxBlockData, 2*MaxBlockData + 7, 5*MaxBlockData + 12345}
+	for _, level := range []int{0, 1, 6} {
+		c, err := NewCompressor(level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := NewCompressor(level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range sizes {
+			for _, random := range []bool{false, true} {
+				data := make([]byte, n)
+				for i := range data {
+					if random {
+						data[i] = byte(rnd.Uint32())
+					} else {
+						data[i] = "ACGTN"[rnd.IntN(5)]
+					}
+				}
+				want, err := ref.AppendBlocks([]byte("pfx"), data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, pieces := range [][]int{nil, {n}, {1, 2, 3}, {300, 301, 302, 303}, {MaxBlockData + 5, 3 * MaxBlockData}, {rnd.IntN(200000) + 1, rnd.IntN(400) + 1}} {
+					var split []int
+					for len(split) < 2000 && len(pieces) > 0 {
+						split = append(split, pieces...)
+					}
+					got, raw := streamLike(t, c, []byte("pfx"), data, split)
+					if !bytes.Equal(got, want) {
+						t.Fatalf("level %d, n=%d, pieces=%v: run differs from AppendBlocks (%d vs %d bytes)", level, n, pieces, len(got), len(want))
+					}
+					if raw != int64(n) {
+						t.Fatalf("level %d, n=%d: End reports %d data bytes", level, n, raw)
+					}
+				}
+			}
+		}
+	}
+}
+
+func FuzzStream(f *testing.F) {
+	f.Add([]byte("hello"), uint8(1), uint16(3), uint16(7))
+	f.Add(bytes.Repeat([]byte("ACGT"), MaxBlockData/2), uint8(6), uint16(65535), uint16(1))
+	// The levels the tools use, each Compressor made once (a deflate
+	// writer is costly to set up; levels above 1 run a few execs a
+	// second under coverage instrumentation, so they are tested by
+	// TestStreamMatchesAppendBlocks instead).
+	var comps [2]*Compressor
+	for l := range comps {
+		var err error
+		if comps[l], err = NewCompressor(l); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, level uint8, a, b uint16) {
+		c := comps[level%2]
+		want, err := c.AppendBlocks(nil, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the second run reuses the staging buffer
+			got, raw := streamLike(t, c, nil, data, []int{int(a) + 1, int(b) + 1})
+			if !bytes.Equal(got, want) || raw != int64(len(data)) {
+				t.Fatalf("level %d: run of %d bytes differs from AppendBlocks", level%2, len(data))
+			}
+		}
+	})
+}
+
+// BenchmarkStream compresses real BAM bytes at level 1 in record-sized
+// pieces through a run, as the workers do.
+func BenchmarkStream(b *testing.B) {
+	data := realBAM(b)
+	c, err := NewCompressor(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var dst []byte
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf := c.Begin(dst[:0])
+		for p := data; len(p) > 0; {
+			n := min(len(p), 400)
+			buf = append(buf, p[:n]...)
+			if buf, err = c.Cut(buf); err != nil {
+				b.Fatal(err)
+			}
+			p = p[n:]
+		}
+		if dst, _, err = c.End(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
