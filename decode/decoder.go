@@ -63,6 +63,16 @@ func (f *File) NewDecoder(opt DecoderOptions) *Decoder {
 	return &Decoder{f: f, opt: opt}
 }
 
+// Reset makes d a Decoder for f with opt, as NewDecoder would, keeping
+// the buffers it has grown so that decoders can be reused from file to
+// file.
+func (d *Decoder) Reset(f *File, opt DecoderOptions) {
+	if opt.Codecs == nil {
+		opt.Codecs = &DefaultCodecs
+	}
+	d.f, d.opt = f, opt
+}
+
 // crec is a record being decoded; its variable-length parts are offsets
 // into the Decoder's buffers until the container is done.
 type crec struct {

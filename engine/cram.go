@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 
 	"github.com/cramfs/cramfs/decode"
@@ -21,6 +22,47 @@ type CRAMOptions struct {
 	NoMD bool
 	// AllowMissingEOF accepts a file without its EOF container.
 	AllowMissingEOF bool
+	// Decoders, when set, lends decoders to every file opened with it, so
+	// that their buffers (about a container's worth of decoded data each)
+	// are bounded by the pool's size rather than by the number of open
+	// files. Nil gives the file a pool of its own.
+	Decoders *DecoderPool
+}
+
+// DecoderPool keeps up to a fixed number of idle decoders, with their
+// grown buffers, for reuse by any file. It is safe for concurrent use.
+// Unlike a sync.Pool it is not emptied by garbage collection, so a heap
+// kept tight by a memory limit does not rebuild the buffers from zero
+// after every collection.
+type DecoderPool struct {
+	free chan *decode.Decoder
+}
+
+// NewDecoderPool returns a pool keeping at most n idle decoders (at least
+// one).
+func NewDecoderPool(n int) *DecoderPool {
+	return &DecoderPool{free: make(chan *decode.Decoder, max(n, 1))}
+}
+
+// get returns a decoder for f, reused if one is idle.
+func (p *DecoderPool) get(f *decode.File, opt decode.DecoderOptions) *decode.Decoder {
+	select {
+	case d := <-p.free:
+		d.Reset(f, opt)
+		return d
+	default:
+		return f.NewDecoder(opt)
+	}
+}
+
+// put keeps d for reuse, or leaves it to the collector when the pool is
+// full.
+func (p *DecoderPool) put(d *decode.Decoder) {
+	d.Reset(nil, decode.DecoderOptions{}) // drop the file and reference
+	select {
+	case p.free <- d:
+	default:
+	}
 }
 
 // CRAM is a CRAM file as an engine Source.
@@ -31,8 +73,8 @@ type CRAM struct {
 	f      *decode.File
 	header []byte
 	dopt   decode.DecoderOptions
-
-	decoders sync.Pool // *decode.Decoder
+	// dependency
+	decoders *DecoderPool
 }
 
 // OpenCRAM opens a CRAM file and reads its header and container table.
@@ -51,7 +93,10 @@ func OpenCRAM(path string, opt CRAMOptions) (*CRAM, error) {
 		fh.Close()
 		return nil, err
 	}
-	c := &CRAM{path: path, file: fh, f: f}
+	c := &CRAM{path: path, file: fh, f: f, decoders: opt.Decoders}
+	if c.decoders == nil {
+		c.decoders = NewDecoderPool(runtime.GOMAXPROCS(0))
+	}
 	c.dopt = decode.DecoderOptions{NoMD: opt.NoMD}
 	var rs *refSource
 	if opt.Reference != nil {
@@ -117,11 +162,8 @@ func (c *CRAM) appendContainer(ctx context.Context, i int, dst []byte, comp *bgz
 	if err := ctx.Err(); err != nil {
 		return dst, err
 	}
-	d, _ := c.decoders.Get().(*decode.Decoder)
-	if d == nil {
-		d = c.f.NewDecoder(c.dopt)
-	}
-	defer c.decoders.Put(d)
+	d := c.decoders.get(c.f, c.dopt)
+	defer c.decoders.put(d)
 	recs, err := d.Container(i)
 	if err != nil {
 		return dst, err

@@ -67,7 +67,10 @@ func (e *engineFlags) open(log *slog.Logger) (*reference.Store, *engine.Manager,
 		size = -1
 	}
 	mgr := engine.NewManager(engine.Options{Threads: e.threads, CacheSize: size, Level: level, CacheDir: e.cacheDir, Readahead: e.readahead}, log)
-	return store, mgr, engine.CRAMOptions{Reference: store, NoMD: e.noMD}, nil
+	// One set of decoders for every file: their memory follows the thread
+	// count, not the number of files read.
+	decoders := engine.NewDecoderPool(max(e.threads, 1))
+	return store, mgr, engine.CRAMOptions{Reference: store, NoMD: e.noMD, Decoders: decoders}, nil
 }
 
 // parseSize reads a byte count with an optional K, M, G or T suffix.
