@@ -75,6 +75,7 @@ func (c *Contig) bases(dst []byte, start, end int64) ([]byte, error) {
 	// First run that ends after start.
 	ri := sort.Search(len(c.runs), func(i int) bool { return c.runs[i].base+c.runs[i].n > start })
 	pos := start
+	from, to := int64(-1), int64(0) // the file bytes read
 	for ; ri < len(c.runs) && pos < end; ri++ {
 		r := c.runs[ri]
 		i := pos - r.base // index within the run
@@ -87,6 +88,10 @@ func (c *Contig) bases(dst []byte, start, end int64) ([]byte, error) {
 				return dst, fmt.Errorf("%w: %s: base %d maps to offset %d past the end of %s (%d bytes)",
 					ErrCorrupt, c.name, r.base+i, off, c.m.path, len(data))
 			}
+			if from < 0 {
+				from = off
+			}
+			to = off + k
 			n := len(dst)
 			dst = append(dst, data[off:off+k]...)
 			upper(dst[n:])
@@ -97,6 +102,7 @@ func (c *Contig) bases(dst []byte, start, end int64) ([]byte, error) {
 	if pos != end {
 		return dst, fmt.Errorf("%w: %s: bases [%d,%d) not covered by the index", ErrCorrupt, c.name, pos, end)
 	}
+	c.m.dropPages(from, to)
 	return dst, nil
 }
 

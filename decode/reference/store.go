@@ -91,6 +91,29 @@ func mapFile(path string) (*mapping, error) {
 	return &mapping{path: path, data: data, mmap: true}, nil
 }
 
+// dropPages tells the kernel that the whole pages of data[from:to] are
+// not needed for now (the caller holds m.mu for reading and has copied the
+// bytes out). They stay in the page cache, shared with every other reader
+// of the file, but leave this process's resident set, so that reading a
+// large reference from end to end does not grow the process by the size
+// of the reference: a later read of the same bytes maps them again from
+// the page cache (a minor fault, no I/O).
+func (m *mapping) dropPages(from, to int64) {
+	if !m.mmap || from < 0 {
+		return
+	}
+	page := int64(pageSize)
+	lo := (from + page - 1) / page * page
+	hi := to / page * page
+	if hi <= lo || hi > int64(len(m.data)) {
+		return
+	}
+	// Advice only: a failure leaves the pages resident, nothing else.
+	_ = unix.Madvise(m.data[lo:hi], unix.MADV_DONTNEED)
+}
+
+var pageSize = unix.Getpagesize()
+
 // unmap releases the mapping, waiting for readers in progress.
 func (m *mapping) unmap() error {
 	m.mu.Lock()

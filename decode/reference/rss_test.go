@@ -1,0 +1,83 @@
+package reference
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// mappedRSS returns the resident bytes of the mapping that starts at addr,
+// from /proc/self/smaps.
+func mappedRSS(t *testing.T, addr uintptr) int64 {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	want := fmt.Sprintf("%x-", addr)
+	in := false
+	for sc.Scan() {
+		line := sc.Text()
+		if fields := strings.Fields(line); len(fields) > 0 && strings.Contains(fields[0], "-") {
+			in = strings.HasPrefix(fields[0], want)
+			continue
+		}
+		if in && strings.HasPrefix(line, "Rss:") {
+			kb, err := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("mapping at %#x not in smaps", addr)
+	return 0
+}
+
+// TestBasesLeaveNoResidentPages reads a 4 MB contig from end to end in
+// windows, as the decoder does, and checks that the mapping's pages do
+// not stay in the process's resident set: a whole reference read by a
+// long mount would otherwise count in its memory.
+func TestBasesLeaveNoResidentPages(t *testing.T) {
+	var fa bytes.Buffer
+	fa.WriteString(">big\n")
+	line := bytes.Repeat([]byte("ACGTTGCAac"), 6)
+	for range 70000 {
+		fa.Write(line)
+		fa.WriteByte('\n')
+	}
+	path := filepath.Join(t.TempDir(), "big.fa")
+	if err := os.WriteFile(path, fa.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open([]string{path}, Options{NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := s.Contigs()[0]
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(c.m.data)))
+	var buf []byte
+	for start := int64(0); start < c.Len(); start += 100000 {
+		end := min(start+150000, c.Len()) // overlapping windows
+		if buf, err = c.Bases(buf[:0], start, end); err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range buf {
+			if want := "ACGTTGCAAC"[(start+int64(i))%10]; b != want {
+				t.Fatalf("base %d is %q, want %q", start+int64(i), b, want)
+			}
+		}
+	}
+	if rss := mappedRSS(t, addr); rss > 64<<10 {
+		t.Fatalf("%d bytes of the %d-byte mapping still resident after reading it", rss, len(c.m.data))
+	}
+}
