@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -51,7 +52,7 @@ type Decoder struct {
 	// container), the slice header's and each slice block's (alive for the
 	// slice), reused from container to container.
 	chBuf, shBuf []byte
-	blockBufs    [][]byte
+	blockBufs    blockBufs
 	inflate      inflater
 }
 
@@ -71,6 +72,63 @@ func (d *Decoder) Reset(f *File, opt DecoderOptions) {
 		opt.Codecs = &DefaultCodecs
 	}
 	d.f, d.opt = f, opt
+}
+
+// blockBufs keeps the decompression buffer of each block from slice to
+// slice, by content type and ID rather than by position: the same data
+// series tends to keep its ID and its size from one container to the next,
+// while the number of blocks before it varies (tags come and go), so
+// buffers found by position were regrown again and again.
+type blockBufs struct {
+	gen  uint32 // slice number; a buffer taken in this slice is not lent twice
+	bufs []blockBuf
+}
+
+type blockBuf struct {
+	typ  ContentType
+	id   int32
+	used uint32 // gen of the slice that took it
+	b    []byte
+}
+
+// maxBlockBufs bounds the buffers kept: a file of many distinct content
+// IDs starts over rather than keeping a buffer for each.
+const maxBlockBufs = 256
+
+// next starts a slice.
+func (bb *blockBufs) next() { bb.gen++ }
+
+// take lends the buffer of the block with this content type and ID, or nil
+// when there is none or it is already lent in this slice (a duplicate ID).
+func (bb *blockBufs) take(typ ContentType, id int32) []byte {
+	for i := range bb.bufs {
+		if e := &bb.bufs[i]; e.typ == typ && e.id == id {
+			if e.used == bb.gen {
+				return nil
+			}
+			e.used = bb.gen
+			return e.b
+		}
+	}
+	return nil
+}
+
+// keep stores b, the buffer take lent possibly regrown, as the buffer of
+// that content type and ID. For a duplicate ID the larger buffer is kept:
+// the other stays with this slice's streams until the slice is done.
+func (bb *blockBufs) keep(typ ContentType, id int32, b []byte) {
+	for i := range bb.bufs {
+		if e := &bb.bufs[i]; e.typ == typ && e.id == id {
+			if cap(b) > cap(e.b) {
+				e.b = b
+			}
+			return
+		}
+	}
+	if len(bb.bufs) == maxBlockBufs {
+		bb.bufs = bb.bufs[:0]
+	}
+	bb.bufs = append(bb.bufs, blockBuf{typ: typ, id: id, used: bb.gen, b: b})
 }
 
 // crec is a record being decoded; its variable-length parts are offsets
@@ -226,6 +284,7 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
 		return err
 	}
 	d.st.reset()
+	d.blockBufs.next()
 	var core []byte
 	haveCore := false
 	for b := int32(0); b < sh.NumBlocks; b++ {
@@ -233,16 +292,15 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
 		if err != nil {
 			return fmt.Errorf("block %d: %w", b, err)
 		}
-		if int(b) == len(d.blockBufs) {
-			d.blockBufs = append(d.blockBufs, nil)
-		}
-		raw, err := blk.decompress(d.opt.Codecs, d.blockBufs[b], &d.inflate)
+		buf := d.blockBufs.take(blk.ContentType, blk.ContentID)
+		raw, err := blk.decompress(d.opt.Codecs, buf, &d.inflate)
 		if err != nil {
 			return &Error{ContentID: int(blk.ContentID), Offset: -1, Err: err}
 		}
-		if blk.Method != MethodRaw && cap(raw) > cap(d.blockBufs[b]) {
-			d.blockBufs[b] = raw[:0]
+		if blk.Method != MethodRaw && cap(raw) > cap(buf) {
+			buf = raw[:0]
 		}
+		d.blockBufs.keep(blk.ContentType, blk.ContentID, buf)
 		switch blk.ContentType {
 		case ContentCore:
 			core, haveCore = raw, true
@@ -564,6 +622,12 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 			d.aux = append(d.aux, 0)
 		}
 		cr.auxLen = len(d.aux) - cr.auxOff
+		if len(d.crecs) == cap(d.crecs) {
+			// Double, rather than append's quarter at a time for large
+			// slices: the first containers of a decoder would otherwise
+			// leave several times the final size behind as garbage.
+			d.crecs = slices.Grow(d.crecs, max(len(d.crecs), 256))
+		}
 		d.crecs = append(d.crecs, cr)
 	}
 	return d.resolveMates(first)
