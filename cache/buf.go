@@ -49,7 +49,7 @@ type Pool struct {
 }
 
 // NewPool returns a Pool keeping at most maxBytes bytes of free storage,
-// or a single buffer larger than that.
+// or a single buffer larger than that (the last one released).
 func NewPool(maxBytes int64) *Pool { return &Pool{maxBytes: maxBytes} }
 
 // Get returns a Buf holding one reference with len(B) == 0 and cap(B) >=
@@ -77,13 +77,15 @@ func (p *Pool) Get(n int) *Buf {
 		return b
 	}
 	p.mu.Unlock()
-	b.B = make([]byte, 0, n)
+	// A sixteenth to spare, so that the next segment, often a little
+	// larger than this one, still fits when this storage comes back.
+	b.B = make([]byte, 0, n+n/16)
 	return b
 }
 
 // put keeps s for reuse if the bound allows, dropping the oldest free
-// storage to make room. Storage larger than the bound is kept only when
-// nothing else is.
+// storage to make room. Storage larger than the bound replaces all the
+// free storage.
 func (p *Pool) put(s []byte) {
 	c := int64(cap(s))
 	if c == 0 {
@@ -92,10 +94,13 @@ func (p *Pool) put(s []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c > p.maxBytes {
-		if len(p.free) == 0 {
-			p.free = append(p.free, s[:0])
-			p.bytes += c
-		}
+		// Larger than the bound: keep it alone. Segments of one file are
+		// mostly the same size, so the next build of a file with large
+		// containers takes it; keeping an older, smaller buffer instead
+		// made every such build allocate afresh.
+		clear(p.free)
+		p.free = append(p.free[:0], s[:0])
+		p.bytes = c
 		return
 	}
 	for len(p.free) > 0 && p.bytes+c > p.maxBytes {

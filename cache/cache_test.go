@@ -199,9 +199,23 @@ func TestPoolBound(t *testing.T) {
 	if n, bytes := p.Free(); bytes > 100 || n != 2 {
 		t.Fatalf("pool holds %d buffers, %d bytes; want 2 within 100", n, bytes)
 	}
-	bufs[3].Release() // larger than the bound: dropped, the pool keeps its own
-	if _, bytes := p.Free(); bytes > 100 {
-		t.Fatalf("pool holds %d bytes, over its bound", bytes)
+	// Larger than the bound: kept alone, so that the next build of that
+	// size reuses it rather than allocating.
+	big := &bufs[3].B[:1][0]
+	bufs[3].Release()
+	if n, bytes := p.Free(); n != 1 || bytes < 500 {
+		t.Fatalf("pool holds %d buffers, %d bytes; want the 500-byte one alone", n, bytes)
+	}
+	if again := p.Get(480); &again.B[:1][0] != big {
+		t.Fatal("the large buffer was not reused for a request of about its size")
+	}
+	if n, bytes := p.Free(); n != 0 || bytes != 0 {
+		t.Fatalf("pool holds %d buffers, %d bytes after handing out its only one", n, bytes)
+	}
+	small := p.Get(40)
+	small.Release()
+	if n, bytes := p.Free(); n != 1 || bytes > 100 {
+		t.Fatalf("pool holds %d buffers, %d bytes; want one within 100", n, bytes)
 	}
 	extra := NewBuf(make([]byte, 5))
 	extra.Release()
