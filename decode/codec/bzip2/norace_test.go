@@ -1,0 +1,5 @@
+//go:build !race
+
+package bzip2
+
+const raceEnabled = false
