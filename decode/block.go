@@ -2,13 +2,13 @@ package decode
 
 import (
 	"bytes"
-	"compress/bzip2"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"slices"
 
+	"github.com/cramfs/cramfs/decode/codec/bzip2"
 	"github.com/klauspost/compress/gzip"
 	"github.com/ulikunitz/xz"
 )
@@ -164,7 +164,7 @@ func (blk *Block) decompress(c *Codecs, buf []byte, z *inflater) ([]byte, error)
 	case MethodGzip:
 		out, err = readAllCapped(func() (io.Reader, error) { return z.reader(blk.Data) }, raw, gzipMaxRatio*len(blk.Data), buf)
 	case MethodBzip2:
-		out, err = readAllCapped(func() (io.Reader, error) { return bzip2.NewReader(bytes.NewReader(blk.Data)), nil }, raw, 0, buf)
+		out, err = bzip2.AppendDecode(buf[:0], blk.Data, raw)
 	case MethodLZMA:
 		out, err = readAllCapped(func() (io.Reader, error) { return xz.NewReader(bytes.NewReader(blk.Data)) }, raw, 0, buf)
 	default:

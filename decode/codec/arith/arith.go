@@ -5,14 +5,12 @@
 package arith
 
 import (
-	"bytes"
-	"compress/bzip2"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"sync"
+
+	"github.com/cramfs/cramfs/decode/codec/bzip2"
 )
 
 // ErrCorrupt is returned (wrapped with context) for any malformed stream.
@@ -252,27 +250,11 @@ func appendStripe(dst, src []byte, pos, n, depth int) ([]byte, error) {
 // appendExt decodes the EXT payload: a bzip2 stream (DecodeExt,
 // CRAMcodecs.tex) of at most n bytes, appended to dst.
 func appendExt(dst, src []byte, n int) ([]byte, error) {
-	if len(src) < 3 || src[0] != 'B' || src[1] != 'Z' || src[2] != 'h' {
-		return dst, fmt.Errorf("%w: EXT payload lacks the bzip2 magic", ErrCorrupt)
+	out, err := bzip2.AppendDecodeUpTo(dst, src, n)
+	if err != nil {
+		return dst, fmt.Errorf("%w: EXT: %w", ErrCorrupt, err)
 	}
-	r := io.LimitReader(bzip2.NewReader(bytes.NewReader(src)), int64(n)+1)
-	start := len(dst)
-	for {
-		if len(dst) == cap(dst) {
-			dst = slices.Grow(dst, min(n+1-(len(dst)-start), max(4096, len(dst)-start)))
-		}
-		k, err := r.Read(dst[len(dst):cap(dst)])
-		dst = dst[:len(dst)+k]
-		if len(dst)-start > n {
-			return dst, fmt.Errorf("%w: EXT bzip2 output exceeds %d bytes", ErrCorrupt, n)
-		}
-		if err == io.EOF {
-			return dst, nil
-		}
-		if err != nil {
-			return dst, fmt.Errorf("%w: EXT bzip2: %v", ErrCorrupt, err)
-		}
-	}
+	return out, nil
 }
 
 // packMeta is the PACK meta-data (DecodePackMeta, CRAMcodecs.tex "rANS Nx16
