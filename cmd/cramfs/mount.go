@@ -123,6 +123,13 @@ func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
 		return usageError{fmt.Sprintf("want SRC and MNT, got %d arguments", len(pos))}
 	}
 	src, mnt := pos[0], pos[1]
+	// One scheduler slot more than there are workers: a FUSE request that
+	// arrives while every slot runs a decoding worker otherwise waits for
+	// the Go scheduler to preempt one (up to 10 ms), and the reader with
+	// it. GOMAXPROCS, when set, wins.
+	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < ef.threads+1 {
+		runtime.GOMAXPROCS(ef.threads + 1)
+	}
 	if *cpuProfile != "" {
 		pf, err := os.Create(*cpuProfile)
 		if err != nil {
