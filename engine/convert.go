@@ -127,7 +127,7 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 			}
 			return r.err
 		}
-		if _, err := w.Write(r.data); err != nil {
+		if err := writePieces(w, r.data); err != nil {
 			cancel()
 			for ch := range queue {
 				<-ch
@@ -148,4 +148,23 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	}
 	_, err = w.Write(bgzf.EOF)
 	return err
+}
+
+// writePiece is the most writePieces hands to one Write call.
+const writePiece = 1 << 20
+
+// writePieces writes b in pieces of at most writePiece bytes. One write(2)
+// of a whole container (tens of MB for large containers) into a file on
+// ext4 cost several times the system time of the same bytes in 1 MB
+// writes: 1.45 s against 0.26 s for 680 MB, measured on this machine;
+// samtools writes 64 KB at a time.
+func writePieces(w io.Writer, b []byte) error {
+	for len(b) > 0 {
+		n := min(len(b), writePiece)
+		if _, err := w.Write(b[:n]); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
 }
