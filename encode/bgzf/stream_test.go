@@ -35,10 +35,10 @@ func streamLike(t testing.TB, c *Compressor, prefix, data []byte, pieces []int) 
 	return dst, raw
 }
 
-// TestStreamMatchesAppendBlocks checks runs at levels 0, 1 and 6 against
-// AppendBlocks around block boundaries, with pieces that straddle several
-// blocks (long records), on compressible and random data, reusing one
-// Compressor from run to run as the workers do.
+// TestStreamMatchesAppendBlocks checks runs at levels 0 (Stored, in
+// place), 1 and 6 against AppendBlocks around block boundaries, with
+// pieces that straddle several blocks (long records), on compressible and
+// random data, reusing one Compressor from run to run as the workers do.
 func TestStreamMatchesAppendBlocks(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(5, 6))
 	sizes := []int{0, 1, 100, MaxBlockData - 1, MaxBlockData, MaxBlockData + 1, 2 * MaxBlockData, 2*MaxBlockData + 7, 5*MaxBlockData + 12345}
@@ -76,6 +76,9 @@ func TestStreamMatchesAppendBlocks(t *testing.T) {
 					}
 					if raw != int64(n) {
 						t.Fatalf("level %d, n=%d: End reports %d data bytes", level, n, raw)
+					}
+					if level == 0 && int64(len(got)-3) != StoredSize(int64(n)) {
+						t.Fatalf("n=%d: StoredSize %d, output %d", n, StoredSize(int64(n)), len(got)-3)
 					}
 				}
 			}

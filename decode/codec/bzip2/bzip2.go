@@ -52,10 +52,7 @@ func Decode(src []byte, rawSize int) ([]byte, error) {
 // error the returned slice is dst unchanged in length (its spare capacity
 // may have been written).
 func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
-	if rawSize < 0 {
-		return dst, fmt.Errorf("%w: invalid expected size %d", ErrCorrupt, rawSize)
-	}
-	out, _, err := decode(dst, src, rawSize)
+	out, err := AppendDecodeUpTo(dst, src, rawSize)
 	if err != nil {
 		return dst, err
 	}
