@@ -30,6 +30,7 @@ type Stats struct {
 	Evictions uint64 // values dropped to respect the byte bound
 	Entries   int    // values held now
 	Bytes     int64  // bytes held now
+	Reserved  int64  // bytes reserved for values being built
 	MaxBytes  int64  // the byte bound
 }
 
@@ -43,7 +44,8 @@ type Cache[K comparable] struct {
 	lru      *simplelru.LRU[K, *Buf]
 	maxBytes int64
 	bytes    int64
-	evicting bool // set while the cache itself drops entries for space
+	reserved int64 // bytes of storage being filled, counted against maxBytes
+	evicting bool  // set while the cache itself drops entries for space
 	st       Stats
 }
 
@@ -111,14 +113,39 @@ func (c *Cache[K]) Add(k K, v *Buf) bool {
 	c.lru.Add(k, v)
 	c.bytes += int64(cap(v.B))
 	c.st.Adds++
+	c.evict()
+	return true
+}
+
+// evict drops least recently used values until the values and the
+// reservations fit the bound, or no value is left. It runs under c.mu.
+func (c *Cache[K]) evict() {
 	c.evicting = true
-	for c.bytes > c.maxBytes {
+	for c.bytes+c.reserved > c.maxBytes {
 		if _, _, ok := c.lru.RemoveOldest(); !ok {
 			break
 		}
 	}
 	c.evicting = false
-	return true
+}
+
+// Reserve counts n bytes against the bound for storage about to be
+// filled, such as a segment being built, evicting values to make room, so
+// that the bound covers what is being built as well as what is held. The
+// caller gives the bytes back with Unreserve, usually before adding the
+// finished value.
+func (c *Cache[K]) Reserve(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reserved += max(n, 0)
+	c.evict()
+}
+
+// Unreserve gives back n bytes of an earlier Reserve.
+func (c *Cache[K]) Unreserve(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reserved = max(c.reserved-max(n, 0), 0)
 }
 
 // Remove drops the value stored under k and reports whether there was one.
@@ -149,6 +176,7 @@ func (c *Cache[K]) Stats() Stats {
 	s := c.st
 	s.Entries = c.lru.Len()
 	s.Bytes = c.bytes
+	s.Reserved = c.reserved
 	s.MaxBytes = c.maxBytes
 	return s
 }

@@ -224,3 +224,34 @@ func TestPoolBound(t *testing.T) {
 		t.Fatal("over-released buffer still tied to a pool")
 	}
 }
+
+func TestReserve(t *testing.T) {
+	c, err := New[int](100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Add(1, NewBuf(make([]byte, 0, 40)))
+	c.Add(2, NewBuf(make([]byte, 0, 40)))
+	// A build of 30 bytes: 40+40+30 > 100, so the oldest value goes.
+	c.Reserve(30)
+	if c.Contains(1) || !c.Contains(2) {
+		t.Fatalf("after Reserve(30): holds 1 %v, 2 %v; want only 2", c.Contains(1), c.Contains(2))
+	}
+	if st := c.Stats(); st.Reserved != 30 || st.Bytes != 40 || st.Evictions != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	// While reserved, an Add must leave room for it.
+	c.Add(3, NewBuf(make([]byte, 0, 40)))
+	if c.Contains(2) || !c.Contains(3) {
+		t.Fatal("Add did not evict to keep the reservation")
+	}
+	c.Unreserve(30)
+	c.Add(4, NewBuf(make([]byte, 0, 30)))
+	if !c.Contains(3) || !c.Contains(4) || c.Bytes() != 70 {
+		t.Fatalf("after Unreserve: holds 3 %v, 4 %v, %d bytes", c.Contains(3), c.Contains(4), c.Bytes())
+	}
+	c.Unreserve(1000) // more than reserved: clamps at zero
+	if st := c.Stats(); st.Reserved != 0 {
+		t.Fatalf("reserved %d after over-release", st.Reserved)
+	}
+}

@@ -412,6 +412,10 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The segment counts against the cache's bound while it is built, so
+	// that the cache budget covers the builds in flight too.
+	m.cache.Reserve(want.CompLen)
+	defer m.cache.Unreserve(want.CompLen)
 	buf := m.pool.Get(int(min(want.CompLen, 64<<20)))
 	var rawLen int64
 	if ba, ok := src.(BlockAppender); ok {
