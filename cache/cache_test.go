@@ -185,6 +185,9 @@ func TestBufLifecycle(t *testing.T) {
 	if &again.B[:1][0] != storage {
 		t.Error("a close fit was not reused")
 	}
+	if p.Reused() != 1 {
+		t.Errorf("Reused %d, want 1", p.Reused())
+	}
 	if far := p.Get(10); cap(far.B) >= 60 {
 		t.Error("a much larger buffer was handed out for a small request")
 	}

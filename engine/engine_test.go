@@ -864,7 +864,10 @@ func TestRecycledSegmentsStayIntact(t *testing.T) {
 	if st := m2.CacheStats(); st.Evictions == 0 {
 		t.Fatalf("no evictions (%+v): the test did not exercise recycling", st)
 	}
-	if n, _ := m2.pool.Free(); n == 0 {
+	// Whether storage is free at the end depends on timing (a build may
+	// just have taken it); that some build reused released storage does
+	// not.
+	if n, _ := m2.pool.Free(); n == 0 && m2.pool.Reused() == 0 {
 		t.Fatal("no storage came back to the pool")
 	}
 }
