@@ -46,8 +46,10 @@ type Decoder struct {
 	aux    []byte
 	cigars []uint32
 	recs   []Record
-	refBuf []byte
-	md5buf []byte
+	// nameRefs is finish's scratch, one entry per record.
+	nameRefs []nameRef
+	refBuf   []byte
+	md5buf   []byte
 	// Decompressed blocks: the compression header's (alive for the
 	// container), the slice header's and each slice block's (alive for the
 	// slice), reused from container to container.

@@ -104,14 +104,19 @@ func (d *Decoder) resolveMates(first int) error {
 	return nil
 }
 
+// nameRef locates a record's name in the names buffer.
+type nameRef struct{ off, n int }
+
 // finish turns the decoded records of a container into Records, generating
 // read names where the file has none (htslib's cram_to_bam).
 func (d *Decoder) finish() []Record {
 	prefix := d.f.prefix()
 	// Generated names go to the end of the names buffer; record offsets
 	// are resolved after it stops growing.
-	type nameRef struct{ off, n int }
-	names := make([]nameRef, len(d.crecs))
+	if cap(d.nameRefs) < len(d.crecs) {
+		d.nameRefs = make([]nameRef, len(d.crecs))
+	}
+	names := d.nameRefs[:len(d.crecs)]
 	for i := range d.crecs {
 		cr := &d.crecs[i]
 		rec := i - cr.sliceStart
