@@ -192,7 +192,7 @@ func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
 
 	d := decoderPool.Get().(*decoder)
 	defer d.release()
-	d.nreads, d.limit = int(nreads), limit
+	d.nreads, d.limit, d.declared = int(nreads), limit, int(ulen)
 	if err := d.readStreams(src, useArith); err != nil {
 		return dst, err
 	}
@@ -210,13 +210,18 @@ func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
 // decoder holds the state of one Decode call. decoders are recycled
 // through decoderPool with their buffers; each call sets what it reads.
 type decoder struct {
-	nreads  int
-	limit   int      // largest output length
-	streams []stream // B[pos,type] at index pos*16+type
-	arena   []byte   // the decoded token streams, one after another
-	out     []byte   // the names decoded so far
-	names   []name
-	tokens  []token
+	nreads int
+	limit  int // largest output length
+	// declared is the stream's own decoded length (its header), which
+	// bounds the token streams and the token table: those bounds must
+	// not depend on the caller's raw size, or a stream that decodes with
+	// an unknown size could fail with the size it decodes to.
+	declared int
+	streams  []stream // B[pos,type] at index pos*16+type
+	arena    []byte   // the decoded token streams, one after another
+	out      []byte   // the names decoded so far
+	names    []name
+	tokens   []token
 }
 
 // decoderPool recycles decoders and their buffers between calls.
@@ -259,7 +264,7 @@ func (d *decoder) readStreams(src []byte, useArith bool) error {
 	// A name reads at most one token per position, a token at most five
 	// value bytes besides its type byte, and every token but NOP yields
 	// output: the streams together never need more than this.
-	budget := 8*(int64(d.limit)+int64(d.nreads)) + budgetPad
+	budget := 8*(int64(d.declared)+int64(d.nreads)) + budgetPad
 	tnum := -1
 	o := headerSize
 	for o < len(src) {
@@ -349,7 +354,7 @@ func (d *decoder) readStreams(src []byte, useArith bool) error {
 // (numbers, distances) or a string no longer than the output plus its NUL.
 func (d *decoder) streamCap() int64 {
 	n := int64(d.nreads)
-	return max(4*n, int64(d.limit)+n)
+	return max(4*n, int64(d.declared)+n)
 }
 
 // uint7 reads a CRAM 3.1 uint7 (big-endian groups of 7 bits, high bit set
@@ -417,7 +422,7 @@ func (d *decoder) decodeNames(dst []byte, srcLen int) ([]byte, error) {
 	d.tokens = d.tokens[:0]
 	// Without NOP tokens every token yields at least one byte; allow
 	// some NOPs, but keep the table proportional to the output.
-	tokenLimit := 2*d.limit + 1024
+	tokenLimit := 2*d.declared + 1024
 
 	lead := &d.streams[0]
 	for {
