@@ -403,6 +403,29 @@ func inverseBWT(tt, lf []uint32, pre []byte, origPtr uint32, counts *[256]uint32
 	if lo == hi {
 		pre[lo] = byte(tt[p])
 	}
+	// A valid transform is one cycle through all rows, and then the two
+	// walks meet: where the forward walk stopped is where the backward
+	// one did (odd length) or just after it (even length). A damaged
+	// block can make several cycles; libbz2 walks forwards only, going
+	// round its cycle again, so do the same and let the block CRC judge.
+	if meet := q; len(pre)%2 == 0 {
+		if len(pre) > 0 && tt[meet]>>8 != p {
+			forwardBWT(tt, pre, origPtr)
+		}
+	} else if meet != p {
+		forwardBWT(tt, pre, origPtr)
+	}
+}
+
+// forwardBWT fills pre by walking tt forwards only from origPtr, as libbz2
+// does: the text for a valid transform, libbz2's bytes for a damaged one.
+func forwardBWT(tt []uint32, pre []byte, origPtr uint32) {
+	p := tt[origPtr] >> 8
+	for k := range pre {
+		e := tt[p]
+		pre[k] = byte(e)
+		p = e >> 8
+	}
 }
 
 // unRLE1 undoes the first stage of bzip2, the run-length coding of its
