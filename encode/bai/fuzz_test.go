@@ -33,7 +33,10 @@ func synthRecords(data []byte, nRef int) ([]bamRecord, uint64) {
 		vbeg := coff<<16 | uoff
 		uoff += size
 		vend := coff<<16 | uoff
-		r := bamRecord{tid: tid, beg: pos, end: pos + max(span, 1), flags: uint16(a&0x40) >> 4, vbeg: vbeg, vend: vend}
+		// A span reaching past the BAI limit is an error Add must give
+		// (the "beyond 2^29" case below); the records here stay within it.
+		end := min(pos+max(span, 1), maxPos)
+		r := bamRecord{tid: tid, beg: pos, end: end, flags: uint16(a&0x40) >> 4, vbeg: vbeg, vend: vend}
 		if unplaced {
 			r.tid, r.beg, r.end, r.flags = -1, -1, 0, 4
 		}
@@ -162,6 +165,7 @@ func TestAddErrors(t *testing.T) {
 		{"refID below -1", []add{{-2, 1, 2}}, ErrInvalid},
 		{"end before begin", []add{{0, 10, 5}}, ErrInvalid},
 		{"beyond 2^29", []add{{0, 1 << 29, 1<<29 + 1}}, ErrInvalid},
+		{"ending beyond 2^29", []add{{0, 1<<29 - 100, 1<<29 + 1}}, ErrInvalid},
 		{"ok", []add{{0, 1, 2}, {0, 1, 2}, {2, 0, 0}, {-1, -1, 0}}, nil},
 	}
 	for _, tc := range tests {
