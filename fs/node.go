@@ -464,6 +464,13 @@ func (r *lentResult) Bytes([]byte) ([]byte, fuse.Status) { return r.b, fuse.OK }
 func (r *lentResult) Size() int                          { return len(r.b) }
 func (r *lentResult) Done()                              { r.release() }
 
+// Slices makes go-fuse write the lent bytes with writev and call Done only
+// after that write. A result without it is turned into bytes by Bytes and
+// released by Done before the reply is written (with splice disabled, as
+// here), which let a recycled segment buffer be overwritten by the next
+// build while the kernel copied it.
+func (r *lentResult) Slices() ([][]byte, fuse.Status) { return [][]byte{r.b}, fuse.OK }
+
 // fileNode is a source regular file passed through read-only.
 type fileNode struct {
 	fusefs.Inode
