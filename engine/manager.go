@@ -416,18 +416,16 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 	// that the cache budget covers the builds in flight too.
 	m.cache.Reserve(want.CompLen)
 	defer m.cache.Unreserve(want.CompLen)
+	c, err := m.getComp()
+	if err != nil {
+		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+	}
+	defer m.putComp(c)
 	buf := m.pool.Get(int(min(want.CompLen, 64<<20)))
 	var rawLen int64
 	if ba, ok := src.(BlockAppender); ok {
 		// Records go into blocks as they are encoded: no BAM buffer.
-		c, err := m.getComp()
-		if err != nil {
-			buf.Release()
-			return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
-		}
-		buf.B, rawLen, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, nil)
-		m.putComp(c)
-		if err != nil {
+		if buf.B, rawLen, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, nil); err != nil {
 			buf.Release()
 			return nil, err // Source errors name the file and container
 		}
@@ -438,14 +436,7 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 			buf.Release()
 			return nil, err // Source errors name the file and container
 		}
-		c, err := m.getComp()
-		if err != nil {
-			m.putRaw(raw)
-			buf.Release()
-			return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
-		}
 		buf.B, err = compressSegment(c, buf.B, raw)
-		m.putComp(c)
 		rawLen = int64(len(raw))
 		m.putRaw(raw)
 		if err != nil {
