@@ -53,8 +53,9 @@ func fileIdentity(path string) (identity, error) {
 	return id, nil
 }
 
-// indexFormat is the version of the layout index file format.
-const indexFormat = 2
+// indexFormat is the version of the layout index file format. Format 3
+// stores segmentDigest where format 2 stored a CRC-32C of all the bytes.
+const indexFormat = 3
 
 // dependsOn describes everything the bytes of a virtual BAM depend on
 // besides the CRAM itself; it is stored in and keys each index file.
@@ -176,7 +177,7 @@ func (r *indexReader) seg(what string) Segment {
 // dependency string; the CRAM identity (i64 size, i64 mtime in ns, SHA-256
 // of the first and of the last 64 KiB); i32 level; the header segment and
 // u64 count of container segments, each segment as u64 compressed length,
-// u64 raw length, u32 CRC-32C; u8 has-index flag, u64 length and the .bai
+// u64 raw length, u32 segmentDigest; u8 has-index flag, u64 length and the .bai
 // (SAMv1 §5.2); a trailing u32 CRC-32C of all preceding bytes. Offsets are
 // derived, so every parsed Layout is self-consistent.
 func readIndex(b []byte) (*indexFile, error) {

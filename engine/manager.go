@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"log/slog"
 	"path/filepath"
@@ -156,7 +155,11 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
 	}
-	hdrSeg := Segment{CompLen: int64(len(hdr)), RawLen: int64(len(hdrRaw)), CRC: crc32.Checksum(hdr, castagnoli)}
+	hdrDigest, err := segmentDigest(hdr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
+	}
+	hdrSeg := Segment{CompLen: int64(len(hdr)), RawLen: int64(len(hdrRaw)), CRC: hdrDigest}
 	if src.NumContainers() < 0 {
 		return nil, fmt.Errorf("%w: %s: %d containers", ErrInvalid, src.Name(), src.NumContainers())
 	}
@@ -445,11 +448,13 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 		}
 	}
 	comp := buf.B
-	crc := crc32.Checksum(comp, castagnoli)
-	if int64(len(comp)) != want.CompLen || rawLen != want.RawLen || crc != want.CRC {
+	crc, err := segmentDigest(comp)
+	if err == nil && (int64(len(comp)) != want.CompLen || rawLen != want.RawLen || crc != want.CRC) {
+		err = fmt.Errorf("built %d bytes (%d raw, digest %08x), layout has %d (%d raw, %08x)", len(comp), rawLen, crc, want.CompLen, want.RawLen, want.CRC)
+	}
+	if err != nil {
 		buf.Release()
-		err := fmt.Errorf("%w: %s: container %d at offset %d: built %d bytes (%d raw, CRC-32C %08x), layout has %d (%d raw, %08x)",
-			ErrMismatch, src.Name(), i, src.ContainerOffset(i), len(comp), rawLen, crc, want.CompLen, want.RawLen, want.CRC)
+		err := fmt.Errorf("%w: %s: container %d at offset %d: %w", ErrMismatch, src.Name(), i, src.ContainerOffset(i), err)
 		m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", src.Name(), "container", i, "err", err)
 		return nil, err
 	}

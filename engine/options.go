@@ -8,7 +8,7 @@ import (
 )
 
 // ErrMismatch is returned when a segment rebuilt on demand does not match
-// the layout recorded by the scan (length or CRC-32C of its BGZF bytes).
+// the layout recorded by the scan (length, raw length or segmentDigest of its BGZF blocks).
 // The bytes are never served.
 var ErrMismatch = errors.New("engine: rebuilt segment does not match layout")
 

@@ -35,7 +35,11 @@ func FuzzWalk(f *testing.F) {
 		src.Close()
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if blocks, err := walkBlocks(nil, b); err == nil {
+		blocks, err := walkBlocks(nil, b)
+		if _, derr := segmentDigest(b); (derr == nil) != (err == nil) {
+			t.Fatalf("walkBlocks: %v, segmentDigest: %v", err, derr)
+		}
+		if err == nil {
 			var u int64
 			for _, bl := range blocks {
 				if bl.cOff < 0 || bl.cOff >= int64(len(b)) || bl.uOff != u || bl.uLen < 0 || bl.uLen > 1<<16 {
