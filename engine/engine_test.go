@@ -924,3 +924,58 @@ func TestReadaheadRamp(t *testing.T) {
 		t.Fatalf("segment %d built, beyond the readahead of %d from %d", c+maxAhead, maxAhead, c)
 	}
 }
+
+// TestSequentialRunDropsPassedSegments checks that the segments a
+// sequential reader has left behind leave the cache, their storage going
+// to later builds, with the bytes unchanged, and that reads out of order
+// keep every segment they built.
+func TestSequentialRunDropsPassedSegments(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	ref, _ := newTestManager(t, Options{CacheSize: -1, Readahead: -1})
+	want := readAll(t, openT(t, ref, src), 1<<20)
+
+	m, _ := newTestManager(t, Options{Threads: 1, CacheSize: 1 << 30})
+	m.reorder = 16 << 10
+	v := openT(t, m, src)
+	segs := v.Layout().Segments
+	built := 0
+	for _, s := range segs {
+		if s.CompLen > 0 {
+			built++
+		}
+	}
+	for pass := range 2 {
+		if got := readAll(t, v, 4096); !bytes.Equal(got, want) {
+			t.Fatalf("pass %d: wrong bytes", pass)
+		}
+		st := m.CacheStats()
+		if st.Evictions != 0 {
+			t.Fatalf("pass %d: %d evictions from a cache larger than the file", pass, st.Evictions)
+		}
+		if st.Entries > built/4 {
+			t.Errorf("pass %d: %d of %d segments still cached after a sequential read", pass, st.Entries, built)
+		}
+	}
+	if m.pool.Reused() == 0 {
+		t.Error("no build reused the storage of a dropped segment")
+	}
+
+	m2, _ := newTestManager(t, Options{Threads: 1, CacheSize: 1 << 30, Readahead: -1})
+	m2.reorder = 16 << 10
+	v2 := openT(t, m2, src)
+	p := make([]byte, 1)
+	for _, i := range rand.New(rand.NewPCG(3, 4)).Perm(len(segs)) {
+		if segs[i].CompLen == 0 {
+			continue
+		}
+		if _, err := v2.ReadAt(p, segs[i].Offset); err != nil {
+			t.Fatal(err)
+		}
+		if p[0] != want[segs[i].Offset] {
+			t.Fatalf("segment %d: wrong byte", i)
+		}
+	}
+	if st := m2.CacheStats(); st.Entries != built {
+		t.Errorf("reads out of order left %d of %d segments cached", st.Entries, built)
+	}
+}

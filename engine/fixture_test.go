@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -338,7 +340,7 @@ func readAll(tb testing.TB, v *VirtualBAM, chunk int) []byte {
 		out.Write(buf[:n])
 		off += int64(n)
 		if err != nil {
-			if err.Error() != "EOF" {
+			if !errors.Is(err, io.EOF) {
 				tb.Fatalf("ReadAt(%d): %v", off, err)
 			}
 			break

@@ -57,6 +57,9 @@ type Manager struct {
 
 	ctx    context.Context // cancelled by Close; bounds readahead
 	cancel context.CancelFunc
+
+	// reorder is reorderWindow; tests shrink it to fit small fixtures.
+	reorder int64
 }
 
 // NewManager returns a Manager with opts (zero fields take their defaults)
@@ -83,6 +86,7 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 		building: make(map[cache.Key]*building),
 		ctx:      ctx,
 		cancel:   cancel,
+		reorder:  reorderWindow,
 	}
 }
 
