@@ -270,11 +270,12 @@ func (v *VirtualBAM) noteRead(off, end int64) {
 	v.lastEnd = end
 	run := v.run
 	segs := v.layout.Segments
-	drop := v.passed
-	if !seq && !near {
-		v.passed = sort.Search(len(segs), func(i int) bool { return segs[i].End() > off })
-		drop = v.passed
+	// The segment read is in use: a jump, or a read going back, restarts
+	// the count of segments the run has passed from it.
+	if cur := sort.Search(len(segs), func(i int) bool { return segs[i].End() > off }); !near || cur < v.passed {
+		v.passed = cur
 	}
+	drop := v.passed
 	for v.passed < len(segs) && segs[v.passed].End() <= off-win {
 		v.passed++
 	}
@@ -327,6 +328,12 @@ func (v *VirtualBAM) prefetch(i int) {
 			delete(v.ahead, i)
 			v.mu.Unlock()
 		}()
+		// The reader may have overtaken this goroutine before it ran:
+		// a segment it has left behind is not built again, and one it
+		// passed during the build does not stay in the cache.
+		if v.behind(i) {
+			return
+		}
 		b, err := v.segment(v.m.ctx, i)
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
@@ -335,5 +342,16 @@ func (v *VirtualBAM) prefetch(i int) {
 			return
 		}
 		b.Release()
+		if v.behind(i) {
+			v.m.cache.Remove(cache.Key{File: v.id, Segment: i})
+		}
 	}()
+}
+
+// behind reports whether a sequential run has left segment i behind (see
+// noteRead).
+func (v *VirtualBAM) behind(i int) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return i < v.passed
 }
