@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"github.com/cramfs/cramfs/decode/codec/bzip2"
-	"github.com/klauspost/compress/gzip"
+	"github.com/cramfs/cramfs/decode/codec/gzip"
 	"github.com/ulikunitz/xz"
 )
 
@@ -119,37 +119,10 @@ func parseBlock(b []byte, pos *int, major int) (Block, error) {
 // storage when its capacity allows (buf may be nil); a raw block returns
 // its Data.
 func (blk *Block) Decompress(c *Codecs, buf []byte) ([]byte, error) {
-	return blk.decompress(c, buf, nil)
+	return blk.decompress(c, buf)
 }
 
-// inflater is gzip decoding state kept from block to block: a gzip.Reader
-// allocates its decompressor's tables, so a Decoder resets one instead of
-// making one per block.
-type inflater struct {
-	src bytes.Reader
-	gz  *gzip.Reader
-}
-
-func (z *inflater) reader(data []byte) (io.Reader, error) {
-	if z == nil {
-		return gzip.NewReader(bytes.NewReader(data))
-	}
-	z.src.Reset(data)
-	if z.gz == nil {
-		gz, err := gzip.NewReader(&z.src)
-		if err != nil {
-			return nil, err
-		}
-		z.gz = gz
-		return gz, nil
-	}
-	if err := z.gz.Reset(&z.src); err != nil {
-		return nil, err
-	}
-	return z.gz, nil
-}
-
-func (blk *Block) decompress(c *Codecs, buf []byte, z *inflater) ([]byte, error) {
+func (blk *Block) decompress(c *Codecs, buf []byte) ([]byte, error) {
 	raw := int(blk.RawSize)
 	if raw == 0 {
 		// An empty block needs no decompression, whatever its method
@@ -162,11 +135,11 @@ func (blk *Block) decompress(c *Codecs, buf []byte, z *inflater) ([]byte, error)
 	case MethodRaw:
 		out = blk.Data
 	case MethodGzip:
-		out, err = readAllCapped(func() (io.Reader, error) { return z.reader(blk.Data) }, raw, gzipMaxRatio*len(blk.Data), buf)
+		out, err = gzip.AppendDecode(buf[:0], blk.Data, raw)
 	case MethodBzip2:
 		out, err = bzip2.AppendDecode(buf[:0], blk.Data, raw)
 	case MethodLZMA:
-		out, err = readAllCapped(func() (io.Reader, error) { return xz.NewReader(bytes.NewReader(blk.Data)) }, raw, 0, buf)
+		out, err = readAllCapped(func() (io.Reader, error) { return xz.NewReader(bytes.NewReader(blk.Data)) }, raw, buf)
 	default:
 		var f AppendDecoder
 		if c != nil {
@@ -197,28 +170,15 @@ func (blk *Block) decompress(c *Codecs, buf []byte, z *inflater) ([]byte, error)
 	return out, nil
 }
 
-// gzipMaxRatio bounds deflate's expansion: at most 258 bytes per 2 bits of
-// input, about 1032 to 1.
-const gzipMaxRatio = 1032
-
-// preallocCap caps the buffer allocated up front from a declared size;
-// beyond it the buffer grows with what the stream actually produces.
-const preallocCap = 64 << 20
-
 // readAllCapped reads a stream expected to hold exactly raw bytes into
-// buf's storage. The buffer starts at the declared size when the input
-// could produce it (bound > 0 is the most it can expand to; 0 means
-// unknown) and at most preallocCap, and grows with what the stream
-// produces, up to raw+1 bytes.
-func readAllCapped(open func() (io.Reader, error), raw, bound int, buf []byte) ([]byte, error) {
+// buf's storage. The buffer starts at 1 MiB at most, whatever the declared
+// size, and grows with what the stream produces, up to raw+1 bytes.
+func readAllCapped(open func() (io.Reader, error), raw int, buf []byte) ([]byte, error) {
 	r, err := open()
 	if err != nil {
 		return nil, err
 	}
 	want := min(raw+1, 1<<20)
-	if bound > 0 {
-		want = min(raw+1, bound+1, preallocCap)
-	}
 	buf = buf[:0]
 	if cap(buf) < want {
 		buf = make([]byte, 0, want)

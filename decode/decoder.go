@@ -55,7 +55,6 @@ type Decoder struct {
 	// slice), reused from container to container.
 	chBuf, shBuf []byte
 	blockBufs    blockBufs
-	inflate      inflater
 }
 
 // NewDecoder returns a Decoder for f.
@@ -233,7 +232,7 @@ func (d *Decoder) container(h *ContainerHeader) ([]Record, error) {
 	if chBlock.ContentType != ContentCompressionHeader {
 		return nil, corruptf("first block has content type %d, want compression header", chBlock.ContentType)
 	}
-	chRaw, err := chBlock.decompress(d.opt.Codecs, d.chBuf, &d.inflate)
+	chRaw, err := chBlock.decompress(d.opt.Codecs, d.chBuf)
 	if err != nil {
 		return nil, fmt.Errorf("compression header: %w", err)
 	}
@@ -274,7 +273,7 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
 	if hb.ContentType != ContentSliceHeader {
 		return corruptf("slice header block has content type %d", hb.ContentType)
 	}
-	raw, err := hb.decompress(d.opt.Codecs, d.shBuf, &d.inflate)
+	raw, err := hb.decompress(d.opt.Codecs, d.shBuf)
 	if err != nil {
 		return fmt.Errorf("slice header: %w", err)
 	}
@@ -295,7 +294,7 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
 			return fmt.Errorf("block %d: %w", b, err)
 		}
 		buf := d.blockBufs.take(blk.ContentType, blk.ContentID)
-		raw, err := blk.decompress(d.opt.Codecs, buf, &d.inflate)
+		raw, err := blk.decompress(d.opt.Codecs, buf)
 		if err != nil {
 			return &Error{ContentID: int(blk.ContentID), Offset: -1, Err: err}
 		}

@@ -7,6 +7,10 @@
 // the block's data exactly as stored (what the codec's Decode takes), for
 // every block of the first -max data containers. Records are decoded
 // against a reference of Ns with MD5 checks off: only the blocks matter.
+//
+// Gzip blocks (method 1) are not decoded through a pluggable codec, so
+// they are found by walking the container's block framing (gzip.go) and
+// written to <out>/gzip.
 package main
 
 import (
@@ -103,6 +107,9 @@ func dump(name, out string, maxPer int) error {
 		}
 		done++
 		container = i
+		if err := dumpGzip(fh, f, i, filepath.Join(out, "gzip"), stem); err != nil {
+			return fmt.Errorf("%s: container %d: %w", name, i, err)
+		}
 		if _, err := d.Container(i); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: container %d: %v (blocks before it kept)\n", name, i, err)
 		}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package gzip
+
+const raceEnabled = false
