@@ -54,6 +54,25 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
+// scratchRef takes a scratch from scratchPool on first use, so that a
+// stream that needs no working memory (CAT with stored RLE metadata, the
+// common tiny stream) skips the pool; release returns it.
+type scratchRef struct{ s *scratch }
+
+func (p *scratchRef) get() *scratch {
+	if p.s == nil {
+		p.s = scratchPool.Get().(*scratch)
+	}
+	return p.s
+}
+
+func (p *scratchRef) release() {
+	if p.s != nil {
+		scratchPool.Put(p.s)
+		p.s = nil
+	}
+}
+
 // sized returns *b resized to n bytes, reallocating only when its capacity
 // is short. The contents are unspecified.
 func sized(b *[]byte, n int) []byte {
@@ -97,9 +116,9 @@ func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
 	if rawSize < -1 {
 		return dst, fmt.Errorf("%w: invalid expected size %d", ErrCorrupt, rawSize)
 	}
-	s := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(s)
-	out, err := decodeStream(dst, src, rawSize, 0, s)
+	var sr scratchRef
+	out, err := decodeStream(dst, src, rawSize, 0, &sr)
+	sr.release()
 	if err != nil {
 		return dst, err
 	}
@@ -108,8 +127,8 @@ func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
 
 // decodeStream implements RansDecodeNx16 (CRAMcodecs section 3.6) for one
 // stream occupying src, appending the output to dst. want is the required
-// output length or -1. s holds the working memory.
-func decodeStream(dst, src []byte, want int, depth int, s *scratch) ([]byte, error) {
+// output length or -1. sr provides the working memory.
+func decodeStream(dst, src []byte, want int, depth int, sr *scratchRef) ([]byte, error) {
 	r := reader{b: src}
 	flags, err := r.u8()
 	if err != nil {
@@ -119,7 +138,7 @@ func decodeStream(dst, src []byte, want int, depth int, s *scratch) ([]byte, err
 	if flags&flagStripe != 0 {
 		// htscodecs always stores the total length before a stripe
 		// table, whatever NOSZ says.
-		return decodeStripe(dst, &r, want, depth, s)
+		return decodeStripe(dst, &r, want, depth, sr)
 	}
 
 	var n int
@@ -158,7 +177,7 @@ func decodeStream(dst, src []byte, want int, depth int, s *scratch) ([]byte, err
 	rle := flags&flagRLE != 0
 	var rl rleMeta
 	if rle {
-		if rl, err = readRLEMeta(&r, dataLen, nstates, s); err != nil {
+		if err = readRLEMeta(&r, dataLen, nstates, sr, &rl); err != nil {
 			return nil, err
 		}
 		dataLen = rl.litLen
@@ -184,7 +203,7 @@ func decodeStream(dst, src []byte, want int, depth int, s *scratch) ([]byte, err
 		}
 		data = out
 	} else if flags&flagCat == 0 {
-		data = sized(&s.lit, dataLen)
+		data = sized(&sr.get().lit, dataLen)
 	}
 	switch {
 	case empty:
@@ -198,9 +217,9 @@ func decodeStream(dst, src []byte, want int, depth int, s *scratch) ([]byte, err
 			data = r.b[r.p : r.p+dataLen]
 		}
 	case flags&flagOrder != 0:
-		err = decodeO1(data, r.b[r.p:], nstates, rle, s)
+		err = decodeO1(data, r.b[r.p:], nstates, sr.get())
 	default:
-		err = decodeO0(data, r.b[r.p:], nstates, &s.o0)
+		err = decodeO0(data, r.b[r.p:], nstates, &sr.get().o0)
 	}
 	if err != nil {
 		return nil, err
@@ -209,7 +228,7 @@ func decodeStream(dst, src []byte, want int, depth int, s *scratch) ([]byte, err
 	if rle {
 		target := out
 		if pack {
-			target = sized(&s.mid, n)
+			target = sized(&sr.get().mid, n)
 		}
 		j, err := unRLE(target, data, &rl)
 		if err != nil {
@@ -221,7 +240,11 @@ func decodeStream(dst, src []byte, want int, depth int, s *scratch) ([]byte, err
 		data = target[:j]
 	}
 	if pack {
-		if err := unpack(out, data, &pk); err != nil {
+		// RLE output with long runs on average (as from few literals)
+		// repays unpack's run detection; quality data, whose runs are
+		// short, does not.
+		runs := rle && len(data) >= 16*rl.litLen
+		if err := unpack(out, data, &pk, runs); err != nil {
 			return nil, err
 		}
 	}
@@ -231,7 +254,7 @@ func decodeStream(dst, src []byte, want int, depth int, s *scratch) ([]byte, err
 // decodeStripe implements RansDecodeStripe (CRAMcodecs section 3.5): N
 // sub-streams whose bytes interleave as out[i*N+j] = T_j[i], appended to
 // dst.
-func decodeStripe(dst []byte, r *reader, want int, depth int, s *scratch) ([]byte, error) {
+func decodeStripe(dst []byte, r *reader, want int, depth int, sr *scratchRef) ([]byte, error) {
 	if depth >= maxStripeDepth {
 		return nil, fmt.Errorf("%w: STRIPE nested deeper than %d", ErrCorrupt, maxStripeDepth)
 	}
@@ -275,15 +298,16 @@ func decodeStripe(dst []byte, r *reader, want int, depth int, s *scratch) ([]byt
 	out := dst[base:]
 	// The sub-streams decode with their own working memory into
 	// s.stripe, one at a time, and are scattered into out.
-	sub := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(sub)
+	s := sr.get()
+	var sub scratchRef
+	defer sub.release()
 	p := r.p
 	for j := 0; j < N; j++ {
 		ulen := n / N
 		if n%N > j {
 			ulen++
 		}
-		t, err := decodeStream(s.stripe[:0], r.b[p:p+clen[j]], ulen, depth+1, sub)
+		t, err := decodeStream(s.stripe[:0], r.b[p:p+clen[j]], ulen, depth+1, &sub)
 		if err != nil {
 			return nil, fmt.Errorf("stripe %d of %d: %w", j, N, err)
 		}

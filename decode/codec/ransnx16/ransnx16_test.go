@@ -122,6 +122,9 @@ var handMade = []struct {
 	{"rle runs missing", []byte{0x60, 0x06, 0x07, 0x03, 0x01, 'a', 0x03, 'a', 'b', 'a'}, -1, "", false},
 	{"rle runs missing, long output", append([]byte{0x60, 20, 0x05, 20, 0x01, 'a', 'a'}, bytes.Repeat([]byte{'b'}, 19)...), -1, "", false},
 	{"rle long output", append([]byte{0x60, 40, 0x09, 21, 0x01, 'a', 9, 10, 'a'}, append(bytes.Repeat([]byte{'b'}, 19), 'a')...), -1, strings.Repeat("a", 10) + strings.Repeat("b", 19) + strings.Repeat("a", 11), true},
+	{"rle pack runs cat", []byte{0xe0, 0x99, 0x00, 0x02, 'a', 'b', 0x83, 0x10, 0x09, 0x02, 0x01, 0x55, 0x83, 0x0e, 0x55, 0x0f}, -1,
+		strings.Repeat("ba", 399*4) + "bbbbaaaa", true},
+	{"rle pack runs cat, run too long", []byte{0xe0, 0x99, 0x00, 0x02, 'a', 'b', 0x83, 0x10, 0x09, 0x02, 0x01, 0x55, 0x99, 0x64, 0x55, 0x0f}, -1, "", false},
 	{"stripe cat", []byte{0x08, 0x04, 0x02, 0x03, 0x03, 0x30, 'a', 'c', 0x30, 'b', 'd'}, -1, "abcd", true},
 	{"stripe zero streams", []byte{0x08, 0x04, 0x00}, -1, "", false},
 	{"o0 single symbol", []byte{0x00, 0x05, 'A', 0x00, 0xa0, 0x00,
@@ -173,7 +176,10 @@ func FuzzDecode(f *testing.F) {
 	if dir == "" {
 		dir = filepath.Join(corpus.Root(), "..", "shared", "corpus")
 	}
-	for _, name := range []string{"qsimd.69", "qvar.32", "qvar.1", "q4.193"} {
+	for _, N := range []int{4, 32} {
+		f.Add(o1Long(N, 401, '0', false), 401) // flat 12-bit table
+	}
+	for _, name := range []string{"qsimd.69", "qvar.32", "qvar.1", "q4.193", "q4.4", "q4.5"} {
 		if src, err := os.ReadFile(filepath.Join(dir, "htscodecs/tests/dat/r4x16", name)); err == nil {
 			if len(src) > 4096 {
 				src = src[:4096]
@@ -221,19 +227,20 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-// o1Long builds an order-1 stream of n symbols over the alphabet {0, 'A'}
+// o1Long builds an order-1 stream of n symbols over the alphabet {0, a}
 // with N states, long enough for the fast loops: context 0 always decodes
-// 'A', and context 'A' decodes 'A' too, or has no table when missingA.
-func o1Long(N, n int, missingA bool) []byte {
+// a, and context a decodes a too, or has no table when missingA. With a
+// below flat12Syms the fast loops use the flat 12-bit table.
+func o1Long(N, n int, a byte, missingA bool) []byte {
 	flags := byte(0x01)
 	if N == 32 {
 		flags |= flagX32
 	}
 	b := []byte{flags, byte(0x80 | n>>7), byte(n & 0x7f)}
-	b = append(b, 0xc0, 0x00, 'A', 0x00) // 12-bit table, alphabet {0, 'A'}
-	b = append(b, 0x00, 0x00, 0x01)      // context 0: f(0)=0 (run 0), f('A')=1
+	b = append(b, 0xc0, 0x00, a, 0x00) // 12-bit table, alphabet {0, a}
+	b = append(b, 0x00, 0x00, 0x01)    // context 0: f(0)=0 (run 0), f(a)=1
 	if missingA {
-		b = append(b, 0x00, 0x01) // context 'A': f(0)=0, run of 1 zero: no table
+		b = append(b, 0x00, 0x01) // context a: f(0)=0, run of 1 zero: no table
 	} else {
 		b = append(b, 0x00, 0x00, 0x01)
 	}
@@ -248,14 +255,89 @@ func o1Long(N, n int, missingA bool) []byte {
 // TestO1FastContexts covers the order-1 fast loops, which leave the check
 // for contexts without a table to decodeO1.
 func TestO1FastContexts(t *testing.T) {
-	for _, N := range []int{4, 32} {
-		for _, n := range []int{384, 401, 431} {
-			got, err := Decode(o1Long(N, n, false), n)
-			if err != nil || string(got) != strings.Repeat("A", n) {
-				t.Errorf("N=%d n=%d: got %q, %v; want %d A", N, n, got, err, n)
+	for _, a := range []byte{'A', '0', flat12Syms - 1, flat12Syms} {
+		for _, N := range []int{4, 32} {
+			for _, n := range []int{384, 401, 431} {
+				got, err := Decode(o1Long(N, n, a, false), n)
+				if err != nil || string(got) != strings.Repeat(string(rune(a)), n) {
+					t.Errorf("a=%q N=%d n=%d: got %q, %v; want %d %q", a, N, n, got, err, n, a)
+				}
+				if got, err := Decode(o1Long(N, n, a, true), n); !errors.Is(err, ErrCorrupt) {
+					t.Errorf("a=%q N=%d n=%d with context a missing: got %d bytes, error %v; want ErrCorrupt", a, N, n, len(got), err)
+				}
 			}
-			if got, err := Decode(o1Long(N, n, true), n); !errors.Is(err, ErrCorrupt) {
-				t.Errorf("N=%d n=%d with context 'A' missing: got %d bytes, error %v; want ErrCorrupt", N, n, len(got), err)
+		}
+	}
+}
+
+// TestUnpack checks unpack's lookup-table loops, run fills and tails
+// against the definition (CRAMcodecs section 3.8, DecodePack) for every
+// packing and a range of lengths around the loops' unrolling, on data
+// without runs and with runs of various lengths.
+func TestUnpack(t *testing.T) {
+	gens := []func(i int) byte{
+		func(i int) byte { return byte(i*37 + i>>3) },
+		func(i int) byte { return byte(i / 9) },
+		func(i int) byte { return byte(i / 300) },
+		func(i int) byte { return byte(i*i/7) >> 5 },
+	}
+	for _, per := range []int{2, 4, 8} {
+		pm := packMeta{perByte: per}
+		for i := range pm.sym {
+			pm.sym[i] = byte(7*i + 3)
+		}
+		bits := uint(8 / per)
+		for _, n := range []int{0, 1, 7, 255 * per, 256 * per, 256*per + 1, 259*per + per - 1, 263 * per, 1000*per + 3, 5000 * per} {
+			for _, gen := range gens {
+				data := make([]byte, (n+per-1)/per)
+				for i := range data {
+					data[i] = gen(i)
+				}
+				for _, runs := range []bool{false, true} {
+					out := make([]byte, n)
+					if err := unpack(out, data, &pm, runs); err != nil {
+						t.Fatalf("per=%d n=%d: %v", per, n, err)
+					}
+					for i := range out {
+						want := pm.sym[data[i/per]>>(bits*uint(i%per))&(1<<bits-1)]
+						if out[i] != want {
+							t.Fatalf("per=%d n=%d runs=%v: out[%d]=%d, want %d", per, n, runs, i, out[i], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestFill checks fill and fillPattern over lengths around their store
+// loops and doubling copies, including that they write nothing outside b.
+func TestFill(t *testing.T) {
+	const v = uint64(0x0807060504030201)
+	for n := 0; n <= 5000; n++ {
+		if n > 600 && n%97 != 0 {
+			continue
+		}
+		buf := make([]byte, n+16)
+		fill(buf[8:8+n], 'x')
+		for i, c := range buf {
+			want := byte('x')
+			if i < 8 || i >= 8+n {
+				want = 0
+			}
+			if c != want {
+				t.Fatalf("fill %d: byte %d is %q, want %q", n, i-8, c, want)
+			}
+		}
+		clear(buf)
+		fillPattern(buf[8:8+n], v)
+		for i, c := range buf {
+			want := byte(0)
+			if i >= 8 && i < 8+n {
+				want = byte((i-8)%8 + 1)
+			}
+			if c != want {
+				t.Fatalf("fillPattern %d: byte %d is %d, want %d", n, i-8, c, want)
 			}
 		}
 	}

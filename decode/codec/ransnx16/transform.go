@@ -58,8 +58,9 @@ func readPackMeta(r *reader, n int) (packMeta, error) {
 }
 
 // unpack implements DecodePack (CRAMcodecs section 3.8) for 0, 2, 4 or 8
-// symbols per byte: len(out) symbols from data, low bits first.
-func unpack(out, data []byte, pm *packMeta) error {
+// symbols per byte: len(out) symbols from data, low bits first. runs tells
+// that data is RLE output (see unpack8).
+func unpack(out, data []byte, pm *packMeta, runs bool) error {
 	n := len(out)
 	if pm.perByte == 0 {
 		fill(out, pm.sym[0])
@@ -80,6 +81,8 @@ func unpack(out, data []byte, pm *packMeta) error {
 		}
 		return nil
 	}
+	o := out[:per*full]
+	in := data[:full]
 	switch per {
 	case 8:
 		// lut[v] is the 8 symbols of byte v, built from nibbles.
@@ -93,10 +96,7 @@ func unpack(out, data []byte, pm *packMeta) error {
 		for v := range lut {
 			lut[v] = nib[v&15] | nib[v>>4]<<32
 		}
-		o := out[:8*full]
-		for i, v := range data[:full] {
-			binary.LittleEndian.PutUint64(o[8*i:], lut[v])
-		}
+		unpack8(o, in, &lut, runs)
 	case 4:
 		var nib [16]uint32
 		for v := range nib {
@@ -106,29 +106,13 @@ func unpack(out, data []byte, pm *packMeta) error {
 		for v := range lut {
 			lut[v] = nib[v&15] | nib[v>>4]<<16
 		}
-		in := data[:full]
-		o := out[:4*full]
-		i := 0
-		for ; i+1 < len(in); i += 2 {
-			binary.LittleEndian.PutUint64(o[4*i:], uint64(lut[in[i]])|uint64(lut[in[i+1]])<<32)
-		}
-		for ; i < len(in); i++ {
-			binary.LittleEndian.PutUint32(o[4*i:], lut[in[i]])
-		}
+		unpack4(o, in, &lut, runs)
 	case 2:
 		var lut [256]uint16
 		for v := range lut {
 			lut[v] = uint16(pm.sym[v&15]) | uint16(pm.sym[v>>4])<<8
 		}
-		in := data[:full]
-		o := out[:2*full]
-		i := 0
-		for ; i+3 < len(in); i += 4 {
-			binary.LittleEndian.PutUint64(o[2*i:], uint64(lut[in[i]])|uint64(lut[in[i+1]])<<16|uint64(lut[in[i+2]])<<32|uint64(lut[in[i+3]])<<48)
-		}
-		for ; i < len(in); i++ {
-			binary.LittleEndian.PutUint16(o[2*i:], lut[in[i]])
-		}
+		unpack2(o, in, &lut, runs)
 	}
 	if full*per < n {
 		v := data[full]
@@ -140,6 +124,101 @@ func unpack(out, data []byte, pm *packMeta) error {
 	return nil
 }
 
+// runLen returns the length, a multiple of 8, of the run of equal bytes
+// at the start of in when it is 8 or more, else 0.
+func runLen(in []byte) int {
+	w := binary.LittleEndian.Uint64(in)
+	if w != uint64(in[0])*0x0101010101010101 {
+		return 0
+	}
+	r := 8
+	for r <= len(in)-8 && binary.LittleEndian.Uint64(in[r:]) == w {
+		r += 8
+	}
+	return r
+}
+
+// fillRun writes the pattern v over o, whose length is a multiple of 8.
+func fillRun(o []byte, v uint64) {
+	if len(o) >= 512 {
+		fillPattern(o, v)
+		return
+	}
+	for len(o) >= 8 {
+		binary.LittleEndian.PutUint64(o, v)
+		o = o[8:]
+	}
+}
+
+// unpack8 expands each byte of in into the 8 bytes lut[byte] of out
+// (len(out) == 8*len(in)). With runs (in is RLE output), runs of 8 or more
+// equal bytes become pattern fills; elsewhere the check mispredicts too
+// often to pay.
+func unpack8(out, in []byte, lut *[256]uint64, runs bool) {
+	for len(in) >= 8 && len(out) >= 64 {
+		if runs {
+			if r := runLen(in); r > 0 && 8*r <= len(out) {
+				fillRun(out[:8*r], lut[in[0]])
+				in, out = in[r:], out[8*r:]
+				continue
+			}
+		}
+		o := (*[64]byte)(out)
+		for k := range 8 {
+			binary.LittleEndian.PutUint64(o[8*k:], lut[in[k]])
+		}
+		in, out = in[8:], out[64:]
+	}
+	for len(in) > 0 && len(out) >= 8 {
+		binary.LittleEndian.PutUint64(out, lut[in[0]])
+		in, out = in[1:], out[8:]
+	}
+}
+
+// unpack4 is unpack8 for 4 bytes per input byte.
+func unpack4(out, in []byte, lut *[256]uint32, runs bool) {
+	for len(in) >= 8 && len(out) >= 32 {
+		if runs {
+			if r := runLen(in); r > 0 && 4*r <= len(out) {
+				fillRun(out[:4*r], uint64(lut[in[0]])*(1|1<<32))
+				in, out = in[r:], out[4*r:]
+				continue
+			}
+		}
+		o := (*[32]byte)(out)
+		binary.LittleEndian.PutUint64(o[0:], uint64(lut[in[0]])|uint64(lut[in[1]])<<32)
+		binary.LittleEndian.PutUint64(o[8:], uint64(lut[in[2]])|uint64(lut[in[3]])<<32)
+		binary.LittleEndian.PutUint64(o[16:], uint64(lut[in[4]])|uint64(lut[in[5]])<<32)
+		binary.LittleEndian.PutUint64(o[24:], uint64(lut[in[6]])|uint64(lut[in[7]])<<32)
+		in, out = in[8:], out[32:]
+	}
+	for len(in) > 0 && len(out) >= 4 {
+		binary.LittleEndian.PutUint32(out, lut[in[0]])
+		in, out = in[1:], out[4:]
+	}
+}
+
+// unpack2 is unpack8 for 2 bytes per input byte.
+func unpack2(out, in []byte, lut *[256]uint16, runs bool) {
+	for len(in) >= 8 && len(out) >= 16 {
+		if runs {
+			if r := runLen(in); r > 0 && 2*r <= len(out) {
+				fillRun(out[:2*r], uint64(lut[in[0]])*(1|1<<16|1<<32|1<<48))
+				in, out = in[r:], out[2*r:]
+				continue
+			}
+		}
+		o := (*[16]byte)(out)
+		binary.LittleEndian.PutUint64(o[0:], uint64(lut[in[0]])|uint64(lut[in[1]])<<16|uint64(lut[in[2]])<<32|uint64(lut[in[3]])<<48)
+		binary.LittleEndian.PutUint64(o[8:], uint64(lut[in[4]])|uint64(lut[in[5]])<<16|uint64(lut[in[6]])<<32|uint64(lut[in[7]])<<48)
+		in, out = in[8:], out[16:]
+	}
+	for len(in) > 0 && len(out) >= 2 {
+		binary.LittleEndian.PutUint16(out, lut[in[0]])
+		in, out = in[1:], out[2:]
+	}
+}
+
 // rleMeta is the run-length metadata of CRAMcodecs section 3.7
 // (DecodeRLEMeta).
 type rleMeta struct {
@@ -148,22 +227,23 @@ type rleMeta struct {
 	litLen int        // length of the literal (entropy-coded) data
 }
 
-// readRLEMeta implements DecodeRLEMeta (CRAMcodecs section 3.7). n is the
-// length after run expansion; nstates selects 4 or 32 states for the
-// order-0 compressed metadata, which is decoded into s.rleMeta.
-func readRLEMeta(r *reader, n int, nstates int, s *scratch) (rleMeta, error) {
-	var rm rleMeta
+// readRLEMeta implements DecodeRLEMeta (CRAMcodecs section 3.7) into rm,
+// whose isRun must be all zero. n is the length after run expansion;
+// nstates selects 4 or 32 states for the order-0 compressed metadata,
+// which is decoded into the scratch of sr (stored metadata is used in
+// place, without one).
+func readRLEMeta(r *reader, n int, nstates int, sr *scratchRef, rm *rleMeta) error {
 	start := r.p
 	metaLen, err := r.uint7()
 	if err != nil {
-		return rm, err
+		return err
 	}
 	litLen, err := r.uint7()
 	if err != nil {
-		return rm, err
+		return err
 	}
 	if int64(litLen) > int64(n) {
-		return rm, fmt.Errorf("%w: RLE literal length %d exceeds expanded length %d (metadata at offset %d)", ErrCorrupt, litLen, n, start)
+		return fmt.Errorf("%w: RLE literal length %d exceeds expanded length %d (metadata at offset %d)", ErrCorrupt, litLen, n, start)
 	}
 	rm.litLen = int(litLen)
 	var meta []byte
@@ -178,37 +258,38 @@ func readRLEMeta(r *reader, n int, nstates int, s *scratch) (rleMeta, error) {
 	} else {
 		clen, err := r.uint7()
 		if err != nil {
-			return rm, err
+			return err
 		}
 		// At most 256 symbols plus a count byte plus a 5-byte run per literal.
 		limit := int64(1+256) + 5*int64(litLen)
 		if int64(metaLen/2) > limit {
-			return rm, fmt.Errorf("%w: RLE metadata claims %d bytes for %d literals", ErrCorrupt, metaLen/2, litLen)
+			return fmt.Errorf("%w: RLE metadata claims %d bytes for %d literals", ErrCorrupt, metaLen/2, litLen)
 		}
 		if int64(clen) > int64(r.remaining()) {
-			return rm, fmt.Errorf("%w: compressed RLE metadata of %d bytes, %d left at offset %d", ErrCorrupt, clen, r.remaining(), r.p)
+			return fmt.Errorf("%w: compressed RLE metadata of %d bytes, %d left at offset %d", ErrCorrupt, clen, r.remaining(), r.p)
 		}
+		s := sr.get()
 		meta = sized(&s.rleMeta, int(metaLen/2))
 		if err := decodeO0(meta, r.b[r.p:r.p+int(clen)], nstates, &s.o0); err != nil {
-			return rm, fmt.Errorf("RLE metadata: %w", err)
+			return fmt.Errorf("RLE metadata: %w", err)
 		}
 		r.p += int(clen)
 	}
 	if len(meta) == 0 {
-		return rm, fmt.Errorf("%w: empty RLE metadata at offset %d", ErrCorrupt, start)
+		return fmt.Errorf("%w: empty RLE metadata at offset %d", ErrCorrupt, start)
 	}
 	nsym := int(meta[0])
 	if nsym == 0 {
 		nsym = 256
 	}
 	if len(meta) < 1+nsym {
-		return rm, fmt.Errorf("%w: RLE metadata of %d bytes lists %d symbols", ErrCorrupt, len(meta), nsym)
+		return fmt.Errorf("%w: RLE metadata of %d bytes lists %d symbols", ErrCorrupt, len(meta), nsym)
 	}
 	for _, s := range meta[1 : 1+nsym] {
 		rm.isRun[s] = 1
 	}
 	rm.runs = meta[1+nsym:]
-	return rm, nil
+	return nil
 }
 
 // unRLE implements DecodeRLE (CRAMcodecs section 3.7): it expands lit
@@ -254,6 +335,10 @@ func unRLE(out, lit []byte, rm *rleMeta) (int, error) {
 		if rp < len(runs) && runs[rp] < 0x80 {
 			run = uint32(runs[rp])
 			rp++
+		} else if rp >= 0 && rp < len(runs)-1 && runs[rp+1] < 0x80 {
+			// A two-byte uint7 (runs of 129 to 16384).
+			run = uint32(runs[rp]&0x7f)<<7 | uint32(runs[rp+1])
+			rp += 2
 		} else {
 			rr := reader{b: runs, p: rp}
 			var err error
@@ -266,10 +351,14 @@ func unRLE(out, lit []byte, rm *rleMeta) (int, error) {
 			return 0, fmt.Errorf("%w: RLE run of %d at output offset %d exceeds %d bytes", ErrCorrupt, run+1, j, len(out))
 		}
 		end := j + int(run) + 1
-		if run < 64 && end+8 <= len(out) {
+		if run < 64 && j >= 0 && j <= len(out)-64 {
+			// A fixed 64 bytes, without a loop exit to mispredict;
+			// the bytes past the run are rewritten or lie beyond
+			// the output.
 			v := uint64(b) * 0x0101010101010101
-			for ; j < end; j += 8 {
-				binary.LittleEndian.PutUint64(out[j:], v)
+			o := (*[64]byte)(out[j:])
+			for k := 0; k < 64; k += 8 {
+				binary.LittleEndian.PutUint64(o[k:], v)
 			}
 		} else {
 			fill(out[j:end], b)
