@@ -775,21 +775,20 @@ func TestView(t *testing.T) {
 		cases = append(cases, rng{off: off, n: n, single: false})
 	}
 	for i, c := range cases {
-		b, release, err := v.View(ctx, c.off, c.n)
+		parts, release, err := v.View(ctx, c.off, c.n)
 		if err != nil {
 			t.Fatalf("case %d: View(%d, %d): %v", i, c.off, c.n, err)
 		}
 		defer release()
-		if b == nil {
-			if c.single && i < 8 {
-				t.Errorf("case %d: View(%d, %d) = nil, want the bytes", i, c.off, c.n)
+		if i < 8 && (len(parts) == 1) != c.single {
+			t.Errorf("case %d: View(%d, %d) in %d pieces, want one: %v", i, c.off, c.n, len(parts), c.single)
+		}
+		for _, p := range parts {
+			if len(p) == 0 {
+				t.Fatalf("case %d: View(%d, %d) has an empty piece", i, c.off, c.n)
 			}
-			continue
 		}
-		if i < 8 && !c.single {
-			t.Errorf("case %d: View(%d, %d) spans pieces but returned bytes", i, c.off, c.n)
-		}
-		if !bytes.Equal(b, whole[c.off:c.off+int64(c.n)]) {
+		if got := bytes.Join(parts, nil); !bytes.Equal(got, whole[c.off:c.off+int64(c.n)]) {
 			t.Fatalf("case %d: View(%d, %d) differs from ReadAt", i, c.off, c.n)
 		}
 	}
@@ -832,22 +831,19 @@ func TestRecycledSegmentsStayIntact(t *testing.T) {
 				off := rnd.Int64N(size)
 				n := 1 + rnd.IntN(int(min(size-off, int64(len(p)))))
 				if g%2 == 0 {
-					b, release, err := v.View(ctx, off, n)
+					parts, release, err := v.View(ctx, off, n)
 					if err != nil {
 						t.Error(err)
 						return
 					}
-					if b != nil {
-						time.Sleep(time.Duration(rnd.IntN(200)) * time.Microsecond)
-						ok := bytes.Equal(b, want[off:off+int64(n)])
-						release()
-						if !ok {
-							t.Errorf("View(%d, %d): bytes changed under the reader", off, n)
-							return
-						}
-						continue
-					}
+					time.Sleep(time.Duration(rnd.IntN(200)) * time.Microsecond)
+					ok := bytes.Equal(bytes.Join(parts, nil), want[off:off+int64(n)])
 					release()
+					if !ok {
+						t.Errorf("View(%d, %d): bytes changed under the reader", off, n)
+						return
+					}
+					continue
 				}
 				if _, err := v.ReadAt(p[:n], off); err != nil {
 					t.Error(err)

@@ -115,38 +115,51 @@ func (v *VirtualBAM) ReadAtContext(ctx context.Context, p []byte, off int64) (in
 	return n, nil
 }
 
-// View returns the n bytes at off without copying them when they lie in
-// one piece of the file (the header, one segment or the EOF block), and
-// nil otherwise, when ReadAt must assemble them. n must be positive and
+// View returns the n bytes at off without copying them, as the pieces of
+// the file that hold them in order (the header, one or more segments, the
+// EOF block): one piece unless the bytes span two. n must be positive and
 // off+n at most Size. The returned bytes are shared and stay valid until
 // release is called (exactly once; it is never nil): callers must not
 // modify them. Reads through View count as reads for readahead.
-func (v *VirtualBAM) View(ctx context.Context, off int64, n int) (b []byte, release func(), err error) {
+func (v *VirtualBAM) View(ctx context.Context, off int64, n int) (parts [][]byte, release func(), err error) {
 	size := v.layout.Size
 	if off < 0 || n <= 0 || off > size-int64(n) {
 		return nil, noRelease, fmt.Errorf("%w: %s: view of %d bytes at %d, size %d", ErrInvalid, v.src.Name(), n, off, size)
 	}
 	end := off + int64(n)
-	eof := v.layout.eofOffset()
-	switch {
-	case end <= v.layout.Header.CompLen:
-		return v.hdr[off:end:end], noRelease, nil
-	case off >= eof:
-		return bgzf.EOF[off-eof : end-eof : end-eof], noRelease, nil
-	case off >= v.layout.Header.CompLen && end <= eof:
-		i := v.segmentAt(off)
-		seg := v.layout.Segments[i]
-		if end > seg.End() {
-			return nil, noRelease, nil
+	v.noteRead(off, end)
+	hdrEnd, eof := v.layout.Header.CompLen, v.layout.eofOffset()
+	var held []*cache.Buf
+	release = func() {
+		for _, b := range held {
+			b.Release()
 		}
-		v.noteRead(off, end)
-		buf, err := v.segment(ctx, i)
-		if err != nil {
-			return nil, noRelease, err
-		}
-		return buf.B[off-seg.Offset : end-seg.Offset : end-seg.Offset], buf.Release, nil
 	}
-	return nil, noRelease, nil
+	for off < end {
+		var p []byte
+		switch {
+		case off < hdrEnd:
+			p = v.hdr[off:min(end, hdrEnd)]
+		case off >= eof:
+			p = bgzf.EOF[off-eof : end-eof]
+		default:
+			i := v.segmentAt(off)
+			seg := v.layout.Segments[i]
+			b, err := v.segment(ctx, i)
+			if err != nil {
+				release()
+				return nil, noRelease, err
+			}
+			held = append(held, b)
+			p = b.B[off-seg.Offset : min(end, seg.End())-seg.Offset]
+		}
+		parts = append(parts, p[:len(p):len(p)])
+		off += int64(len(p))
+	}
+	if len(held) == 0 {
+		release = noRelease
+	}
+	return parts, release, nil
 }
 
 func noRelease() {}

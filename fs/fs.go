@@ -71,12 +71,12 @@ type BAMFile interface {
 }
 
 // Viewer is implemented by BAMFiles that can lend their bytes without a
-// copy: View returns the n bytes at off (off+n within Size) when they are
-// held in one piece, or nil when ReadAt must assemble them, and a release
-// function (never nil) that the filesystem calls once the reply is sent.
-// The bytes are only read.
+// copy: View returns the n bytes at off (n > 0, off+n within Size) as the
+// pieces that hold them, in order, and a release function (never nil)
+// that the filesystem calls once the reply is sent. The bytes are only
+// read.
 type Viewer interface {
-	View(ctx context.Context, off int64, n int) (b []byte, release func(), err error)
+	View(ctx context.Context, off int64, n int) (parts [][]byte, release func(), err error)
 }
 
 // IndexExter is implemented by BAMFiles whose index may be a CSI (SAMv1

@@ -10,9 +10,11 @@ import (
 	"time"
 )
 
-// poisonBAM lends copies of its bytes through View and overwrites each copy
-// when it is released, as a recycled segment buffer is overwritten by the
-// next build: bytes sent after their release show up as the poison.
+// poisonBAM lends copies of its bytes through View, cut into pieces at
+// every multiple of piece as a virtual BAM's are at segment ends, and
+// overwrites each copy when it is released, as a recycled segment buffer
+// is overwritten by the next build: bytes sent after their release show
+// up as the poison.
 type poisonBAM struct {
 	fakeBAM
 	mu       sync.Mutex
@@ -20,12 +22,20 @@ type poisonBAM struct {
 	released int
 }
 
-func (p *poisonBAM) View(_ context.Context, off int64, n int) ([]byte, func(), error) {
+const piece = 300 << 10
+
+func (p *poisonBAM) View(_ context.Context, off int64, n int) ([][]byte, func(), error) {
 	b := bytes.Clone(p.data[off : off+int64(n)])
+	var parts [][]byte
+	for rest, at := b, off; len(rest) > 0; {
+		k := min(len(rest), int(piece-at%piece))
+		parts = append(parts, rest[:k])
+		rest, at = rest[k:], at+int64(k)
+	}
 	p.mu.Lock()
 	p.lent++
 	p.mu.Unlock()
-	return b, func() {
+	return parts, func() {
 		for i := range b {
 			b[i] = 0xEE
 		}
@@ -87,4 +97,24 @@ func firstDiff(a, b []byte) int {
 		return min(len(a), len(b))
 	}
 	return -1
+}
+
+// TestLentResultBytes checks the one-piece form of a lent reply, which
+// go-fuse uses when it does not write the pieces with writev.
+func TestLentResultBytes(t *testing.T) {
+	released := 0
+	for _, parts := range [][][]byte{{[]byte("abc")}, {[]byte("ab"), []byte("c"), []byte("def")}} {
+		r := &lentResult{parts: parts, size: len(bytes.Join(parts, nil)), release: func() { released++ }}
+		got, st := r.Bytes(make([]byte, 0, 16))
+		if !st.Ok() || string(got) != string(bytes.Join(parts, nil)) || r.Size() != len(got) {
+			t.Errorf("Bytes of %q = %q, %v (size %d)", parts, got, st, r.Size())
+		}
+		if s, _ := r.Slices(); len(s) != len(parts) {
+			t.Errorf("Slices of %q = %q", parts, s)
+		}
+		r.Done()
+	}
+	if released != 2 {
+		t.Errorf("released %d times, want 2", released)
+	}
 }

@@ -434,14 +434,11 @@ func (n *bamNode) Read(ctx context.Context, _ fusefs.FileHandle, dest []byte, of
 		return nil, n.m.fail("read", n.mpath, err)
 	}
 	if v, ok := n.f.(Viewer); ok {
-		b, release, err := v.View(ctx, off, want)
+		parts, release, err := v.View(ctx, off, want)
 		if err != nil {
 			return nil, n.m.fail("read", n.mpath, err)
 		}
-		if len(b) == want {
-			return &lentResult{b: b, release: release}, 0
-		}
-		release()
+		return &lentResult{parts: parts, size: want, release: release}, 0
 	}
 	got, err := n.f.ReadAt(dest[:want], off)
 	if got < want {
@@ -453,23 +450,36 @@ func (n *bamNode) Read(ctx context.Context, _ fusefs.FileHandle, dest []byte, of
 	return fuse.ReadResultData(dest[:want]), 0
 }
 
-// lentResult is a read reply made of bytes lent by a Viewer, released once
-// go-fuse has sent them.
+// lentResult is a read reply made of bytes lent by a Viewer, in one or
+// more pieces, released once go-fuse has sent them.
 type lentResult struct {
-	b       []byte
+	parts   [][]byte
+	size    int
 	release func()
 }
 
-func (r *lentResult) Bytes([]byte) ([]byte, fuse.Status) { return r.b, fuse.OK }
-func (r *lentResult) Size() int                          { return len(r.b) }
-func (r *lentResult) Done()                              { r.release() }
+// Bytes returns the reply in one piece: the lent bytes themselves, or a
+// copy into buf when they are in several.
+func (r *lentResult) Bytes(buf []byte) ([]byte, fuse.Status) {
+	if len(r.parts) == 1 {
+		return r.parts[0], fuse.OK
+	}
+	buf = buf[:0]
+	for _, p := range r.parts {
+		buf = append(buf, p...)
+	}
+	return buf, fuse.OK
+}
 
-// Slices makes go-fuse write the lent bytes with writev and call Done only
-// after that write. A result without it is turned into bytes by Bytes and
-// released by Done before the reply is written (with splice disabled, as
-// here), which let a recycled segment buffer be overwritten by the next
-// build while the kernel copied it.
-func (r *lentResult) Slices() ([][]byte, fuse.Status) { return [][]byte{r.b}, fuse.OK }
+func (r *lentResult) Size() int { return r.size }
+func (r *lentResult) Done()     { r.release() }
+
+// Slices makes go-fuse write the lent pieces with one writev, without a
+// copy, and call Done only after that write. A result without it is
+// turned into bytes by Bytes and released by Done before the reply is
+// written (with splice disabled, as here), which let a recycled segment
+// buffer be overwritten by the next build while the kernel copied it.
+func (r *lentResult) Slices() ([][]byte, fuse.Status) { return r.parts, fuse.OK }
 
 // fileNode is a source regular file passed through read-only.
 type fileNode struct {
