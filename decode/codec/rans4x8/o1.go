@@ -17,10 +17,31 @@ import (
 // only after readO1Row wrote all its slots and the frequencies of every
 // symbol in them, except for contexts without a table, which the decoder
 // rejects (see decodeO1); stale bytes there never reach a caller.
+//
+// For long outputs whose symbols and contexts are all below flatSyms (the
+// Phred scores of quality data) the fast loop uses flat instead: one
+// packed entry per slot of the first flatSyms contexts, offset into the
+// symbol's range in bits 0-11, symbol in bits 12-17, frequency in bits
+// 18-31 (packFlat). Decoding a symbol is then one load, and the index of
+// the state's next slot is the entry's symbol bits plus the low bits of
+// the new state, with no shift or separate context on the path from one
+// symbol to the next.
 type o1Tables struct {
-	sym [256 << tfShift]uint8
-	fc  [256 * 256]uint32
+	sym  [256 << tfShift]uint8
+	fc   [256 * 256]uint32
+	flat *[flatSyms << tfShift]uint32
 }
+
+// flatSyms bounds the symbols and contexts of a stream decoded with the
+// flat table (1 MiB); flatMinOut is the output length from which filling
+// it (16 KiB per context) pays.
+const (
+	flatSyms   = 64
+	flatMinOut = 1 << 18
+)
+
+// packFlat packs a slot of the flat table (see o1Tables).
+func packFlat(sym, off, freq uint32) uint32 { return off | sym<<tfShift | freq<<18 }
 
 var o1Pool = sync.Pool{New: func() any { return new(o1Tables) }}
 
@@ -29,7 +50,10 @@ var o1Pool = sync.Pool{New: func() any { return new(o1Tables) }}
 // does, and marks in syms every symbol the row can decode. As htscodecs
 // accepts, the total may be 4095, in which case slot 4095 extends the
 // last symbol.
-func readO1Row(r *reader, t *o1Tables, ctx int, syms *[256]bool) error {
+//
+// With flat set, it also fills the context's row of t.flat while every
+// symbol and the context are below flatSyms, and clears *flat otherwise.
+func readO1Row(r *reader, t *o1Tables, ctx int, syms *[256]bool, flat *bool) error {
 	start := r.p
 	c, err := r.u8()
 	if err != nil {
@@ -54,6 +78,16 @@ func readO1Row(r *reader, t *o1Tables, ctx int, syms *[256]bool) error {
 		syms[sym] = true
 		fill(row[x:x+f], byte(sym))
 		fc[sym] = f | x<<16
+		if *flat {
+			if sym >= flatSyms || ctx >= flatSyms {
+				*flat = false
+			} else {
+				slots := t.flat[ctx<<tfShift+int(x) : ctx<<tfShift+int(x+f)]
+				for j := range slots {
+					slots[j] = packFlat(uint32(sym), uint32(j), f)
+				}
+			}
+		}
 		x += f
 		if done, err := r.nextSymbol(&sym, &rle, start); err != nil {
 			return err
@@ -67,6 +101,9 @@ func readO1Row(r *reader, t *o1Tables, ctx int, syms *[256]bool) error {
 		// The symbol of slot 4094 keeps its frequency and start, so
 		// slot 4095 decodes as one more offset into its range.
 		row[totFreq-1] = row[totFreq-2]
+		if *flat {
+			t.flat[ctx<<tfShift|(totFreq-1)] = t.flat[ctx<<tfShift|(totFreq-2)] + 1
+		}
 	default:
 		return fmt.Errorf("%w: frequencies at offset %d sum to %d, want 4095 or 4096", ErrCorrupt, start, x)
 	}
@@ -76,13 +113,17 @@ func readO1Row(r *reader, t *o1Tables, ctx int, syms *[256]bool) error {
 // decodeO1 implements RansDecode1 (CRAMcodecs section 2.4) into out:
 // state j decodes the j-th quarter with its previous symbol as context;
 // state 3 also decodes the remainder.
-func decodeO1(r *reader, out []byte) error {
+func decodeO1(r *reader, out []byte, flatMin int) error {
 	t := o1Pool.Get().(*o1Tables)
 	defer o1Pool.Put(t)
 	var absent [256]uint8
 	var syms [256]bool // symbols some table can decode
 	for i := range absent {
 		absent[i] = 1
+	}
+	flat := len(out) >= flatMin
+	if flat && t.flat == nil {
+		t.flat = new([flatSyms << tfShift]uint32)
 	}
 	start := r.p
 	c, err := r.u8()
@@ -95,7 +136,7 @@ func decodeO1(r *reader, out []byte) error {
 		if absent[ctx] == 0 {
 			return fmt.Errorf("%w: context %d defined twice (table at offset %d)", ErrCorrupt, ctx, start)
 		}
-		if err := readO1Row(r, t, ctx, &syms); err != nil {
+		if err := readO1Row(r, t, ctx, &syms, &flat); err != nil {
 			return fmt.Errorf("order-1 context %d: %w", ctx, err)
 		}
 		absent[ctx] = 0
@@ -138,7 +179,11 @@ func decodeO1(r *reader, out []byte) error {
 	n := len(out)
 	q := n >> 2
 	var l [4]uint8
-	i, p := o1Fast(t, &st, &l, r.b, r.p, out, 0, q)
+	fast := o1Fast
+	if flat {
+		fast = o1FastFlat
+	}
+	i, p := fast(t, &st, &l, r.b, r.p, out, 0, q)
 	if i < q {
 		// Fewer than 16 input bytes are left: run the fast loop on a
 		// zero-padded copy, which can only overrun the input by reading
@@ -146,7 +191,7 @@ func decodeO1(r *reader, out []byte) error {
 		var pad [32]byte
 		rem := copy(pad[:16], r.b[p:])
 		var q2 int
-		i, q2 = o1Fast(t, &st, &l, pad[:rem+16], 0, out, i, q)
+		i, q2 = fast(t, &st, &l, pad[:rem+16], 0, out, i, q)
 		if q2 > rem {
 			return fmt.Errorf("%w: rANS input exhausted at offset %d", ErrCorrupt, len(r.b))
 		}
@@ -244,5 +289,57 @@ func o1Fast(t *o1Tables, st *[4]uint32, l *[4]uint8, src []byte, p int, out []by
 	}
 	st[0], st[1], st[2], st[3] = x0, x1, x2, x3
 	l[0], l[1], l[2], l[3] = uint8(l0), uint8(l1), uint8(l2), uint8(l3)
+	return i, p
+}
+
+// o1FastFlat is o1Fast with the flat table (see o1Tables), for streams
+// whose symbols and contexts are all below flatSyms.
+func o1FastFlat(t *o1Tables, st *[4]uint32, l *[4]uint8, src []byte, p int, out []byte, i, q int) (int, int) {
+	x0, x1, x2, x3 := st[0], st[1], st[2], st[3]
+	// e holds the previous entry; only its symbol bits (the context's
+	// row) are used before the first load.
+	e0, e1, e2, e3 := uint32(l[0])<<tfShift, uint32(l[1])<<tfShift, uint32(l[2])<<tfShift, uint32(l[3])<<tfShift
+	s0 := out[0:q]
+	s1 := out[q : 2*q][:len(s0)]
+	s2 := out[2*q : 3*q][:len(s0)]
+	s3 := out[3*q : 4*q][:len(s0)]
+	tab := t.flat
+	const rowMask = (flatSyms - 1) << tfShift
+	// Two rounds of 4 symbols per 16-byte window: a round consumes at
+	// most 8 bytes.
+	for ; i >= 0 && i < len(s0)-1 && p >= 0 && p <= len(src)-16; i += 2 {
+		w := (*[16]byte)(src[p : p+16])
+		k := uint(0)
+		e0 = tab[e0&rowMask+x0&tfMask]
+		e1 = tab[e1&rowMask+x1&tfMask]
+		e2 = tab[e2&rowMask+x2&tfMask]
+		e3 = tab[e3&rowMask+x3&tfMask]
+		s0[i] = uint8(e0>>tfShift) & (flatSyms - 1)
+		s1[i] = uint8(e1>>tfShift) & (flatSyms - 1)
+		s2[i] = uint8(e2>>tfShift) & (flatSyms - 1)
+		s3[i] = uint8(e3>>tfShift) & (flatSyms - 1)
+		x0, k = renorm((e0>>18)*(x0>>tfShift)+e0&tfMask, w, k)
+		x1, k = renorm((e1>>18)*(x1>>tfShift)+e1&tfMask, w, k)
+		x2, k = renorm((e2>>18)*(x2>>tfShift)+e2&tfMask, w, k)
+		x3, k = renorm((e3>>18)*(x3>>tfShift)+e3&tfMask, w, k)
+		e0 = tab[e0&rowMask+x0&tfMask]
+		e1 = tab[e1&rowMask+x1&tfMask]
+		e2 = tab[e2&rowMask+x2&tfMask]
+		e3 = tab[e3&rowMask+x3&tfMask]
+		s0[i+1] = uint8(e0>>tfShift) & (flatSyms - 1)
+		s1[i+1] = uint8(e1>>tfShift) & (flatSyms - 1)
+		s2[i+1] = uint8(e2>>tfShift) & (flatSyms - 1)
+		s3[i+1] = uint8(e3>>tfShift) & (flatSyms - 1)
+		x0, k = renorm((e0>>18)*(x0>>tfShift)+e0&tfMask, w, k)
+		x1, k = renorm((e1>>18)*(x1>>tfShift)+e1&tfMask, w, k)
+		x2, k = renorm((e2>>18)*(x2>>tfShift)+e2&tfMask, w, k)
+		x3, k = renorm((e3>>18)*(x3>>tfShift)+e3&tfMask, w, k)
+		p += int(k)
+	}
+	st[0], st[1], st[2], st[3] = x0, x1, x2, x3
+	l[0] = uint8(e0>>tfShift) & (flatSyms - 1)
+	l[1] = uint8(e1>>tfShift) & (flatSyms - 1)
+	l[2] = uint8(e2>>tfShift) & (flatSyms - 1)
+	l[3] = uint8(e3>>tfShift) & (flatSyms - 1)
 	return i, p
 }

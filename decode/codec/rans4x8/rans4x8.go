@@ -46,6 +46,13 @@ func Decode(src []byte, rawSize int) ([]byte, error) {
 // On error the returned slice is dst unchanged in length (its spare
 // capacity may have been written).
 func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
+	return appendDecode(dst, src, rawSize, flatMinOut)
+}
+
+// appendDecode is AppendDecode with the output length from which order-1
+// streams may use the flat table as a parameter, so that tests can run
+// both order-1 loops on any stream.
+func appendDecode(dst, src []byte, rawSize, flatMin int) ([]byte, error) {
 	if rawSize < -1 || rawSize > MaxSize {
 		return dst, fmt.Errorf("%w: invalid expected size %d", ErrCorrupt, rawSize)
 	}
@@ -76,7 +83,7 @@ func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
 	if order == 0 {
 		err = decodeO0(r, out)
 	} else {
-		err = decodeO1(r, out)
+		err = decodeO1(r, out, flatMin)
 	}
 	if err != nil {
 		return ext[:base], err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -221,6 +222,13 @@ func FuzzDecode(f *testing.F) {
 			rawSize = 1 << 20
 		}
 		out, err := Decode(src, rawSize)
+		// Both order-1 loops must agree on every stream.
+		for _, flatMin := range []int{0, math.MaxInt} {
+			other, oerr := appendDecode(nil, src, rawSize, flatMin)
+			if (err == nil) != (oerr == nil) || !bytes.Equal(out, other) {
+				t.Fatalf("flatMin %d: %d bytes, %v; default: %d bytes, %v", flatMin, len(other), oerr, len(out), err)
+			}
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
