@@ -975,3 +975,47 @@ func TestSequentialRunDropsPassedSegments(t *testing.T) {
 		t.Errorf("reads out of order left %d of %d segments cached", st.Entries, built)
 	}
 }
+
+// TestReadersTakingTurnsBuildOnce has two sequential readers take turns on
+// one file, in different halves: neither may make the other's readahead
+// count as left behind, so every container is decoded at most once.
+func TestReadersTakingTurnsBuildOnce(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	ref, _ := newTestManager(t, Options{CacheSize: -1, Readahead: -1})
+	want := readAll(t, openT(t, ref, src), 1<<20)
+
+	m, _ := newTestManager(t, Options{Threads: 2, CacheSize: 1 << 30})
+	m.reorder = 16 << 10
+	v := openT(t, m, src)
+	before := make([]int64, len(src.decodes))
+	for i := range before {
+		before[i] = src.decodes[i].Load()
+	}
+	size := v.Size()
+	offs := []int64{0, size / 2}
+	ends := []int64{size / 2, size}
+	p := make([]byte, 8192)
+	for offs[0] < ends[0] || offs[1] < ends[1] {
+		for r, reads := range []int{2, 1} {
+			for range reads {
+				if offs[r] >= ends[r] {
+					break
+				}
+				n := int(min(int64(len(p)), ends[r]-offs[r]))
+				if _, err := v.ReadAt(p[:n], offs[r]); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(p[:n], want[offs[r]:offs[r]+int64(n)]) {
+					t.Fatalf("reader %d: wrong bytes at %d", r, offs[r])
+				}
+				offs[r] += int64(n)
+			}
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // readahead still running
+	for i := range before {
+		if n := src.decodes[i].Load() - before[i]; n > 1 {
+			t.Errorf("container %d decoded %d times", i, n)
+		}
+	}
+}

@@ -32,9 +32,12 @@ type VirtualBAM struct {
 	mu      sync.Mutex
 	lastEnd int64 // where the previous read ended; -1 before any
 	run     int   // sequential reads in a row
-	// passed is the first segment a sequential run has not yet left
-	// behind (see noteRead).
+	// passed is the first segment the current run of reads has not yet
+	// left behind (see noteRead); runID counts restarts of the run, so
+	// that readahead asked for by an earlier run is not judged by this
+	// one's position.
 	passed int
+	runID  uint64
 	ahead  map[int]bool // segments being built by readahead
 }
 
@@ -287,7 +290,9 @@ func (v *VirtualBAM) noteRead(off, end int64) {
 	// the count of segments the run has passed from it.
 	if cur := sort.Search(len(segs), func(i int) bool { return segs[i].End() > off }); !near || cur < v.passed {
 		v.passed = cur
+		v.runID++
 	}
+	runID := v.runID
 	drop := v.passed
 	for v.passed < len(segs) && segs[v.passed].End() <= off-win {
 		v.passed++
@@ -318,13 +323,13 @@ func (v *VirtualBAM) noteRead(off, end int64) {
 			continue
 		}
 		todo--
-		v.prefetch(i)
+		v.prefetch(i, runID)
 	}
 }
 
-// prefetch builds segment i in the background unless it is cached or
-// already being prefetched.
-func (v *VirtualBAM) prefetch(i int) {
+// prefetch builds segment i in the background, for the run of reads
+// runID, unless it is cached or already being prefetched.
+func (v *VirtualBAM) prefetch(i int, runID uint64) {
 	if v.m.ctx.Err() != nil || v.m.cache.Contains(cache.Key{File: v.id, Segment: i}) {
 		return
 	}
@@ -344,7 +349,7 @@ func (v *VirtualBAM) prefetch(i int) {
 		// The reader may have overtaken this goroutine before it ran:
 		// a segment it has left behind is not built again, and one it
 		// passed during the build does not stay in the cache.
-		if v.behind(i) {
+		if v.behind(i, runID) {
 			return
 		}
 		b, err := v.segment(v.m.ctx, i)
@@ -355,16 +360,18 @@ func (v *VirtualBAM) prefetch(i int) {
 			return
 		}
 		b.Release()
-		if v.behind(i) {
+		if v.behind(i, runID) {
 			v.m.cache.Remove(cache.Key{File: v.id, Segment: i})
 		}
 	}()
 }
 
-// behind reports whether a sequential run has left segment i behind (see
-// noteRead).
-func (v *VirtualBAM) behind(i int) bool {
+// behind reports whether the run of reads runID, still going on, has
+// left segment i behind (see noteRead). Readers taking turns on one file
+// restart the run at each other's reads, so their readahead is never
+// judged by another reader's position.
+func (v *VirtualBAM) behind(i int, runID uint64) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return i < v.passed
+	return runID == v.runID && i < v.passed
 }
