@@ -1,14 +1,11 @@
 package gzip
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/cramfs/cramfs/internal/corpus"
 )
 
 // fixture is a gzip file made by testdata/make.sh and what it decodes to.
@@ -21,34 +18,9 @@ type fixture struct {
 
 // loadFixtures reads testdata/MANIFEST and the files it lists.
 func loadFixtures(tb testing.TB) []fixture {
-	tb.Helper()
-	f, err := os.Open(filepath.Join("testdata", "MANIFEST"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
 	var fx []fixture
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) != 3 {
-			tb.Fatalf("MANIFEST line %q: want 3 fields", sc.Text())
-		}
-		n, err := strconv.Atoi(fields[1])
-		if err != nil {
-			tb.Fatal(err)
-		}
-		src, err := os.ReadFile(filepath.Join("testdata", fields[0]))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		fx = append(fx, fixture{name: fields[0], src: src, rawLen: n, sha: fields[2]})
-	}
-	if err := sc.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	if len(fx) < 40 {
-		tb.Fatalf("MANIFEST lists %d fixtures, want at least 40", len(fx))
+	for _, m := range corpus.ManifestFixtures(tb, "testdata", 40) {
+		fx = append(fx, fixture{name: m.Name, src: m.Src, rawLen: m.RawLen, sha: m.SHA})
 	}
 	return fx
 }
