@@ -20,12 +20,12 @@ func BenchmarkDecode(b *testing.B) {
 	for _, name := range benchFixtures {
 		f := fixtureNamed(b, name)
 		b.Run(name, func(b *testing.B) {
-			dst := make([]byte, 0, f.rawLen)
-			b.SetBytes(int64(f.rawLen))
+			dst := make([]byte, 0, f.RawLen)
+			b.SetBytes(int64(f.RawLen))
 			b.ReportAllocs()
 			for b.Loop() {
-				out, err := AppendDecode(dst[:0], f.src, f.rawLen)
-				if err != nil || len(out) != f.rawLen {
+				out, err := AppendDecode(dst[:0], f.Src, f.RawLen)
+				if err != nil || len(out) != f.RawLen {
 					b.Fatalf("AppendDecode: %d bytes, %v", len(out), err)
 				}
 			}
@@ -39,11 +39,11 @@ func BenchmarkStdlib(b *testing.B) {
 	for _, name := range benchFixtures {
 		f := fixtureNamed(b, name)
 		b.Run(name, func(b *testing.B) {
-			dst := make([]byte, f.rawLen)
-			b.SetBytes(int64(f.rawLen))
+			dst := make([]byte, f.RawLen)
+			b.SetBytes(int64(f.RawLen))
 			b.ReportAllocs()
 			for b.Loop() {
-				r := bzip2.NewReader(bytes.NewReader(f.src))
+				r := bzip2.NewReader(bytes.NewReader(f.Src))
 				if _, err := io.ReadFull(r, dst); err != nil {
 					b.Fatal(err)
 				}

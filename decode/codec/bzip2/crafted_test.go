@@ -241,7 +241,7 @@ func TestRLE1BlockLocal(t *testing.T) {
 // misread; TestRLE1BlockLocal covers that case with a crafted stream.
 func TestRLE1BlockLocalFixture(t *testing.T) {
 	f := fixtureNamed(t, "multiblock.1.bz2")
-	pres := preBlocks(t, f.src)
+	pres := preBlocks(t, f.Src)
 	if len(pres) < 3 {
 		t.Fatalf("%d blocks, want at least 3", len(pres))
 	}

@@ -13,7 +13,7 @@ import (
 func smallFixtures(t *testing.T) []fixture {
 	var out []fixture
 	for _, f := range loadFixtures(t) {
-		if len(f.src) <= 600 {
+		if len(f.Src) <= 600 {
 			out = append(out, f)
 		}
 	}
@@ -28,22 +28,22 @@ func smallFixtures(t *testing.T) []fixture {
 func TestTruncated(t *testing.T) {
 	for _, f := range loadFixtures(t) {
 		// Every cut of streams up to 40 bytes, about 40 of others.
-		step := max(1, len(f.src)/40)
-		for n := 0; n < len(f.src); n += step {
-			for _, size := range []int{f.rawLen, 1 << 20} {
-				got, err := Decode(f.src[:n], size)
+		step := max(1, len(f.Src)/40)
+		for n := 0; n < len(f.Src); n += step {
+			for _, size := range []int{f.RawLen, 1 << 20} {
+				got, err := Decode(f.Src[:n], size)
 				if !errors.Is(err, ErrCorrupt) {
-					t.Fatalf("%s cut to %d of %d bytes, rawSize %d: %d bytes, err = %v, want ErrCorrupt", f.name, n, len(f.src), size, len(got), err)
+					t.Fatalf("%s cut to %d of %d bytes, rawSize %d: %d bytes, err = %v, want ErrCorrupt", f.Name, n, len(f.Src), size, len(got), err)
 				}
 			}
 		}
 		// The last cut point always, as it removes the fewest bits.
-		if _, err := Decode(f.src[:len(f.src)-1], f.rawLen); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("%s without its last byte: err = %v", f.name, err)
+		if _, err := Decode(f.Src[:len(f.Src)-1], f.RawLen); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%s without its last byte: err = %v", f.Name, err)
 		}
 	}
 	f := fixtureNamed(t, "text.9.bz2")
-	_, err := Decode(f.src[:len(f.src)/2], f.rawLen)
+	_, err := Decode(f.Src[:len(f.Src)/2], f.RawLen)
 	if err == nil || !strings.Contains(err.Error(), "truncated") {
 		t.Errorf("half a stream: error %v does not say truncated", err)
 	}
@@ -56,26 +56,26 @@ func TestTruncated(t *testing.T) {
 func TestFlippedBits(t *testing.T) {
 	flips, errs := 0, 0
 	for _, f := range append(smallFixtures(t), fixtureNamed(t, "random.9.bz2"), fixtureNamed(t, "text.1.bz2")) {
-		want, err := Decode(f.src, f.rawLen)
+		want, err := Decode(f.Src, f.RawLen)
 		if err != nil {
 			t.Fatal(err)
 		}
-		step := max(1, len(f.src)*8/400)
-		src := bytes.Clone(f.src)
+		step := max(1, len(f.Src)*8/400)
+		src := bytes.Clone(f.Src)
 		for bit := 0; bit < len(src)*8; bit += step {
 			src[bit/8] ^= 0x80 >> (bit % 8)
-			got, err := Decode(src, f.rawLen)
+			got, err := Decode(src, f.RawLen)
 			src[bit/8] ^= 0x80 >> (bit % 8)
 			flips++
 			if err != nil {
 				errs++
 				if !errors.Is(err, ErrCorrupt) {
-					t.Fatalf("%s bit %d: error %v does not wrap ErrCorrupt", f.name, bit, err)
+					t.Fatalf("%s bit %d: error %v does not wrap ErrCorrupt", f.Name, bit, err)
 				}
 				continue
 			}
 			if !bytes.Equal(got, want) {
-				t.Fatalf("%s bit %d flipped: decoded other bytes without an error", f.name, bit)
+				t.Fatalf("%s bit %d flipped: decoded other bytes without an error", f.Name, bit)
 			}
 		}
 	}
@@ -94,15 +94,15 @@ func TestHeaderErrors(t *testing.T) {
 	}{
 		{"empty", nil, "too short"},
 		{"3 bytes", []byte("BZh"), "too short"},
-		{"gzip magic", append([]byte{0x1f, 0x8b, 8, 0}, good.src[4:]...), "magic"},
-		{"BZ0", append([]byte("BZ0"), good.src[3:]...), "magic"},
-		{"level 0", append([]byte("BZh0"), good.src[4:]...), "block size digit"},
-		{"level :", append([]byte("BZh:"), good.src[4:]...), "block size digit"},
+		{"gzip magic", append([]byte{0x1f, 0x8b, 8, 0}, good.Src[4:]...), "magic"},
+		{"BZ0", append([]byte("BZ0"), good.Src[3:]...), "magic"},
+		{"level 0", append([]byte("BZh0"), good.Src[4:]...), "block size digit"},
+		{"level :", append([]byte("BZh:"), good.Src[4:]...), "block size digit"},
 		{"no block magic", append([]byte("BZh9"), bytes.Repeat([]byte{0x55}, 20)...), "block magic"},
 		{"header only", []byte("BZh9"), "truncated"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			wantCorrupt(t, c.src, good.rawLen, c.msg)
+			wantCorrupt(t, c.src, good.RawLen, c.msg)
 		})
 	}
 }
@@ -111,20 +111,20 @@ func TestHeaderErrors(t *testing.T) {
 // including another stream, as libbz2's one-shot decoder does.
 func TestTrailingData(t *testing.T) {
 	f := fixtureNamed(t, "text.1.bz2")
-	want, err := Decode(f.src, f.rawLen)
+	want, err := Decode(f.Src, f.RawLen)
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := fixtureNamed(t, "random.9.bz2")
-	for _, tail := range [][]byte{{0}, []byte("garbage"), bytes.Repeat([]byte{0xff}, 1000), other.src} {
-		src := append(bytes.Clone(f.src), tail...)
-		got, err := Decode(src, f.rawLen)
+	for _, tail := range [][]byte{{0}, []byte("garbage"), bytes.Repeat([]byte{0xff}, 1000), other.Src} {
+		src := append(bytes.Clone(f.Src), tail...)
+		got, err := Decode(src, f.RawLen)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("with %d trailing bytes: %v", len(tail), err)
 		}
-		_, info, err := decode(nil, src, f.rawLen)
-		if err != nil || info.end != len(f.src) {
-			t.Fatalf("end = %d, want %d (%v)", info.end, len(f.src), err)
+		_, info, err := decode(nil, src, f.RawLen)
+		if err != nil || info.end != len(f.Src) {
+			t.Fatalf("end = %d, want %d (%v)", info.end, len(f.Src), err)
 		}
 	}
 }
@@ -134,18 +134,18 @@ func TestTrailingData(t *testing.T) {
 func TestOutputLimit(t *testing.T) {
 	for _, name := range []string{"multiblock.1.bz2", "run100000.9.bz2", "text.9.bz2", "one.9.bz2"} {
 		f := fixtureNamed(t, name)
-		for _, n := range []int{0, 1, f.rawLen / 3, f.rawLen - 1} {
-			if n >= f.rawLen {
+		for _, n := range []int{0, 1, f.RawLen / 3, f.RawLen - 1} {
+			if n >= f.RawLen {
 				continue
 			}
 			prefix := []byte("pre")
-			dst := make([]byte, len(prefix), len(prefix)+f.rawLen+64)
+			dst := make([]byte, len(prefix), len(prefix)+f.RawLen+64)
 			copy(dst, prefix)
 			spare := dst[len(prefix):cap(dst)]
 			for i := range spare {
 				spare[i] = 0xEE
 			}
-			out, err := AppendDecode(dst, f.src, n)
+			out, err := AppendDecode(dst, f.Src, n)
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("%s rawSize %d: err = %v, want ErrCorrupt", name, n, err)
 			}
@@ -159,7 +159,7 @@ func TestOutputLimit(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Decode(fixtureNamed(t, "one.9.bz2").src, -1); !errors.Is(err, ErrCorrupt) {
+	if _, err := Decode(fixtureNamed(t, "one.9.bz2").Src, -1); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("rawSize -1: err = %v", err)
 	}
 }
@@ -168,26 +168,26 @@ func TestOutputLimit(t *testing.T) {
 // a short dst is reallocated, and empty output works.
 func TestAppendDecode(t *testing.T) {
 	for _, f := range loadFixtures(t) {
-		want, err := Decode(f.src, f.rawLen)
+		want, err := Decode(f.Src, f.RawLen)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, spare := range []int{f.rawLen + 5, 0, f.rawLen / 2} {
+		for _, spare := range []int{f.RawLen + 5, 0, f.RawLen / 2} {
 			dst := make([]byte, 3, 3+spare)
 			copy(dst, "abc")
-			out, err := AppendDecode(dst, f.src, f.rawLen)
+			out, err := AppendDecode(dst, f.Src, f.RawLen)
 			if err != nil {
-				t.Fatalf("%s spare %d: %v", f.name, spare, err)
+				t.Fatalf("%s spare %d: %v", f.Name, spare, err)
 			}
 			if string(out[:3]) != "abc" || !bytes.Equal(out[3:], want) {
-				t.Fatalf("%s spare %d: wrong output", f.name, spare)
+				t.Fatalf("%s spare %d: wrong output", f.Name, spare)
 			}
-			if inPlace := &out[:1][0] == &dst[:1][0]; inPlace != (spare >= f.rawLen) {
-				t.Fatalf("%s spare %d: in place = %v", f.name, spare, inPlace)
+			if inPlace := &out[:1][0] == &dst[:1][0]; inPlace != (spare >= f.RawLen) {
+				t.Fatalf("%s spare %d: in place = %v", f.Name, spare, inPlace)
 			}
 		}
 	}
-	out, err := Decode(fixtureNamed(t, "empty.9.bz2").src, 0)
+	out, err := Decode(fixtureNamed(t, "empty.9.bz2").Src, 0)
 	if err != nil || out == nil || len(out) != 0 {
 		t.Fatalf("empty stream: %v, %v", out, err)
 	}
@@ -201,9 +201,9 @@ func TestNoAllocs(t *testing.T) {
 	}
 	for _, name := range []string{"names.9.bz2", "multiblock.1.bz2", "run100000.1.bz2"} {
 		f := fixtureNamed(t, name)
-		dst := make([]byte, 0, f.rawLen)
+		dst := make([]byte, 0, f.RawLen)
 		allocs := testing.AllocsPerRun(5, func() {
-			if _, err := AppendDecode(dst, f.src, f.rawLen); err != nil {
+			if _, err := AppendDecode(dst, f.Src, f.RawLen); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -218,14 +218,14 @@ func TestNoAllocs(t *testing.T) {
 // 900,000-entry array.
 func TestScratchSizing(t *testing.T) {
 	f := fixtureNamed(t, "text.9.bz2")
-	d := decoder{br: bitReader{src: f.src, pos: 4}, s: new(scratch), blockMax: 900000}
+	d := decoder{br: bitReader{src: f.Src, pos: 4}, s: new(scratch), blockMax: 900000}
 	d.br.bitsN(48) // block magic
 	d.br.bitsN(32) // CRC
-	if _, err := d.readBlock(f.rawLen); err != nil {
+	if _, err := d.readBlock(f.RawLen); err != nil {
 		t.Fatal(err)
 	}
-	if c := cap(d.s.tt); c > 2*f.rawLen+4096 {
-		t.Errorf("tt holds %d entries for a %d-byte stream", c, f.rawLen)
+	if c := cap(d.s.tt); c > 2*f.RawLen+4096 {
+		t.Errorf("tt holds %d entries for a %d-byte stream", c, f.RawLen)
 	}
 }
 
@@ -344,9 +344,9 @@ func TestConcurrent(t *testing.T) {
 		go func() {
 			for i := range 2 * len(fx) {
 				f := fx[(i+g*7)%len(fx)]
-				got, err := Decode(f.src, f.rawLen)
-				if err == nil && sha(got) != f.sha {
-					err = errors.New(f.name + ": wrong output")
+				got, err := Decode(f.Src, f.RawLen)
+				if err == nil && sha(got) != f.SHA {
+					err = errors.New(f.Name + ": wrong output")
 				}
 				if err != nil {
 					done <- err

@@ -13,26 +13,17 @@ import (
 )
 
 // fixture is a bzip2 file made by testdata/make.sh and what it decodes to.
-type fixture struct {
-	name   string
-	src    []byte
-	rawLen int
-	sha    string // hex SHA-256 of the original
-}
+type fixture = corpus.ManifestFixture
 
 // loadFixtures reads testdata/MANIFEST and the files it lists.
 func loadFixtures(tb testing.TB) []fixture {
-	var fx []fixture
-	for _, m := range corpus.ManifestFixtures(tb, "testdata", 30) {
-		fx = append(fx, fixture{name: m.Name, src: m.Src, rawLen: m.RawLen, sha: m.SHA})
-	}
-	return fx
+	return corpus.ManifestFixtures(tb, "testdata", 30)
 }
 
 func fixtureNamed(tb testing.TB, name string) fixture {
 	tb.Helper()
 	for _, f := range loadFixtures(tb) {
-		if f.name == name {
+		if f.Name == name {
 			return f
 		}
 	}
@@ -52,28 +43,28 @@ func stdDecode(src []byte, max int) ([]byte, error) {
 
 func TestFixtures(t *testing.T) {
 	for _, f := range loadFixtures(t) {
-		t.Run(f.name, func(t *testing.T) {
-			got, err := Decode(f.src, f.rawLen)
+		t.Run(f.Name, func(t *testing.T) {
+			got, err := Decode(f.Src, f.RawLen)
 			if err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
-			if len(got) != f.rawLen || sha(got) != f.sha {
-				t.Fatalf("Decode: %d bytes with SHA-256 %s, want %d bytes with %s", len(got), sha(got), f.rawLen, f.sha)
+			if len(got) != f.RawLen || sha(got) != f.SHA {
+				t.Fatalf("Decode: %d bytes with SHA-256 %s, want %d bytes with %s", len(got), sha(got), f.RawLen, f.SHA)
 			}
 			// Differential: compress/bzip2 must produce the same bytes.
-			want, err := stdDecode(f.src, f.rawLen)
+			want, err := stdDecode(f.Src, f.RawLen)
 			if err != nil {
 				t.Fatalf("compress/bzip2: %v", err)
 			}
 			if !bytes.Equal(got, want) {
 				t.Fatalf("differs from compress/bzip2 (%d vs %d bytes)", len(got), len(want))
 			}
-			for _, n := range []int{f.rawLen - 1, f.rawLen + 1} {
+			for _, n := range []int{f.RawLen - 1, f.RawLen + 1} {
 				if n < 0 {
 					continue
 				}
-				if _, err := Decode(f.src, n); !errors.Is(err, ErrCorrupt) {
-					t.Errorf("Decode with rawSize %d for %d bytes: err = %v, want ErrCorrupt", n, f.rawLen, err)
+				if _, err := Decode(f.Src, n); !errors.Is(err, ErrCorrupt) {
+					t.Errorf("Decode with rawSize %d for %d bytes: err = %v, want ErrCorrupt", n, f.RawLen, err)
 				}
 			}
 		})

@@ -20,8 +20,8 @@ const fuzzMaxOut = 4 << 20
 // package, stop after the first.
 func FuzzDecode(f *testing.F) {
 	for _, fx := range loadFixtures(f) {
-		if len(fx.src) <= 10000 {
-			f.Add(fx.src, uint32(fx.rawLen))
+		if len(fx.Src) <= 10000 {
+			f.Add(fx.Src, uint32(fx.RawLen))
 		}
 	}
 	// Crafted streams: long codes, many tables, a run after count 0

@@ -13,8 +13,8 @@ import (
 // expected size accepts only that many.
 func FuzzDecode(f *testing.F) {
 	for _, fx := range loadFixtures(f) {
-		if len(fx.src) <= 10000 {
-			f.Add(fx.src, uint32(fx.rawLen))
+		if len(fx.Src) <= 10000 {
+			f.Add(fx.Src, uint32(fx.RawLen))
 		}
 	}
 	for _, c := range craftedCases() {
