@@ -298,18 +298,7 @@ func TestMultipleMembers(t *testing.T) {
 	// of 3 at distance 3, then a copy reaching 6 back, into member one.
 	var w bitWriter
 	w.bits(0b011, 3) // final, fixed Huffman
-	fixedLit := func(s int) {
-		switch {
-		case s < 144:
-			w.code(uint32(0x30+s), 8)
-		case s < 256:
-			w.code(uint32(0x190+s-144), 9)
-		case s < 280:
-			w.code(uint32(s-256), 7)
-		default:
-			w.code(uint32(0xc0+s-280), 8)
-		}
-	}
+	fixedLit := func(s int) { fixedLitCode(&w, s) }
 	for _, c := range "abc" {
 		fixedLit(int(c))
 	}
