@@ -596,8 +596,8 @@ func TestIndexRoundTrip(t *testing.T) {
 	f := &indexFile{
 		Depends: dependsOn(1),
 		ID:      identity{Size: 123, MTime: 456, Head: [32]byte{1}, Tail: [32]byte{2}},
-		Layout: Layout{Level: 1, Header: Segment{CompLen: 50, RawLen: 70, CRC: 9},
-			Segments: []Segment{{Offset: 50, CompLen: 10, RawLen: 20, CRC: 1}, {Offset: 60}, {Offset: 60, CompLen: 5, RawLen: 6, CRC: 2}},
+		Layout: Layout{Level: 1, Header: Segment{CompLen: 50, RawLen: 70, Digest: 9},
+			Segments: []Segment{{Offset: 50, CompLen: 10, RawLen: 20, Digest: 1}, {Offset: 60}, {Offset: 60, CompLen: 5, RawLen: 6, Digest: 2}},
 			Size:     65 + 28},
 		HasBAI: true,
 		BAI:    []byte("BAI\x01rest"),

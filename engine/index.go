@@ -110,7 +110,7 @@ func marshalIndex(f *indexFile) []byte {
 	putSeg := func(s Segment) {
 		b = binary.LittleEndian.AppendUint64(b, uint64(s.CompLen))
 		b = binary.LittleEndian.AppendUint64(b, uint64(s.RawLen))
-		b = binary.LittleEndian.AppendUint32(b, s.CRC)
+		b = binary.LittleEndian.AppendUint32(b, s.Digest)
 	}
 	putSeg(f.Layout.Header)
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(f.Layout.Segments)))
@@ -169,7 +169,7 @@ func (r *indexReader) seg(what string) Segment {
 	if r.err == nil && (c > maxSegmentLen || u > maxSegmentLen || (c == 0) != (u == 0)) {
 		r.err = fmt.Errorf("%w: index %s has implausible lengths %d/%d at offset %d", ErrInvalid, what, c, u, r.off-segRecordLen)
 	}
-	return Segment{CompLen: int64(c), RawLen: int64(u), CRC: crc}
+	return Segment{CompLen: int64(c), RawLen: int64(u), Digest: crc}
 }
 
 // readIndex parses a persisted layout index (untrusted bytes). The format,

@@ -22,7 +22,7 @@ type Segment struct {
 	Offset  int64  // byte offset of the first block in the virtual BAM
 	CompLen int64  // length of the BGZF blocks; 0 for a container without records
 	RawLen  int64  // length of the BAM data the blocks hold
-	CRC     uint32 // segmentDigest of the BGZF blocks
+	Digest  uint32 // segmentDigest of the BGZF blocks
 }
 
 // End returns the offset just past the segment.
@@ -273,7 +273,7 @@ func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, pool *ca
 		return nil, raw, fmt.Errorf("%w: %s: container %d: blocks hold %d bytes, want %d", ErrInvalid, src.Name(), i, total, rawLen)
 	}
 	return &builtSegment{
-		seg:    Segment{CompLen: int64(len(comp)), RawLen: rawLen, CRC: digest},
+		seg:    Segment{CompLen: int64(len(comp)), RawLen: rawLen, Digest: digest},
 		blocks: blocks,
 		recs:   recs,
 	}, raw, nil

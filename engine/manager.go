@@ -163,7 +163,7 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
 	}
-	hdrSeg := Segment{CompLen: int64(len(hdr)), RawLen: int64(len(hdrRaw)), CRC: hdrDigest}
+	hdrSeg := Segment{CompLen: int64(len(hdr)), RawLen: int64(len(hdrRaw)), Digest: hdrDigest}
 	if src.NumContainers() < 0 {
 		return nil, fmt.Errorf("%w: %s: %d containers", ErrInvalid, src.Name(), src.NumContainers())
 	}
@@ -453,8 +453,8 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 	}
 	comp := buf.B
 	crc, err := segmentDigest(comp)
-	if err == nil && (int64(len(comp)) != want.CompLen || rawLen != want.RawLen || crc != want.CRC) {
-		err = fmt.Errorf("built %d bytes (%d raw, digest %08x), layout has %d (%d raw, %08x)", len(comp), rawLen, crc, want.CompLen, want.RawLen, want.CRC)
+	if err == nil && (int64(len(comp)) != want.CompLen || rawLen != want.RawLen || crc != want.Digest) {
+		err = fmt.Errorf("built %d bytes (%d raw, digest %08x), layout has %d (%d raw, %08x)", len(comp), rawLen, crc, want.CompLen, want.RawLen, want.Digest)
 	}
 	if err != nil {
 		buf.Release()
