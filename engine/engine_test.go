@@ -1019,3 +1019,47 @@ func TestReadersTakingTurnsBuildOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestReorderedReadsBuildOnce reads a file sequentially in pairs of reads
+// that arrive swapped, as the kernel's concurrent readahead requests may:
+// the run must go on, so that readahead for it is neither rebuilt nor left
+// in the cache behind the reader.
+func TestReorderedReadsBuildOnce(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	ref, _ := newTestManager(t, Options{CacheSize: -1, Readahead: -1})
+	want := readAll(t, openT(t, ref, src), 1<<20)
+
+	m, _ := newTestManager(t, Options{Threads: 2, CacheSize: 1 << 30})
+	m.reorder = 64 << 10
+	v := openT(t, m, src)
+	before := make([]int64, len(src.decodes))
+	for i := range before {
+		before[i] = src.decodes[i].Load()
+	}
+	size := v.Size()
+	const chunk = 4096
+	p := make([]byte, chunk)
+	for off := int64(0); off < size; off += 2 * chunk {
+		for _, o := range []int64{off + chunk, off} {
+			if o >= size {
+				continue
+			}
+			n := int(min(chunk, size-o))
+			if _, err := v.ReadAt(p[:n], o); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(p[:n], want[o:o+int64(n)]) {
+				t.Fatalf("wrong bytes at %d", o)
+			}
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // readahead still running
+	for i := range before {
+		if n := src.decodes[i].Load() - before[i]; n > 1 {
+			t.Errorf("container %d decoded %d times", i, n)
+		}
+	}
+	if st := m.CacheStats(); st.Entries > 30 {
+		t.Errorf("%d segments cached after the reader passed them", st.Entries)
+	}
+}

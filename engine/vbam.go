@@ -287,10 +287,14 @@ func (v *VirtualBAM) noteRead(off, end int64) {
 	run := v.run
 	segs := v.layout.Segments
 	// The segment read is in use: a jump, or a read going back, restarts
-	// the count of segments the run has passed from it.
+	// the count of segments the run has passed from it. Only a jump
+	// starts a new run (another reader, or a seek): reads going back a
+	// little are the kernel's readahead requests arriving out of order.
 	if cur := sort.Search(len(segs), func(i int) bool { return segs[i].End() > off }); !near || cur < v.passed {
 		v.passed = cur
-		v.runID++
+		if !near {
+			v.runID++
+		}
 	}
 	runID := v.runID
 	drop := v.passed
