@@ -980,17 +980,8 @@ func TestSequentialRunDropsPassedSegments(t *testing.T) {
 // one file, in different halves: neither may make the other's readahead
 // count as left behind, so every container is decoded at most once.
 func TestReadersTakingTurnsBuildOnce(t *testing.T) {
-	src := newFakeSource(fixture(t, "synth"), "")
-	ref, _ := newTestManager(t, Options{CacheSize: -1, Readahead: -1})
-	want := readAll(t, openT(t, ref, src), 1<<20)
-
-	m, _ := newTestManager(t, Options{Threads: 2, CacheSize: 1 << 30})
-	m.reorder = 16 << 10
-	v := openT(t, m, src)
-	before := make([]int64, len(src.decodes))
-	for i := range before {
-		before[i] = src.decodes[i].Load()
-	}
+	_, v, src, want := buildOnceSetup(t, 16<<10)
+	before := decodeCounts(src)
 	size := v.Size()
 	offs := []int64{0, size / 2}
 	ends := []int64{size / 2, size}
@@ -1012,12 +1003,7 @@ func TestReadersTakingTurnsBuildOnce(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(50 * time.Millisecond) // readahead still running
-	for i := range before {
-		if n := src.decodes[i].Load() - before[i]; n > 1 {
-			t.Errorf("container %d decoded %d times", i, n)
-		}
-	}
+	checkDecodedOnce(t, src, before)
 }
 
 // TestReorderedReadsBuildOnce reads a file sequentially in pairs of reads
@@ -1025,17 +1011,8 @@ func TestReadersTakingTurnsBuildOnce(t *testing.T) {
 // the run must go on, so that readahead for it is neither rebuilt nor left
 // in the cache behind the reader.
 func TestReorderedReadsBuildOnce(t *testing.T) {
-	src := newFakeSource(fixture(t, "synth"), "")
-	ref, _ := newTestManager(t, Options{CacheSize: -1, Readahead: -1})
-	want := readAll(t, openT(t, ref, src), 1<<20)
-
-	m, _ := newTestManager(t, Options{Threads: 2, CacheSize: 1 << 30})
-	m.reorder = 64 << 10
-	v := openT(t, m, src)
-	before := make([]int64, len(src.decodes))
-	for i := range before {
-		before[i] = src.decodes[i].Load()
-	}
+	m, v, src, want := buildOnceSetup(t, 64<<10)
+	before := decodeCounts(src)
 	size := v.Size()
 	const chunk = 4096
 	p := make([]byte, chunk)
@@ -1053,13 +1030,42 @@ func TestReorderedReadsBuildOnce(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(50 * time.Millisecond) // readahead still running
-	for i := range before {
-		if n := src.decodes[i].Load() - before[i]; n > 1 {
-			t.Errorf("container %d decoded %d times", i, n)
-		}
-	}
+	checkDecodedOnce(t, src, before)
 	if st := m.CacheStats(); st.Entries > 30 {
 		t.Errorf("%d segments cached after the reader passed them", st.Entries)
+	}
+}
+
+// buildOnceSetup opens the synth fixture through a manager of two workers,
+// a cache larger than the file and the given reorder window, and returns
+// the file's bytes as an uncached reader sees them.
+func buildOnceSetup(t *testing.T, reorder int64) (*Manager, *VirtualBAM, *fakeSource, []byte) {
+	t.Helper()
+	src := newFakeSource(fixture(t, "synth"), "")
+	ref, _ := newTestManager(t, Options{CacheSize: -1, Readahead: -1})
+	want := readAll(t, openT(t, ref, src), 1<<20)
+	m, _ := newTestManager(t, Options{Threads: 2, CacheSize: 1 << 30})
+	m.reorder = reorder
+	return m, openT(t, m, src), src, want
+}
+
+// decodeCounts returns how often each container of src has been decoded.
+func decodeCounts(src *fakeSource) []int64 {
+	n := make([]int64, len(src.decodes))
+	for i := range n {
+		n[i] = src.decodes[i].Load()
+	}
+	return n
+}
+
+// checkDecodedOnce fails t for every container decoded more than once
+// since before, after giving readahead time to finish.
+func checkDecodedOnce(t *testing.T, src *fakeSource, before []int64) {
+	t.Helper()
+	time.Sleep(50 * time.Millisecond) // readahead still running
+	for i, n := range decodeCounts(src) {
+		if n-before[i] > 1 {
+			t.Errorf("container %d decoded %d times", i, n-before[i])
+		}
 	}
 }
