@@ -37,15 +37,23 @@ type Decoder struct {
 	f   *File
 	opt DecoderOptions
 
-	cbuf   []byte
-	st     streams
-	crecs  []crec
-	names  []byte
-	seqs   []byte
-	quals  []byte
-	aux    []byte
-	cigars []uint32
-	recs   []Record
+	cbuf  []byte
+	st    streams
+	crecs []crec
+	names []byte
+	seqs  []byte
+	quals []byte // qualities that are not read straight from QS
+	// qualScratch takes the feature qualities of a record whose QS
+	// values are then read in place (see viewQuals).
+	qualScratch []byte
+	// viewQuals is set while a container is decoded whose records can
+	// take their preserved qualities straight from the QS block: a
+	// single slice (block buffers are reused from slice to slice) and QS
+	// stored EXTERNAL (one contiguous run per record).
+	viewQuals bool
+	aux       []byte
+	cigars    []uint32
+	recs      []Record
 	// nameRefs is finish's scratch, one entry per record.
 	nameRefs []nameRef
 	refBuf   []byte
@@ -152,6 +160,8 @@ type crec struct {
 	nameLen      int
 	seqOff       int
 	qualOff      int
+	qualView     []byte // the record's qualities in the QS block, when viewQuals
+	hasQualView  bool
 	cigOff       int
 	cigN         int
 	auxOff       int
@@ -244,6 +254,8 @@ func (d *Decoder) container(h *ContainerHeader) ([]Record, error) {
 		return nil, fmt.Errorf("compression header: %w", err)
 	}
 	d.crecs = d.crecs[:0]
+	qs := ch.DataSeries[DSQS]
+	d.viewQuals = len(h.Landmarks) == 1 && qs != nil && qs.ID == EncodingExternal
 	d.names, d.seqs, d.quals, d.aux, d.cigars = d.names[:0], d.seqs[:0], d.quals[:0], d.aux[:0], d.cigars[:0]
 	for si, lm := range h.Landmarks {
 		if lm < 0 || int(lm) >= len(data) {
@@ -568,10 +580,18 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 		n := int(cr.length)
 		cr.seqOff = len(d.seqs)
 		d.seqs = grow(d.seqs, n)
-		cr.qualOff = len(d.quals)
-		d.quals = grow(d.quals, n)
 		seq := d.seqs[cr.seqOff:]
-		qual := d.quals[cr.qualOff:]
+		var qual []byte
+		if d.viewQuals && cf&cfPreserveQual != 0 {
+			// Features may still write qualities; readQuals then
+			// replaces them all with a view of the QS block.
+			d.qualScratch = grow(d.qualScratch[:0], n)
+			qual = d.qualScratch
+		} else {
+			cr.qualOff = len(d.quals)
+			d.quals = grow(d.quals, n)
+			qual = d.quals[cr.qualOff:]
+		}
 		if !hasRef {
 			for i := range seq {
 				seq[i] = '='
@@ -607,7 +627,7 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 				}
 			}
 			if cf&cfPreserveQual != 0 {
-				if err := d.readQuals(ds, qual); err != nil {
+				if err := d.readQuals(ds, &cr, qual); err != nil {
 					return fmt.Errorf("record %d: QS: %w", rec, err)
 				}
 			} else {
@@ -615,6 +635,9 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 					qual[i] = 0xff
 				}
 			}
+		}
+		if d.viewQuals && cf&cfPreserveQual != 0 && !cr.hasQualView {
+			return corruptf("record %d: preserved qualities were not read", rec)
 		}
 		cr.cigN = len(d.cigars) - cr.cigOff
 		if cr.rg >= 0 {
@@ -676,10 +699,25 @@ func (d *Decoder) readTLen(ds *[numDataSeries]*Encoding) (int64, error) {
 	return int64(v), err
 }
 
-func (d *Decoder) readQuals(ds *[numDataSeries]*Encoding, qual []byte) error {
+// readQuals reads the preserved qualities of a record into qual or, when
+// the container allows (viewQuals), takes them as a view of the QS block
+// into cr.qualView, saving a copy of every quality score.
+func (d *Decoder) readQuals(ds *[numDataSeries]*Encoding, cr *crec, qual []byte) error {
 	e := ds[DSQS]
 	if e == nil {
 		return corruptf("data series QS has no encoding")
+	}
+	if d.viewQuals {
+		x, err := e.stream(&d.st)
+		if err != nil {
+			return err
+		}
+		b, err := x.readN(len(qual))
+		if err != nil {
+			return err
+		}
+		cr.qualView, cr.hasQualView = b, true
+		return nil
 	}
 	b, err := e.appendBytes(&d.st, qual[:0], len(qual))
 	if err != nil {
@@ -1245,7 +1283,7 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 	}
 	cr.mapq = uint8(mq)
 	if cf&cfPreserveQual != 0 {
-		if err := d.readQuals(ds, qual); err != nil {
+		if err := d.readQuals(ds, cr, qual); err != nil {
 			return fmt.Errorf("QS: %w", err)
 		}
 	}

@@ -149,6 +149,12 @@ func (d *Decoder) finish() []Record {
 		cr := &d.crecs[i]
 		r := &d.recs[i]
 		n := int(cr.length)
+		var qual []byte
+		if cr.hasQualView {
+			qual = cr.qualView[:n]
+		} else {
+			qual = d.quals[cr.qualOff : cr.qualOff+n]
+		}
 		*r = Record{
 			Name:           d.names[names[i].off : names[i].off+names[i].n],
 			Flags:          cr.flags,
@@ -160,7 +166,7 @@ func (d *Decoder) finish() []Record {
 			MatePos:        cr.matePos - 1,
 			TemplateLength: cr.tlen,
 			Seq:            d.seqs[cr.seqOff : cr.seqOff+n],
-			Qual:           d.quals[cr.qualOff : cr.qualOff+n],
+			Qual:           qual,
 			Aux:            d.aux[cr.auxOff : cr.auxOff+cr.auxLen],
 		}
 	}
