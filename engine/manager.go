@@ -409,6 +409,34 @@ type building struct {
 	err     error
 }
 
+// build appends container i of src to buf.B as BGZF blocks made by c and
+// returns the BAM bytes they hold. With rebuild, a Rebuilder source may
+// leave out the checks the caller's digest comparison covers.
+func (m *Manager) build(ctx context.Context, src Source, i int, c *bgzf.Compressor, buf *cache.Buf, rebuild bool) (int64, error) {
+	if rb, ok := src.(Rebuilder); ok && rebuild {
+		var rawLen int64
+		var err error
+		buf.B, rawLen, err = rb.RebuildContainerBlocks(ctx, i, c, buf.B)
+		return rawLen, err
+	}
+	if ba, ok := src.(BlockAppender); ok {
+		// Records go into blocks as they are encoded: no BAM buffer.
+		var rawLen int64
+		var err error
+		buf.B, rawLen, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, nil)
+		return rawLen, err
+	}
+	raw, err := src.AppendContainer(ctx, i, m.getRaw())
+	defer m.putRaw(raw)
+	if err != nil {
+		return 0, err
+	}
+	if buf.B, err = compressSegment(c, buf.B, raw); err != nil {
+		return 0, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
+	}
+	return int64(len(raw)), nil
+}
+
 // buildSegment rebuilds segment i of src and checks it against want. The
 // Buf it returns holds one reference, the caller's.
 func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segment) (*cache.Buf, error) {
@@ -429,32 +457,25 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 	}
 	defer m.putComp(c)
 	buf := m.pool.Get(int(min(want.CompLen, 64<<20)))
-	var rawLen int64
-	if ba, ok := src.(BlockAppender); ok {
-		// Records go into blocks as they are encoded: no BAM buffer.
-		if buf.B, rawLen, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, nil); err != nil {
-			buf.Release()
-			return nil, err // Source errors name the file and container
-		}
-	} else {
-		raw, err := src.AppendContainer(ctx, i, m.getRaw())
-		if err != nil {
-			m.putRaw(raw)
-			buf.Release()
-			return nil, err // Source errors name the file and container
-		}
-		buf.B, err = compressSegment(c, buf.B, raw)
-		rawLen = int64(len(raw))
-		m.putRaw(raw)
-		if err != nil {
-			buf.Release()
-			return nil, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
-		}
+	rawLen, err := m.build(ctx, src, i, c, buf, true)
+	if err != nil {
+		buf.Release()
+		return nil, err // Source errors name the file and container
 	}
 	comp := buf.B
 	crc, err := segmentDigest(comp)
 	if err == nil && (int64(len(comp)) != want.CompLen || rawLen != want.RawLen || crc != want.Digest) {
 		err = fmt.Errorf("built %d bytes (%d raw, digest %08x), layout has %d (%d raw, %08x)", len(comp), rawLen, crc, want.CompLen, want.RawLen, want.Digest)
+		// The rebuild skipped checks the digest stands in for; building
+		// with them names the cause when one of them fails (a different
+		// reference than the layout was made with fails its MD5 check).
+		if _, ok := src.(Rebuilder); ok {
+			buf.B = buf.B[:0]
+			if _, cerr := m.build(ctx, src, i, c, buf, false); cerr != nil {
+				buf.Release()
+				return nil, cerr
+			}
+		}
 	}
 	if err != nil {
 		buf.Release()

@@ -42,3 +42,14 @@ type BlockAppender interface {
 	// the container's BAM bytes; its error stops the container.
 	AppendContainerBlocks(ctx context.Context, i int, c *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error)
 }
+
+// Rebuilder is implemented by BlockAppenders that can build a container
+// again with fewer checks of their input, for a caller that checks the
+// result against the digest of an earlier, fully checked build (the
+// layout's Segment.Digest). A CRAM skips the slice reference MD5s: a
+// different reference gives different bases and so a different digest.
+type Rebuilder interface {
+	// RebuildContainerBlocks is AppendContainerBlocks without per-record
+	// callback and with the checks the digest covers left out.
+	RebuildContainerBlocks(ctx context.Context, i int, c *bgzf.Compressor, dst []byte) ([]byte, int64, error)
+}
