@@ -178,12 +178,23 @@ func (v *VirtualBAM) segmentAt(off int64) int {
 // must release, from the cache or built once however many callers (of any
 // VirtualBAM of the same file) ask at the same time.
 func (v *VirtualBAM) segment(ctx context.Context, i int) (*cache.Buf, error) {
+	return v.segmentUnless(ctx, i, nil)
+}
+
+// errSkipped is segmentUnless's answer when skip said not to build.
+var errSkipped = errors.New("segment build skipped")
+
+// segmentUnless is segment, except that when the segment is neither
+// cached nor being built and skip (if set) reports true, it builds
+// nothing and returns errSkipped. skip is called with the Manager's lock
+// held, so a segment dropped from the cache after skip said no is seen.
+func (v *VirtualBAM) segmentUnless(ctx context.Context, i int, skip func() bool) (*cache.Buf, error) {
 	key := cache.Key{File: v.id, Segment: i}
 	for attempt := 0; ; attempt++ {
 		if b, ok := v.m.cache.Get(key); ok {
 			return b, nil
 		}
-		b, err := v.buildOrWait(ctx, key, i)
+		b, err := v.buildOrWait(ctx, key, i, skip)
 		if err == nil {
 			return b, nil
 		}
@@ -198,7 +209,7 @@ func (v *VirtualBAM) segment(ctx context.Context, i int) (*cache.Buf, error) {
 
 // buildOrWait builds segment i, or waits for the build already in flight,
 // and returns it with a reference for the caller.
-func (v *VirtualBAM) buildOrWait(ctx context.Context, key cache.Key, i int) (*cache.Buf, error) {
+func (v *VirtualBAM) buildOrWait(ctx context.Context, key cache.Key, i int, skip func() bool) (*cache.Buf, error) {
 	m := v.m
 	m.mu.Lock()
 	if b, ok := m.building[key]; ok {
@@ -229,6 +240,10 @@ func (v *VirtualBAM) buildOrWait(ctx context.Context, key cache.Key, i int) (*ca
 	if b, ok := m.cache.Get(key); ok {
 		m.mu.Unlock()
 		return b, nil
+	}
+	if skip != nil && skip() {
+		m.mu.Unlock()
+		return nil, errSkipped
 	}
 	b := &building{done: make(chan struct{})}
 	m.building[key] = b
@@ -352,13 +367,17 @@ func (v *VirtualBAM) prefetch(i int, runID uint64) {
 		}()
 		// The reader may have overtaken this goroutine before it ran:
 		// a segment it has left behind is not built again, and one it
-		// passed during the build does not stay in the cache.
+		// passed during the build does not stay in the cache. The check
+		// is made again where the build would start, under the lock the
+		// cache lookup takes: the reader may build, read and drop the
+		// segment between a check here and the lookup (seen on a loaded
+		// machine, where this goroutine then built it a second time).
 		if v.behind(i, runID) {
 			return
 		}
-		b, err := v.segment(v.m.ctx, i)
+		b, err := v.segmentUnless(v.m.ctx, i, func() bool { return v.behind(i, runID) })
 		if err != nil {
-			if !errors.Is(err, context.Canceled) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, errSkipped) {
 				v.m.log.Debug("readahead failed", "file", v.src.Name(), "segment", i, "err", err)
 			}
 			return
