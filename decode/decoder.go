@@ -51,11 +51,13 @@ type Decoder struct {
 	// single slice (block buffers are reused from slice to slice) and QS
 	// stored EXTERNAL (one contiguous run per record).
 	viewQuals bool
+	qsData    []byte // the QS block the viewed qualities lie in
 	aux       []byte
 	cigars    []uint32
 	recs      []Record
 	// nameRefs is finish's scratch, one entry per record.
 	nameRefs []nameRef
+	name     []byte // ContainerFunc's generated name
 	refBuf   []byte
 	md5buf   []byte
 	// Decompressed blocks: the compression header's (alive for the
@@ -159,9 +161,8 @@ type crec struct {
 	nameOff      int
 	nameLen      int
 	seqOff       int
-	qualOff      int
-	qualView     []byte // the record's qualities in the QS block, when viewQuals
-	hasQualView  bool
+	qualOff      int  // into quals, or into qsData when hasQualView
+	hasQualView  bool // qualities read in place from the QS block
 	cigOff       int
 	cigN         int
 	auxOff       int
@@ -208,12 +209,46 @@ const unsetTLen = math.MinInt64
 // Container decodes data container i and returns its records, valid until
 // the next call.
 func (d *Decoder) Container(i int) ([]Record, error) {
+	if err := d.decodeContainer(i); err != nil {
+		return nil, err
+	}
+	return d.finish(), nil
+}
+
+// ContainerFunc decodes data container i like Container and calls fn with
+// each record in order. The Record and the bytes it points to are valid
+// only during the call. It keeps no table of Records (nor the generated
+// names of a file without read names), so it needs less memory than
+// Container; an error from fn stops it and is returned as it is.
+func (d *Decoder) ContainerFunc(i int, fn func(j int, r *Record) error) error {
+	if err := d.decodeContainer(i); err != nil {
+		return err
+	}
+	var r Record
+	for j := range d.crecs {
+		d.name = d.name[:0]
+		off, n, generated := d.nameOf(j)
+		name := d.names[off : off+n]
+		if generated {
+			d.name = d.appendGeneratedName(d.name, j)
+			name = d.name
+		}
+		d.record(j, name, &r)
+		if err := fn(j, &r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeContainer decodes data container i into the crec table and its
+// buffers, wrapping errors with the file and the container's offset.
+func (d *Decoder) decodeContainer(i int) error {
 	if i < 0 || i >= len(d.f.Containers) {
-		return nil, fmt.Errorf("container %d of %d", i, len(d.f.Containers))
+		return fmt.Errorf("container %d of %d", i, len(d.f.Containers))
 	}
 	h := &d.f.Containers[i]
-	recs, err := d.container(h)
-	if err != nil {
+	if err := d.container(h); err != nil {
 		var de *Error
 		if e, ok := err.(*Error); ok {
 			de = e
@@ -221,58 +256,59 @@ func (d *Decoder) Container(i int) ([]Record, error) {
 			de = &Error{Err: err, ContentID: -1}
 		}
 		de.File, de.Offset = d.f.Name, h.Offset
-		return nil, de
+		return de
 	}
-	return recs, nil
+	return nil
 }
 
-func (d *Decoder) container(h *ContainerHeader) ([]Record, error) {
+func (d *Decoder) container(h *ContainerHeader) error {
 	major := d.f.Def.Major
 	var err error
 	d.cbuf, err = d.f.readContainerData(h, d.cbuf)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	data := d.cbuf
 	pos := 0
 	chBlock, err := parseBlock(data, &pos, major)
 	if err != nil {
-		return nil, fmt.Errorf("compression header: %w", err)
+		return fmt.Errorf("compression header: %w", err)
 	}
 	if chBlock.ContentType != ContentCompressionHeader {
-		return nil, corruptf("first block has content type %d, want compression header", chBlock.ContentType)
+		return corruptf("first block has content type %d, want compression header", chBlock.ContentType)
 	}
 	chRaw, err := chBlock.decompress(d.opt.Codecs, d.chBuf)
 	if err != nil {
-		return nil, fmt.Errorf("compression header: %w", err)
+		return fmt.Errorf("compression header: %w", err)
 	}
 	if chBlock.Method != MethodRaw && cap(chRaw) > cap(d.chBuf) {
 		d.chBuf = chRaw[:0]
 	}
 	ch, err := parseCompressionHeader(chRaw)
 	if err != nil {
-		return nil, fmt.Errorf("compression header: %w", err)
+		return fmt.Errorf("compression header: %w", err)
 	}
 	d.crecs = d.crecs[:0]
 	qs := ch.DataSeries[DSQS]
 	d.viewQuals = len(h.Landmarks) == 1 && qs != nil && qs.ID == EncodingExternal
+	d.qsData = nil
 	d.names, d.seqs, d.quals, d.aux, d.cigars = d.names[:0], d.seqs[:0], d.quals[:0], d.aux[:0], d.cigars[:0]
 	for si, lm := range h.Landmarks {
 		if lm < 0 || int(lm) >= len(data) {
-			return nil, corruptf("slice %d: landmark %d outside the %d-byte container", si, lm, len(data))
+			return corruptf("slice %d: landmark %d outside the %d-byte container", si, lm, len(data))
 		}
 		end := len(data)
 		if si+1 < len(h.Landmarks) {
 			end = int(h.Landmarks[si+1])
 			if end < int(lm) || end > len(data) {
-				return nil, corruptf("slice %d: landmarks %d then %d", si, lm, end)
+				return corruptf("slice %d: landmarks %d then %d", si, lm, end)
 			}
 		}
 		if err := d.slice(ch, data[:end], int(lm)); err != nil {
-			return nil, fmt.Errorf("slice %d at container byte %d: %w", si, lm, err)
+			return fmt.Errorf("slice %d at container byte %d: %w", si, lm, err)
 		}
 	}
-	return d.finish(), nil
+	return nil
 }
 
 // slice decodes the slice whose header block starts at data[pos:].
@@ -712,11 +748,13 @@ func (d *Decoder) readQuals(ds *[numDataSeries]*Encoding, cr *crec, qual []byte)
 		if err != nil {
 			return err
 		}
-		b, err := x.readN(len(qual))
-		if err != nil {
+		at := x.pos
+		if _, err := x.readN(len(qual)); err != nil {
 			return err
 		}
-		cr.qualView, cr.hasQualView = b, true
+		// One slice, one QS stream: every viewed record shares qsData.
+		d.qsData = x.data
+		cr.qualOff, cr.hasQualView = at, true
 		return nil
 	}
 	b, err := e.appendBytes(&d.st, qual[:0], len(qual))

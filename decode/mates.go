@@ -107,10 +107,66 @@ func (d *Decoder) resolveMates(first int) error {
 // nameRef locates a record's name in the names buffer.
 type nameRef struct{ off, n int }
 
+// nameOf locates record i's name in the names buffer: its own, else its
+// mate's, else (generated) one to make with appendGeneratedName.
+func (d *Decoder) nameOf(i int) (off, n int, generated bool) {
+	cr := &d.crecs[i]
+	if cr.nameLen > 0 {
+		return cr.nameOff, cr.nameLen, false
+	}
+	ml := int(cr.mateLine)
+	if ml >= 0 && ml < cr.sliceN {
+		if m := &d.crecs[cr.sliceStart+ml]; m.nameLen > 0 {
+			return m.nameOff, m.nameLen, false
+		}
+	}
+	return 0, 0, true
+}
+
+// appendGeneratedName appends the name htslib's cram_to_bam gives record i
+// of a file without read names: the file name, ':', and the record number
+// in the file of the first of its mates.
+func (d *Decoder) appendGeneratedName(dst []byte, i int) []byte {
+	cr := &d.crecs[i]
+	rec := i - cr.sliceStart
+	dst = append(dst, d.f.prefix()...)
+	dst = append(dst, ':')
+	num := cr.counter + int64(rec) + 1
+	if ml := int(cr.mateLine); ml >= 0 && ml < rec {
+		num = cr.counter + int64(ml) + 1
+	}
+	return strconv.AppendInt(dst, num, 10)
+}
+
+// record fills r with decoded record i, named name.
+func (d *Decoder) record(i int, name []byte, r *Record) {
+	cr := &d.crecs[i]
+	n := int(cr.length)
+	var qual []byte
+	if cr.hasQualView {
+		qual = d.qsData[cr.qualOff : cr.qualOff+n]
+	} else {
+		qual = d.quals[cr.qualOff : cr.qualOff+n]
+	}
+	*r = Record{
+		Name:           name,
+		Flags:          cr.flags,
+		RefID:          cr.refID,
+		Pos:            cr.apos - 1,
+		MapQ:           cr.mapq,
+		Cigar:          d.cigars[cr.cigOff : cr.cigOff+cr.cigN],
+		MateRefID:      cr.mateRefID,
+		MatePos:        cr.matePos - 1,
+		TemplateLength: cr.tlen,
+		Seq:            d.seqs[cr.seqOff : cr.seqOff+n],
+		Qual:           qual,
+		Aux:            d.aux[cr.auxOff : cr.auxOff+cr.auxLen],
+	}
+}
+
 // finish turns the decoded records of a container into Records, generating
 // read names where the file has none (htslib's cram_to_bam).
 func (d *Decoder) finish() []Record {
-	prefix := d.f.prefix()
 	// Generated names go to the end of the names buffer; record offsets
 	// are resolved after it stops growing.
 	if cap(d.nameRefs) < len(d.crecs) {
@@ -118,57 +174,20 @@ func (d *Decoder) finish() []Record {
 	}
 	names := d.nameRefs[:len(d.crecs)]
 	for i := range d.crecs {
-		cr := &d.crecs[i]
-		rec := i - cr.sliceStart
-		if cr.nameLen > 0 {
-			names[i] = nameRef{cr.nameOff, cr.nameLen}
-			continue
+		off, n, generated := d.nameOf(i)
+		if generated {
+			off = len(d.names)
+			d.names = d.appendGeneratedName(d.names, i)
+			n = len(d.names) - off
 		}
-		ml := int(cr.mateLine)
-		if ml >= 0 && ml < cr.sliceN {
-			if m := &d.crecs[cr.sliceStart+ml]; m.nameLen > 0 {
-				names[i] = nameRef{m.nameOff, m.nameLen}
-				continue
-			}
-		}
-		off := len(d.names)
-		d.names = append(d.names, prefix...)
-		d.names = append(d.names, ':')
-		num := cr.counter + int64(rec) + 1
-		if ml >= 0 && ml < rec {
-			num = cr.counter + int64(ml) + 1
-		}
-		d.names = strconv.AppendInt(d.names, num, 10)
-		names[i] = nameRef{off, len(d.names) - off}
+		names[i] = nameRef{off, n}
 	}
 	if cap(d.recs) < len(d.crecs) {
 		d.recs = make([]Record, len(d.crecs))
 	}
 	d.recs = d.recs[:len(d.crecs)]
 	for i := range d.crecs {
-		cr := &d.crecs[i]
-		r := &d.recs[i]
-		n := int(cr.length)
-		var qual []byte
-		if cr.hasQualView {
-			qual = cr.qualView[:n]
-		} else {
-			qual = d.quals[cr.qualOff : cr.qualOff+n]
-		}
-		*r = Record{
-			Name:           d.names[names[i].off : names[i].off+names[i].n],
-			Flags:          cr.flags,
-			RefID:          cr.refID,
-			Pos:            cr.apos - 1,
-			MapQ:           cr.mapq,
-			Cigar:          d.cigars[cr.cigOff : cr.cigOff+cr.cigN],
-			MateRefID:      cr.mateRefID,
-			MatePos:        cr.matePos - 1,
-			TemplateLength: cr.tlen,
-			Seq:            d.seqs[cr.seqOff : cr.seqOff+n],
-			Qual:           qual,
-			Aux:            d.aux[cr.auxOff : cr.auxOff+cr.auxLen],
-		}
+		d.record(i, d.names[names[i].off:names[i].off+names[i].n], &d.recs[i])
 	}
 	return d.recs
 }

@@ -178,29 +178,27 @@ func (c *CRAM) appendContainer(ctx context.Context, i int, opt *decode.DecoderOp
 	}
 	d := c.decoders.get(c.f, *opt)
 	defer c.decoders.put(d)
-	recs, err := d.Container(i)
-	if err != nil {
-		return dst, err
-	}
-	for j := range recs {
+	err := d.ContainerFunc(i, func(j int, r *decode.Record) error {
 		at := len(dst)
-		if dst, err = bam.AppendRecord(dst, &recs[j]); err != nil {
-			return dst, fmt.Errorf("%s: container at byte %d: record %d (%s): %w", c.path, c.f.Containers[i].Offset, j, recs[j].Name, err)
+		var err error
+		if dst, err = bam.AppendRecord(dst, r); err != nil {
+			return fmt.Errorf("%s: container at byte %d: record %d (%s): %w", c.path, c.f.Containers[i].Offset, j, r.Name, err)
 		}
 		if comp == nil {
-			continue
+			return nil
 		}
 		if each != nil {
 			end := comp.Pos(dst)
 			if err := each(dst[at:], end-int64(len(dst)-at), end); err != nil {
-				return dst, err
+				return err
 			}
 		}
 		if dst, err = comp.Cut(dst); err != nil {
-			return dst, fmt.Errorf("%s: container at byte %d: BGZF: %w", c.path, c.f.Containers[i].Offset, err)
+			return fmt.Errorf("%s: container at byte %d: BGZF: %w", c.path, c.f.Containers[i].Offset, err)
 		}
-	}
-	return dst, nil
+		return nil
+	})
+	return dst, err
 }
 
 // refSource resolves the @SQ lines of one file against a reference store,
