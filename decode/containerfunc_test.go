@@ -22,54 +22,67 @@ func TestContainerFuncMatchesContainer(t *testing.T) {
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no testdata CRAMs: %v", err)
 	}
-	opt := decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true}
 	for _, p := range paths {
 		t.Run(filepath.Base(p), func(t *testing.T) {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := decode.Open(p, bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			whole, each := f.NewDecoder(opt), f.NewDecoder(opt)
-			for i := range f.Containers {
-				want, werr := whole.Container(i)
-				if werr != nil {
-					// A damaged container fails the same way both ways.
-					gerr := each.ContainerFunc(i, func(int, *decode.Record) error { return nil })
-					var we, ge *decode.Error
-					if !errors.As(werr, &we) || !errors.As(gerr, &ge) || we.Offset != ge.Offset || we.ContentID != ge.ContentID {
-						t.Fatalf("container %d: Container fails with %v, ContainerFunc with %v", i, werr, gerr)
-					}
-					continue
-				}
-				n := 0
-				err = each.ContainerFunc(i, func(j int, r *decode.Record) error {
-					if j != n || j >= len(want) {
-						t.Fatalf("container %d: record %d handed over as %d of %d", i, n, j, len(want))
-					}
-					if w := &want[j]; !sameRecord(r, w) {
-						t.Fatalf("container %d record %d: ContainerFunc gives %+v, Container %+v", i, j, *r, *w)
-					}
-					n++
-					return nil
-				})
-				if err != nil || n != len(want) {
-					t.Fatalf("container %d: %d records, %v; want %d", i, n, err, len(want))
-				}
-			}
-			if _, err := whole.Container(0); err != nil {
+			f, _ := openFile(t, p)
+			bothWays(t, f)
+			if _, err := f.NewDecoder(fakeOpt).Container(0); err != nil {
 				return
 			}
 			stop := errors.New("stop")
 			calls := 0
-			err = each.ContainerFunc(0, func(int, *decode.Record) error { calls++; return stop })
+			err := f.NewDecoder(fakeOpt).ContainerFunc(0, func(int, *decode.Record) error { calls++; return stop })
 			if err != stop || calls != 1 {
 				t.Fatalf("callback error: ContainerFunc returned %v after %d calls, want the callback's error after 1", err, calls)
 			}
 		})
+	}
+}
+
+// fakeOpt decodes against fakeRef, without MD5 checks.
+var fakeOpt = decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true}
+
+// openFile opens the CRAM at path, read into memory, and returns it with
+// its bytes.
+func openFile(t *testing.T, path string) (*decode.File, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := decode.Open(path, bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, b
+}
+
+// bothWays decodes every container of f with Container and with
+// ContainerFunc and fails t unless they give the same records in the same
+// order, or fail on the same block of the same container.
+func bothWays(t *testing.T, f *decode.File) {
+	t.Helper()
+	whole, each := f.NewDecoder(fakeOpt), f.NewDecoder(fakeOpt)
+	for i := range f.Containers {
+		want, werr := whole.Container(i)
+		n := 0
+		gerr := each.ContainerFunc(i, func(j int, r *decode.Record) error {
+			if werr == nil && (j != n || j >= len(want) || !sameRecord(r, &want[j])) {
+				t.Fatalf("container %d: record %d handed over as %d differs from Container's", i, n, j)
+			}
+			n++
+			return nil
+		})
+		if werr != nil {
+			var we, ge *decode.Error
+			if !errors.As(werr, &we) || !errors.As(gerr, &ge) || we.Offset != ge.Offset || we.ContentID != ge.ContentID {
+				t.Fatalf("container %d: Container fails with %v, ContainerFunc with %v", i, werr, gerr)
+			}
+			continue
+		}
+		if gerr != nil || n != len(want) {
+			t.Fatalf("container %d: ContainerFunc gives %d records, %v; Container %d", i, n, gerr, len(want))
+		}
 	}
 }
 

@@ -68,14 +68,7 @@ func TestTruncatedFilesFail(t *testing.T) {
 
 func TestCutAtEveryContainerFails(t *testing.T) {
 	p := filepath.Join(corpus.Root(), "testdata/cram/ce_1000.3.0-multislice.cram")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := decode.Open(p, bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, b := openFile(t, p)
 	var cuts []int64
 	for _, c := range f.Containers {
 		cuts = append(cuts, c.Offset, c.Offset+3, c.End()-1)
@@ -164,21 +157,6 @@ func FuzzDecodeFile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		opt := decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true}
-		whole, each := file.NewDecoder(opt), file.NewDecoder(opt)
-		for i := range file.Containers {
-			want, werr := whole.Container(i)
-			n := 0
-			gerr := each.ContainerFunc(i, func(j int, r *decode.Record) error {
-				if werr == nil && (j >= len(want) || !sameRecord(r, &want[j])) {
-					t.Fatalf("container %d record %d: ContainerFunc and Container differ", i, j)
-				}
-				n++
-				return nil
-			})
-			if (werr == nil) != (gerr == nil) || (werr == nil && n != len(want)) {
-				t.Fatalf("container %d: Container gives %d records, %v; ContainerFunc %d, %v", i, len(want), werr, n, gerr)
-			}
-		}
+		bothWays(t, file)
 	})
 }
