@@ -736,8 +736,8 @@ func (d *Decoder) readTLen(ds *[numDataSeries]*Encoding) (int64, error) {
 }
 
 // readQuals reads the preserved qualities of a record into qual or, when
-// the container allows (viewQuals), takes them as a view of the QS block
-// into cr.qualView, saving a copy of every quality score.
+// the container allows (viewQuals), only notes where they lie in the QS
+// block (cr.qualOff into qsData), saving a copy of every quality score.
 func (d *Decoder) readQuals(ds *[numDataSeries]*Encoding, cr *crec, qual []byte) error {
 	e := ds[DSQS]
 	if e == nil {
