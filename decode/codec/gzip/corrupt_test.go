@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+
+	"github.com/cramfs/cramfs/internal/splitmix"
 )
 
 // TestDistance32768 checks the longest distance, against exactly as much
 // output and one byte less.
 func TestDistance32768(t *testing.T) {
-	r := rng(7)
+	r := splitmix.Rand(7)
 	hist := make([]byte, 32768)
 	for i := range hist {
-		hist[i] = byte(r.next())
+		hist[i] = byte(r.Next())
 	}
 	for _, n := range []int{32768, 32767} {
 		var w bitWriter

@@ -9,40 +9,27 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cramfs/cramfs/internal/splitmix"
 	kflate "github.com/klauspost/compress/flate"
 )
-
-// rng is a fixed-seed splitmix64, so test data cannot change with the Go
-// version.
-type rng uint64
-
-func (r *rng) next() uint64 {
-	*r += 0x9e3779b97f4a7c15
-	z := uint64(*r)
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
-
-func (r *rng) intn(n int) int { return int(r.next() % uint64(n)) }
 
 // shapes returns test inputs of many shapes and sizes.
 func shapes() []struct {
 	name string
 	data []byte
 } {
-	r := rng(1)
+	r := splitmix.Rand(1)
 	random := func(n int) []byte {
 		b := make([]byte, n)
 		for i := range b {
-			b[i] = byte(r.next())
+			b[i] = byte(r.Next())
 		}
 		return b
 	}
 	alphabet := func(n int, a string) []byte {
 		b := make([]byte, n)
 		for i := range b {
-			b[i] = a[r.intn(len(a))]
+			b[i] = a[r.Intn(len(a))]
 		}
 		return b
 	}
@@ -50,8 +37,8 @@ func shapes() []struct {
 	text := func(n int) []byte {
 		var b []byte
 		for len(b) < n {
-			b = append(b, words[r.intn(len(words))]...)
-			b = append(b, " \n"[r.intn(2)])
+			b = append(b, words[r.Intn(len(words))]...)
+			b = append(b, " \n"[r.Intn(2)])
 		}
 		return b[:n]
 	}
@@ -72,22 +59,22 @@ func shapes() []struct {
 	var runs []byte
 	for n := 1; n <= 300; n++ {
 		runs = append(runs, bytes.Repeat([]byte{byte(n)}, n)...)
-		runs = append(runs, random(r.intn(4))...)
+		runs = append(runs, random(r.Intn(4))...)
 	}
 	// Mixed: text, random and repeats.
 	var mixed []byte
 	for len(mixed) < 300000 {
-		switch r.intn(4) {
+		switch r.Intn(4) {
 		case 0:
-			mixed = append(mixed, text(r.intn(5000))...)
+			mixed = append(mixed, text(r.Intn(5000))...)
 		case 1:
-			mixed = append(mixed, random(r.intn(3000))...)
+			mixed = append(mixed, random(r.Intn(3000))...)
 		case 2:
-			mixed = append(mixed, period(r.intn(4000), 1+r.intn(12))...)
+			mixed = append(mixed, period(r.Intn(4000), 1+r.Intn(12))...)
 		case 3:
 			if len(mixed) > 100 {
-				from := r.intn(len(mixed) - 50)
-				mixed = append(mixed, mixed[from:from+r.intn(min(len(mixed)-from, 40000))]...)
+				from := r.Intn(len(mixed) - 50)
+				mixed = append(mixed, mixed[from:from+r.Intn(min(len(mixed)-from, 40000))]...)
 			}
 		}
 	}

@@ -12,27 +12,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cramfs/cramfs/internal/splitmix"
 )
-
-type rng uint64
-
-func (r *rng) next() uint64 {
-	*r += 0x9e3779b97f4a7c15
-	z := uint64(*r)
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
-
-func (r *rng) intn(n int) int { return int(r.next() % uint64(n)) }
 
 // bases appends n random bases with no four equal in a row, so that each
 // byte is one symbol of bzip2's first (RLE1) stage.
-func bases(b []byte, r *rng, n int) []byte {
+func bases(b []byte, r *splitmix.Rand, n int) []byte {
 	for range n {
-		c := "ACGT"[r.intn(4)]
+		c := "ACGT"[r.Intn(4)]
 		if k := len(b); k >= 3 && b[k-1] == c && b[k-2] == c && b[k-3] == c {
-			c = "ACGT"[(strings.IndexByte("ACGT", c)+1+r.intn(3))%4]
+			c = "ACGT"[(strings.IndexByte("ACGT", c)+1+r.Intn(3))%4]
 		}
 		b = append(b, c)
 	}
@@ -42,7 +32,7 @@ func bases(b []byte, r *rng, n int) []byte {
 func main() {
 	dir := os.Args[1]
 	files := map[string][]byte{}
-	r := rng(20240613)
+	r := splitmix.Rand(20240613)
 
 	files["empty"] = nil
 	files["one"] = []byte("x")
@@ -60,7 +50,7 @@ func main() {
 	var runs []byte
 	prev := -1
 	for n := 1; n <= 600; n++ {
-		c := r.intn(256)
+		c := r.Intn(256)
 		if c == prev {
 			c = (c + 1) % 256
 		}
@@ -71,7 +61,7 @@ func main() {
 
 	rnd := make([]byte, 8000)
 	for i := range rnd {
-		rnd[i] = byte(r.next())
+		rnd[i] = byte(r.Next())
 	}
 	files["random"] = rnd
 
@@ -83,9 +73,9 @@ func main() {
 		united then made sequence read genome reference alignment quality base`)
 	var text bytes.Buffer
 	for text.Len() < 40000 {
-		n := 5 + r.intn(15)
+		n := 5 + r.Intn(15)
 		for i := range n {
-			w := words[r.intn(len(words))]
+			w := words[r.Intn(len(words))]
 			if i == 0 {
 				w = strings.ToUpper(w[:1]) + w[1:]
 			}
@@ -115,7 +105,7 @@ func main() {
 	var names bytes.Buffer
 	id := 1
 	for names.Len() < 300000 {
-		id += 1 + r.intn(3)
+		id += 1 + r.Intn(3)
 		fmt.Fprintf(&names, "SRR062634.%d%c", id, 0)
 	}
 	files["names"] = names.Bytes()
@@ -126,13 +116,13 @@ func main() {
 	for len(qual) < 150000 {
 		for i := range 100 {
 			q := 37
-			switch x := r.intn(100); {
+			switch x := r.Intn(100); {
 			case x < 4+i/5:
-				q = 2 + r.intn(10)
+				q = 2 + r.Intn(10)
 			case x < 15+i/4:
-				q = 22 + r.intn(6)
+				q = 22 + r.Intn(6)
 			case x < 35:
-				q = 32 + r.intn(3)
+				q = 32 + r.Intn(3)
 			}
 			qual = append(qual, byte(q+33))
 		}

@@ -12,35 +12,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cramfs/cramfs/internal/splitmix"
 )
-
-type rng uint64
-
-func (r *rng) next() uint64 {
-	*r += 0x9e3779b97f4a7c15
-	z := uint64(*r)
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
-
-func (r *rng) intn(n int) int { return int(r.next() % uint64(n)) }
 
 func main() {
 	if len(os.Args) != 2 {
 		fmt.Fprintln(os.Stderr, "usage: go run gen.go DIR")
 		os.Exit(2)
 	}
-	r := rng(42)
+	r := splitmix.Rand(42)
 	words := strings.Fields("read name quality cigar sequence tag slice container block the of and a to in")
 	var text []byte
 	for len(text) < 3000 {
-		text = append(text, words[r.intn(len(words))]...)
-		text = append(text, " \n"[r.intn(2)])
+		text = append(text, words[r.Intn(len(words))]...)
+		text = append(text, " \n"[r.Intn(2)])
 	}
 	random := make([]byte, 1000)
 	for i := range random {
-		random[i] = byte(r.next())
+		random[i] = byte(r.Next())
 	}
 	var runs []byte
 	for n := 1; len(runs) < 3000; n += 7 {
@@ -48,7 +38,7 @@ func main() {
 	}
 	dna := make([]byte, 4000)
 	for i := range dna {
-		dna[i] = "ACGT"[r.intn(4)]
+		dna[i] = "ACGT"[r.Intn(4)]
 	}
 	for name, b := range map[string][]byte{
 		"empty":  nil,
