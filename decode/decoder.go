@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"unsafe"
 )
 
 // ReferenceSource supplies reference bases for the @SQ lines of a file.
@@ -145,31 +146,33 @@ func (bb *blockBufs) keep(typ ContentType, id int32, b []byte) {
 // crec is a record being decoded; its variable-length parts are offsets
 // into the Decoder's buffers until the container is done.
 type crec struct {
-	flags        uint16
-	cf           int32
-	refID        int32
-	length       int32
+	// Offsets and lengths are int32 (records checks that the buffers
+	// stay below 2 GiB): a 100,000-read container keeps 100,000 of these.
 	apos, aend   int64 // 1-based
-	rg           int32
-	mapq         uint8
-	mateFlags    int32
-	mateLine     int32
-	mateRefID    int32
 	matePos      int64
 	tlen         int64
 	explicitTLen int64
-	nameOff      int
-	nameLen      int
-	seqOff       int
-	qualOff      int  // into quals, or into qsData when hasQualView
-	hasQualView  bool // qualities read in place from the QS block
-	cigOff       int
-	cigN         int
-	auxOff       int
-	auxLen       int
-	sliceStart   int   // index of the slice's first record
-	sliceN       int   // records in the slice
 	counter      int64 // slice record counter
+	cf           int32
+	refID        int32
+	length       int32
+	rg           int32
+	mateFlags    int32
+	mateLine     int32
+	mateRefID    int32
+	nameOff      int32
+	nameLen      int32
+	seqOff       int32
+	qualOff      int32 // into quals, or into qsData when hasQualView
+	cigOff       int32
+	cigN         int32
+	auxOff       int32
+	auxLen       int32
+	sliceStart   int32 // index of the slice's first record
+	sliceN       int32 // records in the slice
+	flags        uint16
+	mapq         uint8
+	hasQualView  bool // qualities read in place from the QS block
 }
 
 // CRAM record flags (CRAMv3 §10.2) and mate flags (§10.4).
@@ -289,6 +292,16 @@ func (d *Decoder) container(h *ContainerHeader) error {
 		return fmt.Errorf("compression header: %w", err)
 	}
 	d.crecs = d.crecs[:0]
+	// The container header counts its records and bases: room for them
+	// at once, rather than by doubling, which left up to twice what a
+	// large container needs. A header may lie: the counts only size the
+	// first allocation, up to bounds proportional to the container.
+	if n := min(int64(h.NumRecords), int64(h.Length)+1024); n > int64(cap(d.crecs)) {
+		d.crecs = make([]crec, 0, n)
+	}
+	if n := min(h.Bases, 32*int64(h.Length)+1<<20); n > int64(cap(d.seqs)) {
+		d.seqs = make([]byte, 0, n)
+	}
 	qs := ch.DataSeries[DSQS]
 	d.viewQuals = len(h.Landmarks) == 1 && qs != nil && qs.ID == EncodingExternal
 	d.qsData = nil
@@ -468,7 +481,7 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 		return corruptf("slice claims %d records for %d bytes of data", nrec, st.maxArray)
 	}
 	for rec := 0; rec < nrec; rec++ {
-		cr := crec{sliceStart: first, sliceN: nrec, counter: sh.RecordCounter, mateLine: -1, mateRefID: -1, tlen: unsetTLen, explicitTLen: unsetTLen, rg: -1}
+		cr := crec{sliceStart: int32(first), sliceN: int32(nrec), counter: sh.RecordCounter, mateLine: -1, mateRefID: -1, tlen: unsetTLen, explicitTLen: unsetTLen, rg: -1}
 		e, err := need(DSBF, "BF")
 		if err != nil {
 			return err
@@ -614,7 +627,7 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 		}
 
 		n := int(cr.length)
-		cr.seqOff = len(d.seqs)
+		cr.seqOff = int32(len(d.seqs))
 		d.seqs = grow(d.seqs, n)
 		seq := d.seqs[cr.seqOff:]
 		var qual []byte
@@ -624,7 +637,7 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 			d.qualScratch = grow(d.qualScratch[:0], n)
 			qual = d.qualScratch
 		} else {
-			cr.qualOff = len(d.quals)
+			cr.qualOff = int32(len(d.quals))
 			d.quals = grow(d.quals, n)
 			qual = d.quals[cr.qualOff:]
 		}
@@ -639,7 +652,7 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 			// decodes into fresh memory, zeroed in practice.
 			clear(seq)
 		}
-		cr.cigOff = len(d.cigars)
+		cr.cigOff = int32(len(d.cigars))
 		if cr.flags&flagUnmapped == 0 {
 			if cr.apos <= 0 {
 				return corruptf("record %d: alignment position %d but no unmapped flag", rec, cr.apos)
@@ -675,13 +688,16 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 		if d.viewQuals && cf&cfPreserveQual != 0 && !cr.hasQualView {
 			return corruptf("record %d: preserved qualities were not read", rec)
 		}
-		cr.cigN = len(d.cigars) - cr.cigOff
+		cr.cigN = int32(len(d.cigars)) - cr.cigOff
 		if cr.rg >= 0 {
 			d.aux = append(d.aux, 'R', 'G', 'Z')
 			d.aux = append(d.aux, d.f.ReadGroups[cr.rg]...)
 			d.aux = append(d.aux, 0)
 		}
-		cr.auxLen = len(d.aux) - cr.auxOff
+		cr.auxLen = int32(len(d.aux)) - cr.auxOff
+		if max(len(d.seqs), len(d.quals), len(d.aux), len(d.names), len(d.cigars), len(d.crecs)) >= math.MaxInt32 {
+			return corruptf("record %d: the container decodes to more than 2 GiB", rec)
+		}
 		if len(d.crecs) == cap(d.crecs) {
 			// Double, rather than append's quarter at a time for large
 			// slices: the first containers of a decoder would otherwise
@@ -722,7 +738,7 @@ func (d *Decoder) readName(ds *[numDataSeries]*Encoding, cr *crec) error {
 	if d.names, err = e.appendArray(&d.st, d.names); err != nil {
 		return err
 	}
-	cr.nameOff, cr.nameLen = off, len(d.names)-off
+	cr.nameOff, cr.nameLen = int32(off), int32(len(d.names)-off)
 	return nil
 }
 
@@ -754,7 +770,7 @@ func (d *Decoder) readQuals(ds *[numDataSeries]*Encoding, cr *crec, qual []byte)
 		}
 		// One slice, one QS stream: every viewed record shares qsData.
 		d.qsData = x.data
-		cr.qualOff, cr.hasQualView = at, true
+		cr.qualOff, cr.hasQualView = int32(at), true
 		return nil
 	}
 	b, err := e.appendBytes(&d.st, qual[:0], len(qual))
@@ -782,7 +798,7 @@ func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, 
 		return false, false, corruptf("tag line %d, dictionary has %d", tl, len(ch.TagLines))
 	}
 	line := ch.TagLines[tl]
-	cr.auxOff = len(d.aux)
+	cr.auxOff = int32(len(d.aux))
 	for i := 0; i+3 <= len(line); i += 3 {
 		t := line[i : i+3]
 		if t[0] == 'M' && t[1] == 'D' {
@@ -1369,4 +1385,21 @@ func featureInt2MQ(ds *[numDataSeries]*Encoding, st *streams) (int32, error) {
 		return 0, fmt.Errorf("MQ: %w", err)
 	}
 	return v, nil
+}
+
+// Footprint returns the bytes of storage d holds for reuse between
+// containers: its record table and the buffers of decoded blocks, bases,
+// qualities, names and tags, which grow to the largest container decoded.
+// Codec state outside d is not counted.
+func (d *Decoder) Footprint() int64 {
+	n := cap(d.cbuf) + cap(d.names) + cap(d.seqs) + cap(d.quals) + cap(d.qualScratch) +
+		cap(d.aux) + cap(d.name) + cap(d.refBuf) + cap(d.md5buf) + cap(d.chBuf) + cap(d.shBuf) +
+		4*cap(d.cigars) +
+		cap(d.crecs)*int(unsafe.Sizeof(crec{})) +
+		cap(d.recs)*int(unsafe.Sizeof(Record{})) +
+		cap(d.nameRefs)*int(unsafe.Sizeof(nameRef{}))
+	for _, b := range d.blockBufs.bufs {
+		n += cap(b.b)
+	}
+	return int64(n)
 }

@@ -112,12 +112,12 @@ type nameRef struct{ off, n int }
 func (d *Decoder) nameOf(i int) (off, n int, generated bool) {
 	cr := &d.crecs[i]
 	if cr.nameLen > 0 {
-		return cr.nameOff, cr.nameLen, false
+		return int(cr.nameOff), int(cr.nameLen), false
 	}
-	ml := int(cr.mateLine)
+	ml := cr.mateLine
 	if ml >= 0 && ml < cr.sliceN {
 		if m := &d.crecs[cr.sliceStart+ml]; m.nameLen > 0 {
-			return m.nameOff, m.nameLen, false
+			return int(m.nameOff), int(m.nameLen), false
 		}
 	}
 	return 0, 0, true
@@ -128,7 +128,7 @@ func (d *Decoder) nameOf(i int) (off, n int, generated bool) {
 // in the file of the first of its mates.
 func (d *Decoder) appendGeneratedName(dst []byte, i int) []byte {
 	cr := &d.crecs[i]
-	rec := i - cr.sliceStart
+	rec := i - int(cr.sliceStart)
 	dst = append(dst, d.f.prefix()...)
 	dst = append(dst, ':')
 	num := cr.counter + int64(rec) + 1
@@ -142,11 +142,12 @@ func (d *Decoder) appendGeneratedName(dst []byte, i int) []byte {
 func (d *Decoder) record(i int, name []byte, r *Record) {
 	cr := &d.crecs[i]
 	n := int(cr.length)
+	q := int(cr.qualOff)
 	var qual []byte
 	if cr.hasQualView {
-		qual = d.qsData[cr.qualOff : cr.qualOff+n]
+		qual = d.qsData[q : q+n]
 	} else {
-		qual = d.quals[cr.qualOff : cr.qualOff+n]
+		qual = d.quals[q : q+n]
 	}
 	*r = Record{
 		Name:           name,
@@ -158,7 +159,7 @@ func (d *Decoder) record(i int, name []byte, r *Record) {
 		MateRefID:      cr.mateRefID,
 		MatePos:        cr.matePos - 1,
 		TemplateLength: cr.tlen,
-		Seq:            d.seqs[cr.seqOff : cr.seqOff+n],
+		Seq:            d.seqs[cr.seqOff : int(cr.seqOff)+n],
 		Qual:           qual,
 		Aux:            d.aux[cr.auxOff : cr.auxOff+cr.auxLen],
 	}
