@@ -34,34 +34,119 @@ type CRAMOptions struct {
 // Unlike a sync.Pool it is not emptied by garbage collection, so a heap
 // kept tight by a memory limit does not rebuild the buffers from zero
 // after every collection.
+//
+// A decoder holds about a container's worth of decoded data (65 MiB for
+// the 100,000-read containers of CRAM 3.1's archive profile), so the pool
+// keeps count of its decoders' memory and, once given a budget (see
+// Manager.CountDecoders), counts it against that budget.
 type DecoderPool struct {
-	free chan *decode.Decoder
+	free chan *pooledDecoder
+
+	mu       sync.Mutex // guards the fields below
+	total    int64      // footprint of every decoder made and not dropped
+	counted  int64      // the part of total reserved in budget
+	budget   reserver   // nil: nothing counted
+	maxCount int64      // most of total reserved in budget
+	onChange func()
+}
+
+// reserver is a byte budget (a cache.Cache) that storage is counted against.
+type reserver interface {
+	Reserve(n int64)
+	Unreserve(n int64)
+}
+
+// pooledDecoder is a decoder with the footprint last counted for it.
+type pooledDecoder struct {
+	d  *decode.Decoder
+	fp int64
 }
 
 // NewDecoderPool returns a pool keeping at most n idle decoders (at least
 // one).
 func NewDecoderPool(n int) *DecoderPool {
-	return &DecoderPool{free: make(chan *decode.Decoder, max(n, 1))}
+	return &DecoderPool{free: make(chan *pooledDecoder, max(n, 1))}
+}
+
+// Footprint returns the bytes held by the decoders the pool made (lent
+// or idle), as of their last return, and how many of them are counted
+// against the pool's budget.
+func (p *DecoderPool) Footprint() (total, counted int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total, p.counted
+}
+
+// OnChange sets f to be called, outside the pool's lock, whenever the
+// Footprint changes. Calls may overlap; f should read Footprint itself.
+func (p *DecoderPool) OnChange(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.onChange = f
+}
+
+// count makes the pool's decoders count against b, up to maxBytes.
+func (p *DecoderPool) count(b reserver, maxBytes int64) {
+	p.mu.Lock()
+	p.budget, p.maxCount = b, max(maxBytes, 0)
+	f := p.settle()
+	p.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// settle brings the reservation in the budget in line with total, under
+// p.mu, and returns the change callback to run.
+func (p *DecoderPool) settle() func() {
+	want := int64(0)
+	if p.budget != nil {
+		want = min(p.total, p.maxCount)
+	}
+	switch {
+	case want > p.counted:
+		p.budget.Reserve(want - p.counted)
+	case want < p.counted:
+		p.budget.Unreserve(p.counted - want)
+	}
+	p.counted = want
+	return p.onChange
 }
 
 // get returns a decoder for f, reused if one is idle.
-func (p *DecoderPool) get(f *decode.File, opt decode.DecoderOptions) *decode.Decoder {
+func (p *DecoderPool) get(f *decode.File, opt decode.DecoderOptions) *pooledDecoder {
 	select {
 	case d := <-p.free:
-		d.Reset(f, opt)
+		d.d.Reset(f, opt)
 		return d
 	default:
-		return f.NewDecoder(opt)
+		return &pooledDecoder{d: f.NewDecoder(opt)}
 	}
 }
 
 // put keeps d for reuse, or leaves it to the collector when the pool is
-// full.
-func (p *DecoderPool) put(d *decode.Decoder) {
-	d.Reset(nil, decode.DecoderOptions{}) // drop the file and reference
+// full, and accounts for the memory it now holds.
+func (p *DecoderPool) put(d *pooledDecoder) {
+	d.d.Reset(nil, decode.DecoderOptions{}) // drop the file and reference
+	fp := d.d.Footprint()
+	p.mu.Lock()
+	// d's count changes before another caller can take it from free.
+	old := d.fp
+	d.fp = fp
 	select {
 	case p.free <- d:
 	default:
+		fp = 0 // dropped: left to the collector
+	}
+	if fp == old {
+		p.mu.Unlock()
+		return
+	}
+	p.total += fp - old
+	f := p.settle()
+	p.mu.Unlock()
+	if f != nil {
+		f()
 	}
 }
 
@@ -176,9 +261,9 @@ func (c *CRAM) appendContainer(ctx context.Context, i int, opt *decode.DecoderOp
 	if err := ctx.Err(); err != nil {
 		return dst, err
 	}
-	d := c.decoders.get(c.f, *opt)
-	defer c.decoders.put(d)
-	err := d.ContainerFunc(i, func(j int, r *decode.Record) error {
+	pd := c.decoders.get(c.f, *opt)
+	defer c.decoders.put(pd)
+	err := pd.d.ContainerFunc(i, func(j int, r *decode.Record) error {
 		at := len(dst)
 		var err error
 		if dst, err = bam.AppendRecord(dst, r); err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
@@ -61,6 +62,63 @@ func TestDecoderPoolAcrossFiles(t *testing.T) {
 		}
 		if !any {
 			break
+		}
+	}
+}
+
+// TestCountDecoders checks that a pool counted against a manager's cache
+// reserves its decoders' footprint there, up to half of the cache, follows
+// the footprint as decoders grow and are dropped, and reports each change.
+func TestCountDecoders(t *testing.T) {
+	dir := filepath.Join(corpus.Root(), "testdata")
+	store, err := reference.Open([]string{filepath.Join(dir, "ref", "ce.fa")}, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for _, cacheSize := range []int64{64 << 20, 64 << 10} {
+		m := NewManager(Options{CacheSize: cacheSize, Threads: 1, CacheDir: t.TempDir()}, nil)
+		defer m.Close()
+		pool := NewDecoderPool(1)
+		changes := 0
+		pool.OnChange(func() { changes++ })
+		m.CountDecoders(pool)
+		c, err := OpenCRAM(filepath.Join(dir, "cram", "ce_1000.3.1-archive.cram"), CRAMOptions{Reference: store, Decoders: pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		check := func(when string) int64 {
+			t.Helper()
+			total, counted := pool.Footprint()
+			if want := min(total, cacheSize/2); counted != want {
+				t.Fatalf("cache %d, %s: %d of %d decoder bytes counted, want %d", cacheSize, when, counted, total, want)
+			}
+			if r := m.CacheStats().Reserved; r != counted {
+				t.Fatalf("cache %d, %s: cache has %d bytes reserved, the pool counted %d", cacheSize, when, r, counted)
+			}
+			return total
+		}
+		if _, err := c.AppendContainer(context.Background(), 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		one := check("one decoder")
+		if one == 0 || changes == 0 {
+			t.Fatalf("cache %d: footprint %d after a container, %d change reports", cacheSize, one, changes)
+		}
+		// Two decoders lent at once: the pool keeps one, drops the other.
+		a, b := pool.get(c.f, c.dopt), pool.get(c.f, c.dopt)
+		if err := b.d.ContainerFunc(0, func(int, *decode.Record) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		fpB := b.d.Footprint()
+		pool.put(b)
+		if total := check("two decoders"); total != one+fpB {
+			t.Fatalf("cache %d: footprint %d with two decoders of %d and %d bytes", cacheSize, total, one, fpB)
+		}
+		pool.put(a) // the free list is full: dropped
+		if total := check("one of two decoders dropped"); total != fpB {
+			t.Fatalf("cache %d: footprint %d after dropping a decoder, want %d", cacheSize, total, fpB)
 		}
 	}
 }

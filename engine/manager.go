@@ -93,6 +93,16 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 // Close stops readahead. Open VirtualBAMs still serve reads.
 func (m *Manager) Close() { m.cancel() }
 
+// CountDecoders makes the memory of p's decoders count against the cache
+// budget, up to half of it, so that the budget bounds the decoded data of
+// the containers being built as well as the BGZF data kept: the cache
+// holds less while the decoders are large. The half left keeps room for
+// the segments a sequential reader needs (the one read and those built
+// ahead), which a cache taken over by decoders would evict before use.
+func (m *Manager) CountDecoders(p *DecoderPool) {
+	p.count(m.cache, m.opts.CacheSize/2)
+}
+
 // Options returns the options in effect, defaults resolved.
 func (m *Manager) Options() Options { return m.opts }
 
