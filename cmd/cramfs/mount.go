@@ -38,7 +38,7 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.Var(&e.refs, "T", "reference FASTA (repeatable)")
 	fs.Var(&e.refs, "reference", "reference FASTA (repeatable)")
 	fs.StringVar(&e.cacheDir, "cache-dir", "", "directory of persisted layout indexes (default $XDG_CACHE_HOME/cramfs)")
-	fs.StringVar(&e.cacheSize, "cache-size", "256M", "bytes of BGZF blocks kept in memory (K, M, G suffixes)")
+	fs.StringVar(&e.cacheSize, "cache-size", "256M", "memory budget of the BGZF blocks kept, the builds in flight and (up to half) the decoders (K, M, G suffixes)")
 	fs.IntVar(&e.threads, "@", runtime.GOMAXPROCS(0), "worker threads")
 	fs.IntVar(&e.threads, "threads", runtime.GOMAXPROCS(0), "worker threads")
 	fs.IntVar(&e.level, "level", 0, "BGZF level of the served BAM, 0 (stored blocks, fastest to read) to 9")
@@ -70,6 +70,7 @@ func (e *engineFlags) open(log *slog.Logger) (*reference.Store, *engine.Manager,
 	// One set of decoders for every file: their memory follows the thread
 	// count, not the number of files read.
 	decoders := engine.NewDecoderPool(max(e.threads, 1))
+	mgr.CountDecoders(decoders)
 	return store, mgr, engine.CRAMOptions{Reference: store, NoMD: e.noMD, Decoders: decoders}, nil
 }
 
@@ -148,7 +149,7 @@ func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
 	defer store.Close()
 	defer mgr.Close()
 	op := newOpener(mgr, store, copt, log)
-	op.onOpen = newMemoryLimit(mgr.Options().CacheSize, mgr.Options().Threads).noteLayout
+	op.onOpen = newMemoryLimit(mgr.Options().CacheSize, mgr.Options().Threads, copt.Decoders).noteLayout
 	defer op.Close()
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: *allowOther, Logger: log, Debug: *debug})
 	if err != nil {
@@ -211,24 +212,23 @@ func cmdUnmount(args []string, stderr io.Writer) error {
 	return cfs.Unmount(args[0])
 }
 
-// memoryLimit keeps the Go heap near what the cache and the workers need:
-// the cache budget, plus for each worker about four times the largest
-// container's BAM (decoded blocks, record buffers, BAM and BGZF bytes),
-// plus a constant. Without a limit the collector lets the heap grow to
-// twice the live data, which is mostly cache, so RSS would be about twice
-// the cache budget; a fixed limit too small for large containers (CRAM 3.1
-// archive: 100,000 reads each) made the collector run without pause.
-// GOMEMLIMIT, when set, wins.
+// memoryLimit keeps the Go heap near the cache budget plus a constant
+// (see limitBytes). Without a limit the collector lets the heap grow to
+// twice the live data, which is mostly cache and decoder buffers, so RSS
+// would be about twice the cache budget. GOMEMLIMIT, when set, wins.
 type memoryLimit struct {
+	// constant
 	cacheSize int64
 	threads   int
+	decoders  *engine.DecoderPool
 
-	mu     sync.Mutex // guards maxRaw
+	mu     sync.Mutex // guards maxRaw and the limit set
 	maxRaw int64      // largest segment's BAM bytes seen so far
 }
 
-func newMemoryLimit(cacheSize int64, threads int) *memoryLimit {
-	m := &memoryLimit{cacheSize: max(cacheSize, 0), threads: threads}
+func newMemoryLimit(cacheSize int64, threads int, decoders *engine.DecoderPool) *memoryLimit {
+	m := &memoryLimit{cacheSize: max(cacheSize, 0), threads: threads, decoders: decoders}
+	decoders.OnChange(m.apply)
 	m.apply()
 	return m
 }
@@ -240,9 +240,10 @@ func (m *memoryLimit) noteLayout(l engine.Layout) {
 		raw = max(raw, s.RawLen)
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if raw > m.maxRaw {
-		m.maxRaw = raw
+	grew := raw > m.maxRaw
+	m.maxRaw = max(m.maxRaw, raw)
+	m.mu.Unlock()
+	if grew {
 		m.apply()
 	}
 }
@@ -251,8 +252,29 @@ func (m *memoryLimit) apply() {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	perWorker := 4*m.maxRaw + 16<<20
-	debug.SetMemoryLimit(m.cacheSize + int64(m.threads)*perWorker + 64<<20)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	total, counted := m.decoders.Footprint()
+	debug.SetMemoryLimit(limitBytes(m.cacheSize, m.threads, m.maxRaw, total-counted))
+}
+
+// limitHeadroom is the Go memory a mount needs beyond its cache budget:
+// the runtime and FUSE buffers, the codecs' tables (up to about 20 MiB per
+// worker for CRAM 3.1 archive containers), a free segment buffer kept
+// for the next build, and room for the collector to work in. What the
+// limit does not cover (the binary's pages, reference pages being read:
+// 7-10 MiB) keeps RSS within the cache budget plus 150 MiB.
+const limitHeadroom = 136 << 20
+
+// limitBytes is the Go memory limit of a mount: the cache budget, which
+// covers the segments kept, the builds in flight and the decoders' buffers
+// (up to half of it, see engine.Manager.CountDecoders), plus the headroom
+// and the decoder memory the cache could not take. With no cache or a
+// small one, the builds in flight (one container's BAM per worker, maxRaw
+// bytes at most) take the cache's place. A limit below the live heap makes
+// the collector run without pause, so every term is memory that is live.
+func limitBytes(cacheSize int64, threads int, maxRaw, uncountedDecoders int64) int64 {
+	return max(cacheSize, int64(threads)*maxRaw) + limitHeadroom + max(uncountedDecoders, 0)
 }
 
 func writeHeapProfile(path string, log *slog.Logger) {

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"runtime/debug"
+	"testing"
+
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/engine"
+)
+
+// TestMemoryLimitFollowsDecoders checks the mount's Go memory limit: the
+// cache budget plus the headroom, raised by the decoder memory the cache
+// could not take (a cache of 256 KiB takes at most 128 KiB of it) and by
+// the builds in flight when they exceed the cache.
+func TestMemoryLimitFollowsDecoders(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	old := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(old) })
+
+	const cacheSize = 256 << 10
+	m := engine.NewManager(engine.Options{CacheSize: cacheSize, Threads: 2, CacheDir: t.TempDir()}, nil)
+	defer m.Close()
+	pool := engine.NewDecoderPool(2)
+	m.CountDecoders(pool)
+	lim := newMemoryLimit(cacheSize, 2, pool)
+	if got, want := debug.SetMemoryLimit(-1), int64(cacheSize+limitHeadroom); got != want {
+		t.Fatalf("limit before any decoding %d, want %d", got, want)
+	}
+
+	store, err := reference.Open([]string{testdata("ref", "ce.fa")}, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c, err := engine.OpenCRAM(testdata("cram", "ce_1000.3.0.cram"), engine.CRAMOptions{Reference: store, Decoders: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.AppendContainer(context.Background(), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	total, counted := pool.Footprint()
+	if counted != cacheSize/2 || total <= counted {
+		t.Fatalf("decoders hold %d bytes, %d counted in a %d-byte cache", total, counted, cacheSize)
+	}
+	if got, want := debug.SetMemoryLimit(-1), int64(cacheSize+limitHeadroom)+total-counted; got != want {
+		t.Fatalf("limit %d with %d decoder bytes outside the cache, want %d", got, total-counted, want)
+	}
+
+	// Two workers each building a 4 MiB container need more than the cache.
+	lim.noteLayout(engine.Layout{Segments: []engine.Segment{{RawLen: 4 << 20}}})
+	if got, want := debug.SetMemoryLimit(-1), int64(2*4<<20+limitHeadroom)+total-counted; got != want {
+		t.Fatalf("limit %d after a file with 4 MiB containers, want %d", got, want)
+	}
+}
