@@ -280,11 +280,13 @@ const (
 // reorder window behind.
 //
 // Unless Options.Readahead is set, the window grows with the run of
-// sequential reads: it starts at one segment per worker (what a region
-// query, a short run, can use; the segment being read counts) and widens
-// by one segment every rampReads reads up to the file's readahead,
-// so that a reader streaming the whole file keeps every worker busy
-// without region queries paying for containers they never read. Reads
+// sequential reads: it starts at the segment being read (a region query,
+// a short run, mostly ends in it) and widens by one segment every
+// rampReads reads up to the file's readahead, so that a reader streaming
+// the whole file keeps every worker busy without region queries paying
+// for containers they never read. (Starting at one segment per worker
+// built the next container for every region, and with large containers
+// the cache then dropped segments that later regions came back for.) Reads
 // that arrive slightly out of order (the kernel's concurrent readahead
 // requests) keep the run going.
 func (v *VirtualBAM) noteRead(off, end int64) {
@@ -334,7 +336,7 @@ func (v *VirtualBAM) noteRead(off, end int64) {
 	}
 	window := v.readahead
 	if v.m.opts.Readahead == 0 {
-		window = min(window, v.m.opts.Threads+run/rampReads)
+		window = min(window, 1+run/rampReads)
 	}
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].End() > end })
 	for todo := window; i < len(segs) && todo > 0; i++ {
