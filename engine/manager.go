@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,11 @@ type Manager struct {
 
 	// reorder is reorderWindow; tests shrink it to fit small fixtures.
 	reorder int64
+
+	// decoders, set by CountDecoders, count against the cache; maxSeg is
+	// the largest segment of the files opened.
+	decoders atomic.Pointer[DecoderPool]
+	maxSeg   atomic.Int64
 }
 
 // NewManager returns a Manager with opts (zero fields take their defaults)
@@ -94,13 +100,54 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 func (m *Manager) Close() { m.cancel() }
 
 // CountDecoders makes the memory of p's decoders count against the cache
-// budget, up to half of it, so that the budget bounds the decoded data of
-// the containers being built as well as the BGZF data kept: the cache
-// holds less while the decoders are large. The half left keeps room for
-// the segments a sequential reader needs (the one read and those built
-// ahead), which a cache taken over by decoders would evict before use.
+// budget, so that the budget bounds the decoded data of the containers
+// being built as well as the BGZF data kept: the cache holds less while
+// the decoders are large. They take at most half of the budget, and never
+// so much that three of the largest segments opened so far no longer fit
+// (the one read and two built ahead): a cache taken over by decoders
+// would evict segments before they are read, and rebuild the one being
+// read at every read. Call it before opening files.
 func (m *Manager) CountDecoders(p *DecoderPool) {
-	p.count(m.cache, m.opts.CacheSize/2)
+	m.decoders.Store(p)
+	p.count(m.cache, m.decoderShare())
+}
+
+// decoderShare is how much of the cache budget counted decoders may take.
+func (m *Manager) decoderShare() int64 {
+	c := m.opts.CacheSize
+	return max(0, min(c/2, c-3*m.maxSeg.Load()))
+}
+
+// noteSegmentSize records the largest segment of a file being opened,
+// shrinking the decoders' share of the cache to keep room for three.
+func (m *Manager) noteSegmentSize(n int64) {
+	for {
+		old := m.maxSeg.Load()
+		if n <= old {
+			return
+		}
+		if m.maxSeg.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	if p := m.decoders.Load(); p != nil {
+		p.count(m.cache, m.decoderShare())
+	}
+}
+
+// segmentsThatFit returns how many segments of size seg the cache can
+// hold beside the decoders counted in it (a segment's storage is a
+// sixteenth larger than its bytes, see cache.Pool.Get).
+func (m *Manager) segmentsThatFit(seg int64) int {
+	if seg <= 0 {
+		return math.MaxInt
+	}
+	free := m.opts.CacheSize
+	if p := m.decoders.Load(); p != nil {
+		_, counted := p.Footprint()
+		free -= counted
+	}
+	return int(max(free, 0) / (seg + seg/16))
 }
 
 // Options returns the options in effect, defaults resolved.
@@ -198,6 +245,8 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 	if !persist {
 		cacheID = fmt.Sprintf("%s#%d", key, m.anonSeq.Add(1))
 	}
+	maxSeg := idx.Layout.maxSegment()
+	m.noteSegmentSize(maxSeg)
 	return &VirtualBAM{
 		m:         m,
 		src:       src,
@@ -209,7 +258,8 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		csi:       idx.CSI,
 		lastEnd:   -1,
 		ahead:     make(map[int]bool),
-		readahead: m.opts.readahead(idx.Layout.maxSegment()),
+		maxSeg:    maxSeg,
+		readahead: m.opts.readahead(maxSeg),
 	}, nil
 }
 

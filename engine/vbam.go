@@ -28,6 +28,7 @@ type VirtualBAM struct {
 	// readahead is how many segments are built ahead of a sequential
 	// reader (Options.Readahead resolved for this file).
 	readahead int
+	maxSeg    int64 // the largest segment's BGZF bytes
 
 	mu      sync.Mutex
 	lastEnd int64 // where the previous read ended; -1 before any
@@ -338,6 +339,12 @@ func (v *VirtualBAM) noteRead(off, end int64) {
 	if v.m.opts.Readahead == 0 {
 		window = min(window, 1+run/rampReads)
 	}
+	// The window (the segment read counts) holds fewer segments than the
+	// cache can keep beside the decoders, one being left for the segment
+	// just passed or one finishing as the next starts: built ahead of a
+	// cache too small for them, segments push out the one being read or
+	// each other, and are built again.
+	window = min(window, v.m.segmentsThatFit(v.maxSeg)-1)
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].End() > end })
 	for todo := window; i < len(segs) && todo > 0; i++ {
 		if segs[i].CompLen == 0 {

@@ -24,7 +24,7 @@ func TestMemoryLimitFollowsDecoders(t *testing.T) {
 	pool := engine.NewDecoderPool(2)
 	m.CountDecoders(pool)
 	lim := newMemoryLimit(cacheSize, 2, pool)
-	if got, want := debug.SetMemoryLimit(-1), int64(cacheSize+limitHeadroom); got != want {
+	if got, want := debug.SetMemoryLimit(-1), int64(cacheSize+limitHeadroom+2*workerHeadroom); got != want {
 		t.Fatalf("limit before any decoding %d, want %d", got, want)
 	}
 
@@ -45,13 +45,13 @@ func TestMemoryLimitFollowsDecoders(t *testing.T) {
 	if counted != cacheSize/2 || total <= counted {
 		t.Fatalf("decoders hold %d bytes, %d counted in a %d-byte cache", total, counted, cacheSize)
 	}
-	if got, want := debug.SetMemoryLimit(-1), int64(cacheSize+limitHeadroom)+total-counted; got != want {
+	if got, want := debug.SetMemoryLimit(-1), int64(cacheSize+limitHeadroom+2*workerHeadroom)+total-counted; got != want {
 		t.Fatalf("limit %d with %d decoder bytes outside the cache, want %d", got, total-counted, want)
 	}
 
 	// Two workers each building a 4 MiB container need more than the cache.
 	lim.noteLayout(engine.Layout{Segments: []engine.Segment{{RawLen: 4 << 20}}})
-	if got, want := debug.SetMemoryLimit(-1), int64(2*4<<20+limitHeadroom)+total-counted; got != want {
+	if got, want := debug.SetMemoryLimit(-1), int64(2*4<<20+limitHeadroom+2*workerHeadroom)+total-counted; got != want {
 		t.Fatalf("limit %d after a file with 4 MiB containers, want %d", got, want)
 	}
 }

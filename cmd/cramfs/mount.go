@@ -259,12 +259,16 @@ func (m *memoryLimit) apply() {
 }
 
 // limitHeadroom is the Go memory a mount needs beyond its cache budget:
-// the runtime and FUSE buffers, the codecs' tables (up to about 20 MiB per
-// worker for CRAM 3.1 archive containers), a free segment buffer kept
-// for the next build, and room for the collector to work in. What the
-// limit does not cover (the binary's pages, reference pages being read:
-// 7-10 MiB) keeps RSS within the cache budget plus 150 MiB.
-const limitHeadroom = 136 << 20
+// the runtime and FUSE buffers, a free segment buffer kept for the next
+// build, and room for the collector to work in; each worker adds
+// workerHeadroom for its codecs' tables (tok3, bzip2, rANS, fqzcomp: up to
+// about 20 MiB for CRAM 3.1 archive containers). What the limit does not
+// cover (the binary's pages, reference pages being read: 7-10 MiB) keeps
+// a two-worker mount's RSS within the cache budget plus 150 MiB.
+const (
+	limitHeadroom  = 96 << 20
+	workerHeadroom = 20 << 20
+)
 
 // limitBytes is the Go memory limit of a mount: the cache budget, which
 // covers the segments kept, the builds in flight and the decoders' buffers
@@ -274,7 +278,7 @@ const limitHeadroom = 136 << 20
 // bytes at most) take the cache's place. A limit below the live heap makes
 // the collector run without pause, so every term is memory that is live.
 func limitBytes(cacheSize int64, threads int, maxRaw, uncountedDecoders int64) int64 {
-	return max(cacheSize, int64(threads)*maxRaw) + limitHeadroom + max(uncountedDecoders, 0)
+	return max(cacheSize, int64(threads)*maxRaw) + limitHeadroom + int64(threads)*workerHeadroom + max(uncountedDecoders, 0)
 }
 
 func writeHeapProfile(path string, log *slog.Logger) {
