@@ -18,6 +18,23 @@ import (
 // Container returns, in order, and that an error from the callback stops
 // it and comes back unwrapped.
 func TestContainerFuncMatchesContainer(t *testing.T) {
+	eachTestdataCRAM(t, func(t *testing.T, f *decode.File) {
+		bothWays(t, f)
+		if _, err := f.NewDecoder(fakeOpt).Container(0); err != nil {
+			return
+		}
+		stop := errors.New("stop")
+		calls := 0
+		err := f.NewDecoder(fakeOpt).ContainerFunc(0, func(int, *decode.Record) error { calls++; return stop })
+		if err != stop || calls != 1 {
+			t.Fatalf("callback error: ContainerFunc returned %v after %d calls, want the callback's error after 1", err, calls)
+		}
+	})
+}
+
+// eachTestdataCRAM runs fn in a subtest for every testdata CRAM, opened.
+func eachTestdataCRAM(t *testing.T, fn func(t *testing.T, f *decode.File)) {
+	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(corpus.Root(), "testdata", "cram", "*.cram"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no testdata CRAMs: %v", err)
@@ -25,16 +42,7 @@ func TestContainerFuncMatchesContainer(t *testing.T) {
 	for _, p := range paths {
 		t.Run(filepath.Base(p), func(t *testing.T) {
 			f, _ := openFile(t, p)
-			bothWays(t, f)
-			if _, err := f.NewDecoder(fakeOpt).Container(0); err != nil {
-				return
-			}
-			stop := errors.New("stop")
-			calls := 0
-			err := f.NewDecoder(fakeOpt).ContainerFunc(0, func(int, *decode.Record) error { calls++; return stop })
-			if err != stop || calls != 1 {
-				t.Fatalf("callback error: ContainerFunc returned %v after %d calls, want the callback's error after 1", err, calls)
-			}
+			fn(t, f)
 		})
 	}
 }

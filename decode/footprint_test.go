@@ -45,37 +45,30 @@ func TestFootprintIsWhatTheDecoderKeeps(t *testing.T) {
 // decoder: the second pass over the same containers reuses the buffers the
 // first one grew, so the footprint does not change.
 func TestFootprintStaysPut(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join(corpus.Root(), "testdata", "cram", "*.cram"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no testdata CRAMs: %v", err)
-	}
-	for _, p := range paths {
-		t.Run(filepath.Base(p), func(t *testing.T) {
-			f, _ := openFile(t, p)
-			d := f.NewDecoder(fakeOpt)
-			pass := func() error {
-				for i := range f.Containers {
-					if err := d.ContainerFunc(i, func(int, *decode.Record) error { return nil }); err != nil {
-						return err
-					}
+	eachTestdataCRAM(t, func(t *testing.T, f *decode.File) {
+		d := f.NewDecoder(fakeOpt)
+		pass := func() error {
+			for i := range f.Containers {
+				if err := d.ContainerFunc(i, func(int, *decode.Record) error { return nil }); err != nil {
+					return err
 				}
-				return nil
 			}
-			if err := pass(); err != nil {
-				if strings.HasPrefix(filepath.Base(p), "corrupt.") {
-					return // damaged on purpose
-				}
-				t.Fatal(err)
+			return nil
+		}
+		if err := pass(); err != nil {
+			if strings.HasPrefix(filepath.Base(f.Name), "corrupt.") {
+				return // damaged on purpose
 			}
-			first := d.Footprint()
-			if err := pass(); err != nil {
-				t.Fatal(err)
-			}
-			if second := d.Footprint(); second != first {
-				t.Fatalf("footprint %d bytes after the first pass, %d after the second: buffers were not reused", first, second)
-			}
-		})
-	}
+			t.Fatal(err)
+		}
+		first := d.Footprint()
+		if err := pass(); err != nil {
+			t.Fatal(err)
+		}
+		if second := d.Footprint(); second != first {
+			t.Fatalf("footprint %d bytes after the first pass, %d after the second: buffers were not reused", first, second)
+		}
+	})
 }
 
 // TestLyingCountsDoNotSizeBuffers gives a container header absurd record
