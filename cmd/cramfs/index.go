@@ -54,6 +54,9 @@ func cmdIndex(args []string, stderr io.Writer, log *slog.Logger) error {
 	}
 	defer store.Close()
 	defer mgr.Close()
+	// The same memory bound as a mount's: a scan's decoders and builds
+	// are those of a mount's first access.
+	lim := newMemoryLimit(mgr.Options().CacheSize, mgr.Options().Threads, copt.Decoders)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -67,7 +70,7 @@ func cmdIndex(args []string, stderr io.Writer, log *slog.Logger) error {
 		if !strings.HasSuffix(p, ".cram") && bar == nil {
 			log.Info("indexing a file without .cram suffix", "file", p)
 		}
-		err := indexOne(ctx, mgr, copt, p)
+		err := indexOne(ctx, mgr, copt, p, lim.noteLayout)
 		if bar != nil {
 			bar.Add(1)
 		}
@@ -89,12 +92,15 @@ func cmdIndex(args []string, stderr io.Writer, log *slog.Logger) error {
 	return nil
 }
 
-func indexOne(ctx context.Context, mgr *engine.Manager, copt engine.CRAMOptions, path string) error {
+func indexOne(ctx context.Context, mgr *engine.Manager, copt engine.CRAMOptions, path string, onLayout func(engine.Layout)) error {
 	src, err := engine.OpenCRAM(path, copt)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	_, err = mgr.Open(ctx, src)
+	v, err := mgr.Open(ctx, src)
+	if err == nil {
+		onLayout(v.Layout())
+	}
 	return err
 }
