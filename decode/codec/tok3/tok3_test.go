@@ -1,12 +1,9 @@
 package tok3
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -23,52 +20,33 @@ func nulNames(raw []byte) []byte {
 	return bytes.ReplaceAll(raw, []byte{'\n'}, []byte{0})
 }
 
-// readRaw reads a raw input, gunzipping *.gz files.
+// readRaw reads one of the package's own raw fixtures.
 func readRaw(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, err = io.ReadAll(zr); err != nil {
-			t.Fatal(err)
-		}
-	}
 	return b
 }
 
-// vector is one tok3 row of the corpus codec manifest.
+// vector is one tok3 row of the corpus codec manifest, with the path of
+// its compressed stream.
 type vector struct {
-	compressed, raw string
+	corpus.CodecVector
+	compressed string
 }
 
-// corpusVectors lists the tok3 rows of codec_vectors_manifest.tsv.
+// corpusVectors lists the tok3 rows of codec_vectors_manifest.tsv; every
+// one must decode.
 func corpusVectors(t testing.TB, dir string) []vector {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "codec_vectors_manifest.tsv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var vs []vector
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		cols := strings.Split(sc.Text(), "\t")
-		if len(cols) < 4 || cols[1] != "tok3" {
-			continue
+	for _, v := range corpus.CodecVectors(t, dir, "tok3") {
+		if v.Result != "OK" {
+			t.Fatalf("tok3 vector %s has result %q", v.Compressed, v.Result)
 		}
-		if cols[3] != "OK" {
-			t.Fatalf("tok3 vector %s has result %q", cols[0], cols[3])
-		}
-		vs = append(vs, vector{filepath.Join(dir, cols[0]), filepath.Join(dir, cols[2])})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+		vs = append(vs, vector{v, filepath.Join(dir, v.Compressed)})
 	}
 	return vs
 }
@@ -82,10 +60,10 @@ func TestCorpusVectors(t *testing.T) {
 	want := map[string][]byte{}
 	for _, v := range vs {
 		t.Run(strings.TrimPrefix(v.compressed, dir+"/"), func(t *testing.T) {
-			exp, ok := want[v.raw]
+			exp, ok := want[v.RawInput]
 			if !ok {
-				exp = nulNames(readRaw(t, v.raw))
-				want[v.raw] = exp
+				exp = nulNames(v.Input(t, dir))
+				want[v.RawInput] = exp
 			}
 			src, err := os.ReadFile(v.compressed)
 			if err != nil {
@@ -568,10 +546,10 @@ func TestAppendDecodeVectors(t *testing.T) {
 	want := map[string][]byte{}
 	for _, v := range corpusVectors(t, dir) {
 		t.Run(strings.TrimPrefix(v.compressed, dir+"/"), func(t *testing.T) {
-			exp, ok := want[v.raw]
+			exp, ok := want[v.RawInput]
 			if !ok {
-				exp = nulNames(readRaw(t, v.raw))
-				want[v.raw] = exp
+				exp = nulNames(v.Input(t, dir))
+				want[v.RawInput] = exp
 			}
 			src, err := os.ReadFile(v.compressed)
 			if err != nil {
