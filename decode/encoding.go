@@ -50,9 +50,15 @@ type Encoding struct {
 // stream returns the external block the encoding reads in the current
 // slice of s.
 func (e *Encoding) stream(s *streams) (*extStream, error) {
-	if e.x != nil && e.xGen == s.gen {
-		return e.x, nil
+	if x := e.x; x != nil && e.xGen == s.gen {
+		return x, nil
 	}
+	return e.findStream(s)
+}
+
+// findStream is stream's lookup, once per slice, kept apart so that the
+// cached case inlines.
+func (e *Encoding) findStream(s *streams) (*extStream, error) {
 	x, err := s.external(e.ContentID)
 	if err != nil {
 		return nil, err
@@ -365,6 +371,21 @@ func (e *Encoding) appendBytes(s *streams, dst []byte, n int) ([]byte, error) {
 func (e *Encoding) appendArray(s *streams, dst []byte) ([]byte, error) {
 	switch e.ID {
 	case EncodingByteArrayLen:
+		if l := e.Len; l.ID == EncodingHuffman && l.huff.count[0] > 0 && e.Val.ID == EncodingExternal {
+			// A constant length (a one-symbol code, read with no bits)
+			// of bytes from one external block: how CRAM writers store
+			// integer tags.
+			n := int(l.huff.symbols[0])
+			x, err := e.Val.stream(s)
+			if err != nil {
+				return dst, err
+			}
+			b, err := x.readN(n)
+			if err != nil {
+				return dst, err
+			}
+			return append(dst, b...), nil
+		}
 		n, err := e.Len.decodeInt(s)
 		if err != nil {
 			return dst, err

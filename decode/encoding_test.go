@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 )
@@ -146,5 +147,59 @@ func TestExternalStreams(t *testing.T) {
 	missing := &Encoding{ID: EncodingExternal, ContentID: 9}
 	if _, err := missing.decodeInt(st); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("missing block: %v", err)
+	}
+}
+
+// TestByteArrayLen reads BYTE_ARRAY_LEN values whose length is a constant
+// (a one-symbol HUFFMAN code, the fast path for integer tags) and whose
+// length is read from an external block, from the same bytes: both give
+// the same values and fail the same way on lengths the block cannot hold.
+func TestByteArrayLen(t *testing.T) {
+	huffConst := func(n int32) *Encoding {
+		h, err := parseHuffman(huffParams([]int32{n}, []int32{0}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &Encoding{ID: EncodingHuffman, huff: h}
+	}
+	val := func(id int32) *Encoding { return &Encoding{ID: EncodingExternal, ContentID: id} }
+	for _, c := range []struct {
+		name    string
+		n       int32 // the constant length
+		data    string
+		want    []string // values read in turn; the next read fails
+		wantErr bool
+	}{
+		{"four-byte values", 4, "abcdefgh", []string{"abcd", "efgh"}, true},
+		{"empty values", 0, "", []string{"", "", ""}, false},
+		{"short block", 3, "ab", nil, true},
+		{"negative length", -1, "abc", nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lens := string(bytes.Repeat(putITF8(c.n), 4))
+			st := &streams{}
+			st.add(5, []byte(c.data))
+			st.add(6, []byte(c.data))
+			st.add(7, []byte(lens))
+			st.index()
+			fast := &Encoding{ID: EncodingByteArrayLen, Len: huffConst(c.n), Val: val(5)}
+			slow := &Encoding{ID: EncodingByteArrayLen, Len: val(7), Val: val(6)}
+			for i, w := range c.want {
+				for _, e := range []*Encoding{fast, slow} {
+					got, err := e.appendArray(st, []byte("XY"))
+					if err != nil || string(got) != "XY"+w {
+						t.Fatalf("value %d (length from %v): %q, %v; want %q", i, e.Len.ID, got, err, "XY"+w)
+					}
+				}
+			}
+			if !c.wantErr {
+				return
+			}
+			for _, e := range []*Encoding{fast, slow} {
+				if _, err := e.appendArray(st, nil); !errors.Is(err, ErrCorrupt) {
+					t.Errorf("length from %v past the data: %v, want ErrCorrupt", e.Len.ID, err)
+				}
+			}
+		})
 	}
 }

@@ -1,6 +1,9 @@
 package decode
 
-import "bytes"
+import (
+	"bytes"
+	"fmt"
+)
 
 // bitReader reads the core data block most significant bit first
 // (CRAMv3 §12).
@@ -58,30 +61,57 @@ type extStream struct {
 	pos  int
 }
 
-func (x *extStream) readByte() (byte, error) {
-	if x.pos >= len(x.data) {
-		return 0, corruptf("external block %d: read past its end (%d bytes)", x.id, len(x.data))
-	}
-	c := x.data[x.pos]
-	x.pos++
-	return c, nil
+// The readers below build their errors from a plain struct rather than
+// through fmt, so that the common case inlines into the record loop.
+
+// extError is a read past the end of an external block: want bytes at
+// offset pos of a block of size bytes (want < 0: an ITF-8 value).
+type extError struct {
+	id             int32
+	pos, want, len int
 }
 
+func (e *extError) Error() string {
+	if e.want < 0 {
+		return fmt.Sprintf("%v: external block %d: ITF-8 at offset %d runs past its end (%d bytes)", ErrCorrupt, e.id, e.pos, e.len)
+	}
+	return fmt.Sprintf("%v: external block %d: %d bytes wanted at offset %d, %d remain", ErrCorrupt, e.id, e.want, e.pos, e.len-e.pos)
+}
+
+func (e *extError) Unwrap() error { return ErrCorrupt }
+
+func (x *extStream) readByte() (byte, error) {
+	if p := x.pos; p < len(x.data) {
+		x.pos = p + 1
+		return x.data[p], nil
+	}
+	return 0, &extError{id: x.id, pos: x.pos, want: 1, len: len(x.data)}
+}
+
+// readITF8 reads one ITF-8 integer; one-byte values (below 128) are
+// decoded inline.
 func (x *extStream) readITF8() (int32, error) {
+	if p := x.pos; p < len(x.data) && x.data[p] < 0x80 {
+		x.pos = p + 1
+		return int32(x.data[p]), nil
+	}
+	return x.readITF8Long()
+}
+
+func (x *extStream) readITF8Long() (int32, error) {
 	v, err := readITF8(x.data, &x.pos)
 	if err != nil {
-		return 0, corruptf("external block %d: %w", x.id, err)
+		return 0, &extError{id: x.id, pos: x.pos, want: -1, len: len(x.data)}
 	}
 	return v, nil
 }
 
 func (x *extStream) readN(n int) ([]byte, error) {
-	if n < 0 || n > len(x.data)-x.pos {
-		return nil, corruptf("external block %d: %d bytes wanted at offset %d, %d remain", x.id, n, x.pos, len(x.data)-x.pos)
+	if p := x.pos; n >= 0 && n <= len(x.data)-p {
+		x.pos = p + n
+		return x.data[p : p+n], nil
 	}
-	b := x.data[x.pos : x.pos+n]
-	x.pos += n
-	return b, nil
+	return nil, &extError{id: x.id, pos: x.pos, want: n, len: len(x.data)}
 }
 
 func (x *extStream) readUntil(stop byte) ([]byte, error) {
