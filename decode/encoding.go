@@ -256,12 +256,25 @@ func (h *huffman) decode(br *bitReader) (int32, error) {
 func (e *Encoding) decodeInt(s *streams) (int32, error) {
 	switch e.ID {
 	case EncodingExternal:
-		x, err := e.stream(s)
-		if err != nil {
-			return 0, err
+		// stream and readITF8's one-byte case, written out: this is
+		// the most frequent call of the record loop.
+		x := e.x
+		if x == nil || e.xGen != s.gen {
+			var err error
+			if x, err = e.findStream(s); err != nil {
+				return 0, err
+			}
 		}
-		return x.readITF8()
+		if p := x.pos; p < len(x.data) && x.data[p] < 0x80 {
+			x.pos = p + 1
+			return int32(x.data[p]), nil
+		}
+		return x.readITF8Long()
 	case EncodingHuffman:
+		if h := e.huff; h.count[0] > 0 {
+			// One symbol: a constant, read with no bits.
+			return h.symbols[0], nil
+		}
 		return e.huff.decode(&s.core)
 	case EncodingBeta:
 		v, err := s.core.readBits(int(e.NBits))
@@ -327,9 +340,12 @@ func (e *Encoding) decodeInt(s *streams) (int32, error) {
 // decodeByte reads one byte value of the series.
 func (e *Encoding) decodeByte(s *streams) (byte, error) {
 	if e.ID == EncodingExternal {
-		x, err := e.stream(s)
-		if err != nil {
-			return 0, err
+		x := e.x
+		if x == nil || e.xGen != s.gen {
+			var err error
+			if x, err = e.findStream(s); err != nil {
+				return 0, err
+			}
 		}
 		return x.readByte()
 	}
