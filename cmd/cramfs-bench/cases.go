@@ -85,7 +85,7 @@ func (b *bench) cases() []benchCase {
 		for _, lv := range convertLevels {
 			out = append(out, b.convertCase(f, lv.variant, lv.level, lv.samOpt))
 		}
-		out = append(out, b.firstAccessCase(f), b.seqReadCase(f))
+		out = append(out, b.firstAccessCase(f), b.seqReadCase(f), b.seqReadPlainCase(f))
 		rc := b.regionCase(f)
 		if !f.HasCRAI() {
 			rc.Skip = f.CRAM + " has no .crai"
@@ -203,6 +203,25 @@ func (b *bench) seqReadCase(f flavour) benchCase {
 					return timeSeq(ctx, conv, count)
 				}},
 		},
+		AfterRound: sameOutputs("record count"),
+	}
+}
+
+// seqReadPlainCase is the sequential read with samtools' default of no
+// extra threads on both sides, the command as a user types it: the mount
+// still decodes with its own workers, samtools on the CRAM with one thread.
+func (b *bench) seqReadPlainCase(f flavour) benchCase {
+	readBAM := func(mnt string) command {
+		return b.sam("view", "-c", filepath.Join(mnt, f.Stem()+".bam"))
+	}
+	direct := b.sam("view", "-c", "-T", b.data.Ref, f.CRAM)
+	return benchCase{
+		ID:    fmt.Sprintf("seq-read-plain/%s", f.ID),
+		Group: "sequential read", Flavour: f.Name, Variant: "view -c, no -@",
+		Setup: b.warmIndex(f),
+		Cramfs: side{Label: "mount + view -c", Desc: b.mountCmd(f, "MNT").String() + "; " + readBAM("MNT").String(),
+			Run: b.throughMount(f, readBAM)},
+		Baselines:  []side{{Label: "view -c CRAM", Desc: direct.String(), Run: runner(direct)}},
 		AfterRound: sameOutputs("record count"),
 	}
 }

@@ -55,7 +55,7 @@ func main() {
 	flag.StringVar(&c.cramfs, "cramfs", "", "cramfs binary (default: go build ./cmd/cramfs into a temporary directory)")
 	flag.StringVar(&c.samtools, "samtools", "samtools", "samtools binary")
 	flag.StringVar(&c.out, "out", "bench", "directory for BENCHMARKS.md and ratios.svg, or CODECS.md with -codecs (\"\" to write nothing)")
-	flag.StringVar(&c.only, "only", "", "run only the cases whose id matches this regular expression (ids: convert/FLAVOUR/levelN, first-access/FLAVOUR, seq-read/FLAVOUR, regions/FLAVOUR); with -codecs, the streams whose family or file name matches")
+	flag.StringVar(&c.only, "only", "", "run only the cases whose id matches this regular expression (ids: convert/FLAVOUR/levelN, first-access/FLAVOUR, seq-read/FLAVOUR, seq-read-plain/FLAVOUR, regions/FLAVOUR); with -codecs, the streams whose family or file name matches")
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds per pair")
 	flag.IntVar(&c.threads, "threads", 2, "threads for both tools (-@)")
 	flag.IntVar(&c.nRegions, "regions", 20, "number of region queries")
