@@ -80,15 +80,17 @@ type Viewer interface {
 }
 
 // IndexExter is implemented by BAMFiles whose index may be a CSI (SAMv1
-// §5, CSIv1): IndexExt returns ".csi" for a CSI, which the mount names
-// x.bam.csi instead of x.bam.bai.
+// §5, CSIv1) or missing: IndexExt returns ".csi" for a CSI, which the
+// mount names x.bam.csi instead of x.bam.bai, and "" when there is no
+// index, which the mount then does not show.
 type IndexExter interface {
 	IndexExt() string
 }
 
 // IndexExtHinter is implemented by Openers that can tell, cheaply and
 // without scanning the CRAM, which index extension (".bai" or ".csi") its
-// BAM will have, so directory listings name it right.
+// BAM will have, or "" when it will have none, so directory listings name
+// it right.
 type IndexExtHinter interface {
 	IndexExtHint(cramPath string) string
 }

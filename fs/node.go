@@ -47,11 +47,14 @@ type entry struct {
 	ext  string // for kindBAI, the index extension named: ".bai" or ".csi"
 }
 
-// indexExt is the extension of the index a BAMFile serves: ".csi" when it
-// says so (IndexExter), else ".bai".
+// indexExt is the extension of the index a BAMFile serves: what it says
+// (IndexExter: ".bai", ".csi", or "" when it has no index), else ".bai".
 func indexExt(f BAMFile) string {
-	if x, ok := f.(IndexExter); ok && x.IndexExt() == ".csi" {
-		return ".csi"
+	if x, ok := f.(IndexExter); ok {
+		switch ext := x.IndexExt(); ext {
+		case ".csi", "":
+			return ext
+		}
 	}
 	return ".bai"
 }
@@ -304,9 +307,14 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if err != nil {
 		return nil, d.m.fail("lookup", mp, err)
 	}
-	if e.kind == kindBAI && e.ext != indexExt(f) {
+	if ext := indexExt(f); e.kind == kindBAI && e.ext != ext {
+		if ext == "" {
+			// No index could be built (records not sorted by
+			// coordinate): no index file rather than an empty one.
+			return nil, d.m.fail("lookup", mp, fmt.Errorf("%w: %s has no index (records not sorted by coordinate)", errHidden, e.rel))
+		}
 		// x.bam.bai of a file indexed by CSI, or the other way round.
-		return nil, d.m.fail("lookup", mp, fmt.Errorf("%w: the index of %s is %s", errHidden, e.rel, indexExt(f)))
+		return nil, d.m.fail("lookup", mp, fmt.Errorf("%w: the index of %s is %s", errHidden, e.rel, ext))
 	}
 	ino = inoOf(d, name, &e)
 	n := &bamNode{m: d.m, rel: e.rel, mpath: mp, st: e.st, f: f, bai: e.kind == kindBAI}
@@ -338,7 +346,9 @@ func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno)
 			if h, ok := d.m.op.(IndexExtHinter); ok {
 				ext = h.IndexExtHint(filepath.Join(d.m.srcReal, filepath.FromSlash(path.Join(d.rel, n))))
 			}
-			cand[base+".bam"+ext] = struct{}{}
+			if ext != "" {
+				cand[base+".bam"+ext] = struct{}{}
+			}
 		}
 	}
 	list := make([]string, 0, len(cand))

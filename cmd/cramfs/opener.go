@@ -111,6 +111,11 @@ func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
 		// A superseded version stays open while a node or handle still
 		// reads it, and is closed once nothing refers to its BAM.
 		runtime.AddCleanup(e.vbam, func(src *engine.CRAM) { src.Close() }, e.src)
+		// From now on listings name the index the file has, or none
+		// (records not sorted by coordinate).
+		o.mu.Lock()
+		o.hints[k] = e.vbam.IndexExt()
+		o.mu.Unlock()
 		if o.onOpen != nil {
 			o.onOpen(e.vbam.Layout())
 		}
@@ -147,9 +152,10 @@ func (o *opener) indexAll(ctx context.Context, paths []string) {
 	}
 }
 
-// IndexExtHint implements fs.IndexExtHinter: ".csi" when a reference of
-// the CRAM's header is longer than a BAI can address, else ".bai". It
-// reads only the SAM header, once per file version.
+// IndexExtHint implements fs.IndexExtHinter: once the file version was
+// opened, the extension of the index it has ("" for none); before that,
+// ".csi" when a reference of the CRAM's header is longer than a BAI can
+// address, else ".bai", from the SAM header alone.
 func (o *opener) IndexExtHint(path string) string {
 	k, err := statKey(path)
 	if err != nil {
