@@ -91,8 +91,47 @@ func (b *bench) cases() []benchCase {
 			rc.Skip = f.CRAM + " has no .crai"
 		}
 		out = append(out, rc)
+		if f.ID == "v30" {
+			out = append(out, b.scaleCase(f))
+		}
 	}
 	return out
+}
+
+// scaleCase streams a CRAM four times the size of f through the mount, so
+// that the table shows the mount's peak RSS beside f's own sequential read
+// (it should not grow with the file). The CRAM, made once per run in the
+// scratch directory, is four copies of f concatenated and re-encoded
+// (samtools cat | samtools view -C, same CRAM version).
+func (b *bench) scaleCase(f flavour) benchCase {
+	big := flavour{ID: f.ID + "-x4", Name: f.Name + " ×4", CRAM: filepath.Join(b.scratch, "x4", f.Stem()+".x4.cram")}
+	c := b.seqReadPlainCase(big)
+	c.ID = fmt.Sprintf("seq-read-x4/%s", f.ID)
+	c.Variant = "view -c, file ×4"
+	readBAM := func(mnt string) command {
+		return b.sam("view", "-@", b.th(), "-c", filepath.Join(mnt, big.Stem()+".bam"))
+	}
+	direct := b.sam("view", "-@", b.th(), "-c", "-T", b.data.Ref, big.CRAM)
+	c.Cramfs = side{Label: "mount + view -c", Desc: b.mountCmd(big, "MNT").String() + "; " + readBAM("MNT").String(),
+		Run: b.throughMount(big, readBAM)}
+	c.Baselines = []side{{Label: "view -c CRAM", Desc: direct.String(), Run: runner(direct)}}
+	cat := b.sam("cat", f.CRAM, f.CRAM, f.CRAM, f.CRAM)
+	version := "3.0"
+	if strings.Contains(f.ID, "v31") {
+		version = "3.1"
+	}
+	enc := b.sam("view", "-@", b.th(), "-C", "-T", b.data.Ref, "--output-fmt-option", "version="+version, "-o", big.CRAM, "-")
+	warm := b.warmIndex(big)
+	c.Setup = func(ctx context.Context) error {
+		if err := os.MkdirAll(filepath.Dir(big.CRAM), 0o755); err != nil {
+			return err
+		}
+		if err := pipe(ctx, cat, enc); err != nil {
+			return fmt.Errorf("making the x4 CRAM: %w", err)
+		}
+		return warm(ctx)
+	}
+	return c
 }
 
 func (b *bench) convertCase(f flavour, variant string, level int, samOpt []string) benchCase {

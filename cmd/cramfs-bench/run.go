@@ -69,6 +69,30 @@ func timeSeq(ctx context.Context, cs ...command) (sample, error) {
 	return total, nil
 }
 
+// pipe runs a | b, failing when either fails.
+func pipe(ctx context.Context, a, b command) error {
+	ca, cb := a.exec(ctx), b.exec(ctx)
+	r, err := ca.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cb.Stdin = r
+	var ea, eb limitedBuffer
+	ca.Stderr, cb.Stderr = &ea, &eb
+	if err := ca.Start(); err != nil {
+		return fmt.Errorf("%s: %w", a, err)
+	}
+	if err := cb.Run(); err != nil {
+		ca.Process.Kill()
+		ca.Wait()
+		return fmt.Errorf("%s: %w\n%s", b, err, eb.String())
+	}
+	if err := ca.Wait(); err != nil {
+		return fmt.Errorf("%s: %w\n%s", a, err, ea.String())
+	}
+	return nil
+}
+
 // maxRSS returns ru_maxrss (KiB on Linux) of a finished process.
 func maxRSS(ps *os.ProcessState) int64 {
 	if ps == nil {

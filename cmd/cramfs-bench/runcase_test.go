@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -75,5 +76,24 @@ func TestRunCaseSideError(t *testing.T) {
 	}
 	if _, err := runCase(context.Background(), k, 2); !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom wrapped", err)
+	}
+}
+
+// TestPipe runs a | b and fails when either side fails.
+func TestPipe(t *testing.T) {
+	out := t.TempDir() + "/out"
+	sh := func(script string) command { return command{Path: "sh", Args: []string{"-c", script}} }
+	if err := pipe(context.Background(), sh("printf 'a\\nb\\nc\\n'"), sh("wc -l > "+out)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil || strings.TrimSpace(string(got)) != "3" {
+		t.Fatalf("b read %q lines (%v), want 3", got, err)
+	}
+	if err := pipe(context.Background(), sh("printf x; exit 3"), sh("cat >/dev/null")); err == nil {
+		t.Error("a failing first command passed")
+	}
+	if err := pipe(context.Background(), sh("yes | head -c 10000000"), sh("exit 4")); err == nil {
+		t.Error("a failing second command passed")
 	}
 }
