@@ -67,15 +67,15 @@ type extStream struct {
 // extError is a read past the end of an external block: want bytes at
 // offset pos of a block of size bytes (want < 0: an ITF-8 value).
 type extError struct {
-	id             int32
-	pos, want, len int
+	id              int32
+	pos, want, size int
 }
 
 func (e *extError) Error() string {
 	if e.want < 0 {
-		return fmt.Sprintf("%v: external block %d: ITF-8 at offset %d runs past its end (%d bytes)", ErrCorrupt, e.id, e.pos, e.len)
+		return fmt.Sprintf("%v: external block %d: ITF-8 at offset %d runs past its end (%d bytes)", ErrCorrupt, e.id, e.pos, e.size)
 	}
-	return fmt.Sprintf("%v: external block %d: %d bytes wanted at offset %d, %d remain", ErrCorrupt, e.id, e.want, e.pos, e.len-e.pos)
+	return fmt.Sprintf("%v: external block %d: %d bytes wanted at offset %d, %d remain", ErrCorrupt, e.id, e.want, e.pos, e.size-e.pos)
 }
 
 func (e *extError) Unwrap() error { return ErrCorrupt }
@@ -85,7 +85,7 @@ func (x *extStream) readByte() (byte, error) {
 		x.pos = p + 1
 		return x.data[p], nil
 	}
-	return 0, &extError{id: x.id, pos: x.pos, want: 1, len: len(x.data)}
+	return 0, &extError{id: x.id, pos: x.pos, want: 1, size: len(x.data)}
 }
 
 // readITF8 reads one ITF-8 integer; one-byte values (below 128) are
@@ -101,7 +101,7 @@ func (x *extStream) readITF8() (int32, error) {
 func (x *extStream) readITF8Long() (int32, error) {
 	v, err := readITF8(x.data, &x.pos)
 	if err != nil {
-		return 0, &extError{id: x.id, pos: x.pos, want: -1, len: len(x.data)}
+		return 0, &extError{id: x.id, pos: x.pos, want: -1, size: len(x.data)}
 	}
 	return v, nil
 }
@@ -111,7 +111,7 @@ func (x *extStream) readN(n int) ([]byte, error) {
 		x.pos = p + n
 		return x.data[p : p+n], nil
 	}
-	return nil, &extError{id: x.id, pos: x.pos, want: n, len: len(x.data)}
+	return nil, &extError{id: x.id, pos: x.pos, want: n, size: len(x.data)}
 }
 
 func (x *extStream) readUntil(stop byte) ([]byte, error) {
