@@ -390,17 +390,8 @@ func (e *Encoding) appendArray(s *streams, dst []byte) ([]byte, error) {
 		if l := e.Len; l.ID == EncodingHuffman && l.huff.count[0] > 0 && e.Val.ID == EncodingExternal {
 			// A constant length (a one-symbol code, read with no bits)
 			// of bytes from one external block: how CRAM writers store
-			// integer tags.
-			n := int(l.huff.symbols[0])
-			x, err := e.Val.stream(s)
-			if err != nil {
-				return dst, err
-			}
-			b, err := x.readN(n)
-			if err != nil {
-				return dst, err
-			}
-			return append(dst, b...), nil
+			// integer tags. appendBytes checks the length.
+			return e.Val.appendBytes(s, dst, int(l.huff.symbols[0]))
 		}
 		n, err := e.Len.decodeInt(s)
 		if err != nil {
