@@ -105,16 +105,8 @@ func (b *bench) cases() []benchCase {
 // (samtools cat | samtools view -C, same CRAM version).
 func (b *bench) scaleCase(f flavour) benchCase {
 	big := flavour{ID: f.ID + "-x4", Name: f.Name + " ×4", CRAM: filepath.Join(b.scratch, "x4", f.Stem()+".x4.cram")}
-	c := b.seqReadPlainCase(big)
-	c.ID = fmt.Sprintf("seq-read-x4/%s", f.ID)
-	c.Variant = "view -c, file ×4"
-	readBAM := func(mnt string) command {
-		return b.sam("view", "-@", b.th(), "-c", filepath.Join(mnt, big.Stem()+".bam"))
-	}
-	direct := b.sam("view", "-@", b.th(), "-c", "-T", b.data.Ref, big.CRAM)
-	c.Cramfs = side{Label: "mount + view -c", Desc: b.mountCmd(big, "MNT").String() + "; " + readBAM("MNT").String(),
-		Run: b.throughMount(big, readBAM)}
-	c.Baselines = []side{{Label: "view -c CRAM", Desc: direct.String(), Run: runner(direct)}}
+	c := b.countCase(big, true)
+	c.ID, c.Variant = fmt.Sprintf("seq-read-x4/%s", f.ID), "view -c, file ×4"
 	cat := b.sam("cat", f.CRAM, f.CRAM, f.CRAM, f.CRAM)
 	version := "3.0"
 	if strings.Contains(f.ID, "v31") {
@@ -220,28 +212,41 @@ func (b *bench) throughMount(f flavour, read func(mnt string) command) func(ctx 
 	}
 }
 
+// seqReadCase is the sequential read with -@ on both sides, and against
+// converting with samtools then counting the BAM.
 func (b *bench) seqReadCase(f flavour) benchCase {
-	readBAM := func(mnt string) command {
-		return b.sam("view", "-@", b.th(), "-c", filepath.Join(mnt, f.Stem()+".bam"))
-	}
-	direct := b.sam("view", "-@", b.th(), "-c", "-T", b.data.Ref, f.CRAM)
+	c := b.countCase(f, true)
+	c.ID, c.Variant = fmt.Sprintf("seq-read/%s", f.ID), "view -c"
 	tmp := filepath.Join(b.scratch, "seq.samtools.bam")
 	conv := b.sam("view", "-@", b.th(), "-T", b.data.Ref, "-b", "-o", tmp, f.CRAM)
 	count := b.sam("view", "-@", b.th(), "-c", tmp)
+	c.Baselines = append(c.Baselines, side{Label: "view -b CRAM + view -c BAM", Desc: conv.String() + " && " + count.String(),
+		Run: func(ctx context.Context) (sample, error) {
+			defer os.Remove(tmp)
+			return timeSeq(ctx, conv, count)
+		}})
+	return c
+}
+
+// countCase is samtools view -c of the whole BAM through the mount
+// against view -c of the CRAM; with threads, both samtools get -@.
+func (b *bench) countCase(f flavour, threads bool) benchCase {
+	view := func(args ...string) command {
+		if threads {
+			args = append([]string{"view", "-@", b.th()}, args...)
+		} else {
+			args = append([]string{"view"}, args...)
+		}
+		return b.sam(args...)
+	}
+	readBAM := func(mnt string) command { return view("-c", filepath.Join(mnt, f.Stem()+".bam")) }
+	direct := view("-c", "-T", b.data.Ref, f.CRAM)
 	return benchCase{
-		ID:    fmt.Sprintf("seq-read/%s", f.ID),
-		Group: "sequential read", Flavour: f.Name, Variant: "view -c",
+		Group: "sequential read", Flavour: f.Name,
 		Setup: b.warmIndex(f),
 		Cramfs: side{Label: "mount + view -c", Desc: b.mountCmd(f, "MNT").String() + "; " + readBAM("MNT").String(),
 			Run: b.throughMount(f, readBAM)},
-		Baselines: []side{
-			{Label: "view -c CRAM", Desc: direct.String(), Run: runner(direct)},
-			{Label: "view -b CRAM + view -c BAM", Desc: conv.String() + " && " + count.String(),
-				Run: func(ctx context.Context) (sample, error) {
-					defer os.Remove(tmp)
-					return timeSeq(ctx, conv, count)
-				}},
-		},
+		Baselines:  []side{{Label: "view -c CRAM", Desc: direct.String(), Run: runner(direct)}},
 		AfterRound: sameOutputs("record count"),
 	}
 }
@@ -250,19 +255,9 @@ func (b *bench) seqReadCase(f flavour) benchCase {
 // extra threads on both sides, the command as a user types it: the mount
 // still decodes with its own workers, samtools on the CRAM with one thread.
 func (b *bench) seqReadPlainCase(f flavour) benchCase {
-	readBAM := func(mnt string) command {
-		return b.sam("view", "-c", filepath.Join(mnt, f.Stem()+".bam"))
-	}
-	direct := b.sam("view", "-c", "-T", b.data.Ref, f.CRAM)
-	return benchCase{
-		ID:    fmt.Sprintf("seq-read-plain/%s", f.ID),
-		Group: "sequential read", Flavour: f.Name, Variant: "view -c, no -@",
-		Setup: b.warmIndex(f),
-		Cramfs: side{Label: "mount + view -c", Desc: b.mountCmd(f, "MNT").String() + "; " + readBAM("MNT").String(),
-			Run: b.throughMount(f, readBAM)},
-		Baselines:  []side{{Label: "view -c CRAM", Desc: direct.String(), Run: runner(direct)}},
-		AfterRound: sameOutputs("record count"),
-	}
+	c := b.countCase(f, false)
+	c.ID, c.Variant = fmt.Sprintf("seq-read-plain/%s", f.ID), "view -c, no -@"
+	return c
 }
 
 func (b *bench) regionCase(f flavour) benchCase {
