@@ -17,13 +17,7 @@ import (
 // both are decompressed; region queries through it equal samtools'.
 func TestMountServesCSIForLongReferences(t *testing.T) {
 	requireMount(t)
-	dir := t.TempDir()
-	src := filepath.Join(dir, "src")
-	if err := os.Mkdir(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// A SAM on a 1 Gbp reference with reads past 2^29, written to CRAM
-	// without a reference (no_ref), so none is needed to read it.
+	// A SAM on a 1 Gbp reference with reads past 2^29.
 	var sam strings.Builder
 	sam.WriteString("@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:long\tLN:1000000000\n@SQ\tSN:short\tLN:5000\n")
 	for i := 0; i < 300; i++ {
@@ -31,25 +25,10 @@ func TestMountServesCSIForLongReferences(t *testing.T) {
 		fmt.Fprintf(&sam, "r%d\t0\tlong\t%d\t60\t10M\t*\t0\t0\tACGTACGTAC\tIIIIIIIIII\n", i, pos)
 	}
 	sam.WriteString("s1\t0\tshort\t100\t60\t10M\t*\t0\t0\tACGTACGTAC\tIIIIIIIIII\n")
-	samPath := filepath.Join(dir, "long.sam")
-	if err := os.WriteFile(samPath, []byte(sam.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cram := filepath.Join(src, "long.cram")
-	if out, err := samtools("view", "-C", "--no-PG", "--output-fmt-option", "no_ref=1", "-o", cram, samPath); err != nil {
-		t.Fatalf("samtools view -C: %v\n%s", err, out)
-	}
+	dir, src, _ := cramFromSAM(t, "long", sam.String())
 	m := mountT(t, src, mountConfig{})
-	names, err := os.ReadDir(m.mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var listed []string
-	for _, n := range names {
-		listed = append(listed, n.Name())
-	}
-	if strings.Join(listed, " ") != "long.bam long.bam.csi" {
-		t.Fatalf("listing %q, want [long.bam long.bam.csi]", listed)
+	if listed := readNames(t, m.mnt); listed != "long.bam long.bam.csi" {
+		t.Fatalf("listing %q, want %q", listed, "long.bam long.bam.csi")
 	}
 	if _, err := os.Stat(filepath.Join(m.mnt, "long.bam.bai")); !os.IsNotExist(err) {
 		t.Errorf("long.bam.bai: %v, want not found", err)
@@ -97,4 +76,57 @@ func TestMountServesCSIForLongReferences(t *testing.T) {
 			t.Errorf("region %s: %s through the mount, samtools %s", region, a, b)
 		}
 	}
+}
+
+// TestMountHidesIndexOfUnsortedCRAM mounts a CRAM whose records are not
+// sorted by coordinate, so no index can be built: x.bam.bai does not
+// exist (it used to be an empty file) and, once the file was opened, the
+// listing names only x.bam, whose records are samtools' own.
+func TestMountHidesIndexOfUnsortedCRAM(t *testing.T) {
+	requireMount(t)
+	var sam strings.Builder
+	sam.WriteString("@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:c1\tLN:100000\n")
+	for i := 0; i < 200; i++ {
+		pos := 1 + (i*7919)%90000 // out of order
+		fmt.Fprintf(&sam, "r%d\t0\tc1\t%d\t60\t10M\t*\t0\t0\tACGTACGTAC\tIIIIIIIIII\n", i, pos)
+	}
+	_, src, cram := cramFromSAM(t, "u", sam.String())
+	m := mountT(t, src, mountConfig{})
+	if _, err := os.Stat(filepath.Join(m.mnt, "u.bam.bai")); !os.IsNotExist(err) {
+		t.Fatalf("u.bam.bai: %v, want not found", err)
+	}
+	got, err := samtools("view", "--no-PG", filepath.Join(m.mnt, "u.bam"))
+	if err != nil {
+		t.Fatalf("samtools view of the mount: %v\n%s", err, got)
+	}
+	want, err := samtools("view", "--no-PG", cram)
+	if err != nil {
+		t.Fatalf("samtools view of the CRAM: %v\n%s", err, want)
+	}
+	if !bytes.Equal(got, want) || len(want) == 0 {
+		t.Fatalf("records through the mount differ from samtools' (%d and %d bytes)", len(got), len(want))
+	}
+	if listed := readNames(t, m.mnt); listed != "u.bam" {
+		t.Fatalf("listing %q, want %q", listed, "u.bam")
+	}
+}
+
+// cramFromSAM writes sam as dir/src/stem.cram in a new temporary dir,
+// without a reference (no_ref), so none is needed to read it.
+func cramFromSAM(t *testing.T, stem, sam string) (dir, src, cram string) {
+	t.Helper()
+	dir = t.TempDir()
+	src = filepath.Join(dir, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	samPath := filepath.Join(dir, stem+".sam")
+	if err := os.WriteFile(samPath, []byte(sam), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cram = filepath.Join(src, stem+".cram")
+	if out, err := samtools("view", "-C", "--no-PG", "--output-fmt-option", "no_ref=1", "-o", cram, samPath); err != nil {
+		t.Fatalf("samtools view -C: %v\n%s", err, out)
+	}
+	return dir, src, cram
 }
