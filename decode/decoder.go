@@ -1,7 +1,6 @@
 package decode
 
 import (
-	"bytes"
 	"crypto/md5"
 	"fmt"
 	"math"
@@ -1003,7 +1002,7 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 		if err != nil {
 			return false, err
 		}
-		if (decodeMD || decodeNM) && bytes.IndexByte(b, 'N') >= 0 {
+		if (decodeMD || decodeNM) && view.hasN(refPos, refPos+k) {
 			for i, base := range b {
 				if base == 'N' {
 					addMD('N')

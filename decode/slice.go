@@ -1,6 +1,9 @@
 package decode
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+)
 
 // SliceHeader is the header block of a slice (CRAMv3 §8.5).
 type SliceHeader struct {
@@ -90,6 +93,10 @@ type refView struct {
 	limit int64
 	// load fetches [start, end) of the current contig; nil for a fixed view.
 	load func(dst []byte, start, end int64) ([]byte, error)
+	// nFrom and nNext remember hasN's last scan of buf (when nScanned):
+	// no 'N' in [nFrom, nNext), and nNext is an 'N' or the end of buf.
+	nFrom, nNext int64
+	nScanned     bool
 }
 
 // slice returns the bases of [from, to). Callers check the range against
@@ -108,10 +115,25 @@ func (v *refView) slice(from, to int64) ([]byte, error) {
 		return nil, err
 	}
 	v.start = from
+	v.nScanned = false
 	if int64(len(v.buf)) < to-from {
 		return nil, fmt.Errorf("%w: reference returned %d bases for [%d,%d)", ErrReference, len(v.buf), from, end)
 	}
 	return v.buf[:to-from], nil
+}
+
+// hasN reports whether the bases of [from, to), which a call of slice has
+// just returned, hold an 'N'. Records come sorted, so one scan ahead to
+// the next 'N' answers the checks of many reads.
+func (v *refView) hasN(from, to int64) bool {
+	if !v.nScanned || from < v.nFrom || from > v.nNext {
+		rest := v.buf[from-v.start:]
+		v.nFrom, v.nNext, v.nScanned = from, from+int64(len(rest)), true
+		if i := bytes.IndexByte(rest, 'N'); i >= 0 {
+			v.nNext = from + int64(i)
+		}
+	}
+	return v.nNext < to
 }
 
 func (v *refView) at(pos int64) (byte, error) {

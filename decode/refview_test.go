@@ -1,0 +1,46 @@
+package decode
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestRefViewHasN checks hasN against a plain scan for runs of queries in
+// order, going back, and across a reload of the window.
+func TestRefViewHasN(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	contig := make([]byte, 5000)
+	for i := range contig {
+		contig[i] = "ACGT"[rng.IntN(4)]
+	}
+	for _, p := range []int{0, 17, 18, 400, 2047, 2048, 4999} {
+		contig[p] = 'N'
+	}
+	copy(contig[3000:3100], bytes.Repeat([]byte{'N'}, 100))
+	load := func(dst []byte, s, e int64) ([]byte, error) { return append(dst, contig[s:e]...), nil }
+	views := map[string]*refView{
+		"fixed":   {buf: contig, limit: int64(len(contig))},
+		"windows": {load: load, limit: int64(len(contig))},
+	}
+	for name, v := range views {
+		for q := 0; q < 20000; q++ {
+			from := int64(rng.IntN(len(contig)))
+			if q%3 != 0 { // mostly sorted, as records come
+				from = min(int64(q)*5000/20000+int64(rng.IntN(40)), int64(len(contig)))
+			}
+			to := min(from+int64(rng.IntN(160)), int64(len(contig)))
+			b, err := v.slice(from, to)
+			if err != nil {
+				t.Fatalf("%s: slice(%d, %d): %v", name, from, to, err)
+			}
+			want := bytes.IndexByte(contig[from:to], 'N') >= 0
+			if !bytes.Equal(b, contig[from:to]) {
+				t.Fatalf("%s: slice(%d, %d) returned other bases", name, from, to)
+			}
+			if got := v.hasN(from, to); got != want {
+				t.Fatalf("%s: query %d: hasN(%d, %d) = %v, want %v", name, q, from, to, got, want)
+			}
+		}
+	}
+}
