@@ -96,6 +96,15 @@ var nt16 = func() (t [256]byte) {
 	return t
 }()
 
+// nt16Pair packs two ASCII bases, read as a little-endian uint16, into
+// one BAM byte: the first base's code in the high nibble.
+var nt16Pair = func() (t [1 << 16]byte) {
+	for i := range t {
+		t[i] = nt16[i&0xff]<<4 | nt16[i>>8]
+	}
+	return t
+}()
+
 // Reg2Bin returns the BAI bin (SAMv1 §5.3, min_shift 14, 5 levels) of the
 // 0-based half-open region [beg, end), computed like htslib's hts_reg2bin
 // (including its results for negative or out-of-range positions),
@@ -255,13 +264,25 @@ func AppendRecord(dst []byte, r *decode.Record) ([]byte, error) {
 // high nibble (SAMv1 §4.2.1, seq); out holds (len(seq)+1)/2 bytes. The
 // loops are shaped so that the compiler drops every bounds check.
 func packSeq(out, seq []byte) {
-	for len(seq) >= 8 && len(out) >= 4 {
-		o := (*[4]byte)(out)
-		s := (*[8]byte)(seq)
-		o[0] = nt16[s[0]]<<4 | nt16[s[1]]
-		o[1] = nt16[s[2]]<<4 | nt16[s[3]]
-		o[2] = nt16[s[4]]<<4 | nt16[s[5]]
-		o[3] = nt16[s[6]]<<4 | nt16[s[7]]
+	le := binary.LittleEndian
+	for len(seq) >= 16 && len(out) >= 8 {
+		x, y := le.Uint64(seq), le.Uint64(seq[8:])
+		le.PutUint64(out, uint64(nt16Pair[uint16(x)])|
+			uint64(nt16Pair[uint16(x>>16)])<<8|
+			uint64(nt16Pair[uint16(x>>32)])<<16|
+			uint64(nt16Pair[uint16(x>>48)])<<24|
+			uint64(nt16Pair[uint16(y)])<<32|
+			uint64(nt16Pair[uint16(y>>16)])<<40|
+			uint64(nt16Pair[uint16(y>>32)])<<48|
+			uint64(nt16Pair[uint16(y>>48)])<<56)
+		seq, out = seq[16:], out[8:]
+	}
+	if len(seq) >= 8 && len(out) >= 4 {
+		x := le.Uint64(seq)
+		le.PutUint32(out, uint32(nt16Pair[uint16(x)])|
+			uint32(nt16Pair[uint16(x>>16)])<<8|
+			uint32(nt16Pair[uint16(x>>32)])<<16|
+			uint32(nt16Pair[uint16(x>>48)])<<24)
 		seq, out = seq[8:], out[4:]
 	}
 	for len(seq) >= 2 && len(out) >= 1 {
