@@ -31,10 +31,10 @@ func (w *pieceWriter) Write(p []byte) (int, error) {
 }
 
 // TestConvertWritesInPieces checks that a container larger than
-// writePiece reaches the writer in pieces of at most writePiece bytes (one
+// WritePiece reaches the writer in pieces of at most WritePiece bytes (one
 // huge write(2) into a file was several times slower) and whole.
 func TestConvertWritesInPieces(t *testing.T) {
-	data := make([]byte, 5*writePiece+123)
+	data := make([]byte, 5*WritePiece+123)
 	for i := range data {
 		data[i] = byte(i * 7 / 5)
 	}
@@ -44,8 +44,8 @@ func TestConvertWritesInPieces(t *testing.T) {
 		if err := Convert(context.Background(), src, &w, ConvertOptions{Threads: 2, Level: level}); err != nil {
 			t.Fatal(err)
 		}
-		if w.largest > writePiece {
-			t.Errorf("level %d: a single Write of %d bytes, want at most %d", level, w.largest, writePiece)
+		if w.largest > WritePiece {
+			t.Errorf("level %d: a single Write of %d bytes, want at most %d", level, w.largest, WritePiece)
 		}
 		raw, err := bgzf.DecompressAll(w.Bytes())
 		if err != nil {

@@ -81,7 +81,7 @@ func cmdConvert(args []string, stdout, stderr io.Writer) error {
 		defer dst.abort()
 		w = dst.f
 	}
-	bw := bufio.NewWriterSize(w, 1<<20)
+	bw := bufio.NewWriterSize(w, engine.WritePiece)
 	if err := engine.Convert(ctx, src, bw, engine.ConvertOptions{Threads: *threads, Level: *level}); err != nil {
 		return err
 	}
