@@ -1,0 +1,73 @@
+package decode
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestReadUntil reads stop-terminated values one after another and
+// compares them with a plain search: values of every length from 0 to 20
+// (the word step, its fallback and the short tail), bytes next to the
+// stop byte's value and with the top bit set (which a word search could
+// mistake for it), and a block that ends without a stop byte.
+func TestReadUntil(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, stop := range []byte{0, '\t', 0x80, 0xff} {
+		near := []byte{stop - 1, stop + 1, stop ^ 0x80, stop ^ 1, 'A'}
+		var data []byte
+		var want [][]byte
+		for range 2000 {
+			v := make([]byte, rng.IntN(21))
+			for i := range v {
+				v[i] = near[rng.IntN(len(near))]
+				if rng.IntN(4) == 0 {
+					v[i] = byte(rng.IntN(256))
+				}
+				if v[i] == stop {
+					v[i] = stop + 1
+				}
+			}
+			want = append(want, v)
+			data = append(data, v...)
+			data = append(data, stop)
+		}
+		data = append(data, stop+1, stop+2, stop+3) // no stop at the end
+		x := &extStream{id: 7, data: data}
+		for k, w := range want {
+			got, err := x.readUntil(stop)
+			if err != nil || !bytes.Equal(got, w) {
+				t.Fatalf("stop %#x value %d: got %q, %v; want %q", stop, k, got, err, w)
+			}
+		}
+		if _, err := x.readUntil(stop); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("stop %#x: reading past the last stop byte: %v, want ErrCorrupt", stop, err)
+		}
+	}
+}
+
+// BenchmarkReadUntil reads NUL-terminated values of the lengths of MC:Z
+// tags (a mate CIGAR of 4 to 12 bytes) from one block.
+func BenchmarkReadUntil(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var data []byte
+	n := 0
+	for len(data) < 1<<20 {
+		for range 4 + rng.IntN(9) {
+			data = append(data, "0123456789MSID"[rng.IntN(14)])
+		}
+		data = append(data, 0)
+		n++
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		x := &extStream{data: data}
+		for range n {
+			if _, err := x.readUntil(0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
