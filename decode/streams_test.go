@@ -8,10 +8,10 @@ import (
 )
 
 // TestReadUntil reads stop-terminated values one after another and
-// compares them with a plain search: values of every length from 0 to 20
-// (the word step, its fallback and the short tail), bytes next to the
-// stop byte's value and with the top bit set (which a word search could
-// mistake for it), and a block that ends without a stop byte.
+// compares them with what was written: values of every length from 0 to
+// 20, of bytes that differ from the stop byte in one bit or next to it (a
+// word-at-a-time search could mistake them for it), and a block that ends
+// without a stop byte.
 func TestReadUntil(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, stop := range []byte{0, '\t', 0x80, 0xff} {
