@@ -277,14 +277,6 @@ func packSeq(out, seq []byte) {
 			uint64(nt16Pair[uint16(y>>48)])<<56)
 		seq, out = seq[16:], out[8:]
 	}
-	if len(seq) >= 8 && len(out) >= 4 {
-		x := le.Uint64(seq)
-		le.PutUint32(out, uint32(nt16Pair[uint16(x)])|
-			uint32(nt16Pair[uint16(x>>16)])<<8|
-			uint32(nt16Pair[uint16(x>>32)])<<16|
-			uint32(nt16Pair[uint16(x>>48)])<<24)
-		seq, out = seq[8:], out[4:]
-	}
 	for len(seq) >= 2 && len(out) >= 1 {
 		out[0] = nt16[seq[0]]<<4 | nt16[seq[1]]
 		seq, out = seq[2:], out[1:]
