@@ -40,21 +40,6 @@ func renormSafe(x uint32, r *reader) (uint32, error) {
 	return x, nil
 }
 
-// renorm is RansRenormNx16 (CRAMcodecs section 3.2) reading at offset k
-// of a 16-byte window, of which a round of 4 or 8 symbols consumes at
-// most 16 bytes. Go compiles the condition to a branch (it emits no
-// conditional move for a value that feeds a load address); a 16-bit
-// renormalisation is rare enough for the branch to predict well, and a
-// branch-free mask select measured slower, unlike in rans4x8.
-func renorm(x uint32, w *[16]byte, k uint) (uint32, uint) {
-	y := x<<16 | uint32(w[k&15]) | uint32(w[(k+1)&15])<<8
-	k2 := k + 2
-	if x < ransL {
-		x, k = y, k2
-	}
-	return x, k
-}
-
 // decodeO0 implements RansDecodeNx16_0 (CRAMcodecs section 3.3) into out:
 // symbol i from state i mod N. t is working memory for the table.
 func decodeO0(out, src []byte, N int, t *o0Table) error {
@@ -118,7 +103,10 @@ func decodeO0(out, src []byte, N int, t *o0Table) error {
 // o0Fast4 decodes groups of 8 symbols (two rounds of the 4 states) into
 // out while 16 input bytes remain at offset p of src (the most a group
 // consumes); it returns how many symbols it decoded and the new input
-// offset.
+// offset. The renormalisation is renormBr, whose load only runs when
+// taken: on the packed quality-binned qualities of the benchmark data
+// (1.9 bits per symbol) it decodes 13% faster than a select that always
+// loads, and 10-20% faster on the corpus order-0 vectors.
 func o0Fast4(t *o0Table, st *[32]uint32, src []byte, p int, out []byte) (int, int) {
 	x0, x1, x2, x3 := st[0], st[1], st[2], st[3]
 	i := 0
@@ -126,30 +114,18 @@ func o0Fast4(t *o0Table, st *[32]uint32, src []byte, p int, out []byte) (int, in
 		o := (*[8]byte)(out[i : i+8])
 		w := (*[16]byte)(src[p : p+16])
 		k := uint(0)
-		m := x0 & 0xfff
-		o[0] = t.sym[m]
-		x0, k = renorm(uint32(t.freq[m])*(x0>>12)+uint32(t.base[m]), w, k)
-		m = x1 & 0xfff
-		o[1] = t.sym[m]
-		x1, k = renorm(uint32(t.freq[m])*(x1>>12)+uint32(t.base[m]), w, k)
-		m = x2 & 0xfff
-		o[2] = t.sym[m]
-		x2, k = renorm(uint32(t.freq[m])*(x2>>12)+uint32(t.base[m]), w, k)
-		m = x3 & 0xfff
-		o[3] = t.sym[m]
-		x3, k = renorm(uint32(t.freq[m])*(x3>>12)+uint32(t.base[m]), w, k)
-		m = x0 & 0xfff
-		o[4] = t.sym[m]
-		x0, k = renorm(uint32(t.freq[m])*(x0>>12)+uint32(t.base[m]), w, k)
-		m = x1 & 0xfff
-		o[5] = t.sym[m]
-		x1, k = renorm(uint32(t.freq[m])*(x1>>12)+uint32(t.base[m]), w, k)
-		m = x2 & 0xfff
-		o[6] = t.sym[m]
-		x2, k = renorm(uint32(t.freq[m])*(x2>>12)+uint32(t.base[m]), w, k)
-		m = x3 & 0xfff
-		o[7] = t.sym[m]
-		x3, k = renorm(uint32(t.freq[m])*(x3>>12)+uint32(t.base[m]), w, k)
+		m0, m1, m2, m3 := x0&0xfff, x1&0xfff, x2&0xfff, x3&0xfff
+		o[0], o[1], o[2], o[3] = t.sym[m0], t.sym[m1], t.sym[m2], t.sym[m3]
+		x0, k = renormBr(uint32(t.freq[m0])*(x0>>12)+uint32(t.base[m0]), w, k)
+		x1, k = renormBr(uint32(t.freq[m1])*(x1>>12)+uint32(t.base[m1]), w, k)
+		x2, k = renormBr(uint32(t.freq[m2])*(x2>>12)+uint32(t.base[m2]), w, k)
+		x3, k = renormBr(uint32(t.freq[m3])*(x3>>12)+uint32(t.base[m3]), w, k)
+		m0, m1, m2, m3 = x0&0xfff, x1&0xfff, x2&0xfff, x3&0xfff
+		o[4], o[5], o[6], o[7] = t.sym[m0], t.sym[m1], t.sym[m2], t.sym[m3]
+		x0, k = renormBr(uint32(t.freq[m0])*(x0>>12)+uint32(t.base[m0]), w, k)
+		x1, k = renormBr(uint32(t.freq[m1])*(x1>>12)+uint32(t.base[m1]), w, k)
+		x2, k = renormBr(uint32(t.freq[m2])*(x2>>12)+uint32(t.base[m2]), w, k)
+		x3, k = renormBr(uint32(t.freq[m3])*(x3>>12)+uint32(t.base[m3]), w, k)
 		p += int(k)
 	}
 	st[0], st[1], st[2], st[3] = x0, x1, x2, x3
@@ -187,7 +163,7 @@ func o0Fast32(t *o0Table, st *[32]uint32, src []byte, p int, out []byte) (int, i
 	return i, p
 }
 
-// renormMask is renorm with the choice made by a mask (m is all ones
+// renormMask is renormBr with the choice made by a mask (m is all ones
 // exactly when x < ransL, computed in 64 bits so that it holds for any
 // x). It lengthens each state's dependency chain, so the branch is usually
 // faster; see o1Fast4x10Mask for where it is not.
