@@ -184,10 +184,13 @@ func parseHuffman(params []byte) (*huffman, error) {
 	if p != len(params) {
 		return nil, corruptf("HUFFMAN: %d parameter bytes unused", len(params)-p)
 	}
-	h := &huffman{}
 	if len(syms) == 0 {
-		return h, nil
+		// An empty alphabet parses, and fails when read (decode). count
+		// has its length-0 entry, zero, so that the one-symbol tests of
+		// decodeInt and appendArray see no constant.
+		return &huffman{count: []int32{0}}, nil
 	}
+	h := &huffman{}
 	type code struct{ sym, len int32 }
 	codes := make([]code, len(syms))
 	for i := range syms {

@@ -82,6 +82,46 @@ func TestHuffmanSingleSymbolReadsNoBits(t *testing.T) {
 	}
 }
 
+// encodingBytes is an encoding as a compression header stores it: id,
+// parameter length, parameters (CRAMv3 section 13).
+func encodingBytes(id EncodingID, params []byte) []byte {
+	b := append(putITF8(int32(id)), putITF8(int32(len(params)))...)
+	return append(b, params...)
+}
+
+// TestHuffmanEmptyAlphabet reads every kind of value through a HUFFMAN
+// code with no symbols, which parses: each read fails with ErrCorrupt.
+// The one-symbol shortcuts of decodeInt and appendArray once indexed its
+// code-length counts, absent for an empty alphabet, and panicked.
+func TestHuffmanEmptyAlphabet(t *testing.T) {
+	empty := encodingBytes(EncodingHuffman, huffParams(nil, nil))
+	parse := func(b []byte, vt valueType) *Encoding {
+		p := 0
+		e, err := parseEncoding(b, &p, vt, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	st := &streams{}
+	st.add(5, []byte("abcd"))
+	st.index()
+	e := parse(empty, typeInt)
+	if v, err := e.decodeInt(st); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("decodeInt: %d, %v; want ErrCorrupt", v, err)
+	}
+	if v, err := e.decodeByte(st); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("decodeByte: %d, %v; want ErrCorrupt", v, err)
+	}
+	if b, err := e.appendBytes(st, nil, 2); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("appendBytes: %q, %v; want ErrCorrupt", b, err)
+	}
+	bal := parse(encodingBytes(EncodingByteArrayLen, append(empty, encodingBytes(EncodingExternal, putITF8(5))...)), typeByteArray)
+	if b, err := bal.appendArray(st, nil); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("BYTE_ARRAY_LEN appendArray: %q, %v; want ErrCorrupt", b, err)
+	}
+}
+
 func TestHuffmanRejectsBadTables(t *testing.T) {
 	for name, p := range map[string][]byte{
 		"count mismatch":   huffParams([]int32{1, 2}, []int32{1}),
