@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1072,6 +1073,30 @@ func TestMountBinary(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("timer slack", func(t *testing.T) {
+		// The binary re-executes itself with mountTimerSlack, keeping its
+		// pid (timerslack_linux.go).
+		p := startMount(t, bin, src, "--cache-dir", t.TempDir())
+		pid := p.cmd.Process.Pid
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/timerslack_ns", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := strings.TrimSpace(string(b)), strconv.FormatInt(int64(mountTimerSlack), 10); got != want {
+			t.Errorf("the mount's timer slack is %s ns, want %s", got, want)
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(strings.Split(string(env), "\x00"), reexecEnv+"=1") {
+			t.Errorf("the mount was not re-executed: %s=1 is not in its environment", reexecEnv)
+		}
+		if b, err := os.ReadFile(filepath.Join(p.mnt, "x.bam")); err != nil || !bytes.Equal(b, wantX) {
+			t.Errorf("x.bam through the re-executed mount: %v (equal %v)", err, bytes.Equal(b, wantX))
+		}
+	})
 
 	t.Run("SIGTERM while a file is open", func(t *testing.T) {
 		p := startMount(t, bin, src, "--cache-dir", t.TempDir())
