@@ -20,8 +20,11 @@ import (
 // decoding worker or the reader. With 1 ms of slack its short sleeps end
 // on the next timer or tick instead: about 1,000 wake-ups and 20-30 ms,
 // and the read took 1.05-1.36 s (median 1.15) against 1.14-1.73 s (median
-// 1.28) in 8 alternating rounds. Nothing in the mount waits on a timer
-// for its answers, so the coarser timers cost no latency a reader sees.
+// 1.28) in 8 alternating rounds. No answer of the mount waits on a timer;
+// the runtime's other short sleeps (a thread stealing work sleeps 3 us)
+// also get coarser, which those measurements include. The 3.1 archive
+// file's read, whose containers take longest to decode, measured within
+// its noise (median 3.88 s without, 3.95 s with, 4 rounds).
 const mountTimerSlack = time.Millisecond
 
 // reexecEnv marks a process that raiseTimerSlack already re-executed.
