@@ -65,6 +65,10 @@ type Decoder struct {
 	// slice), reused from container to container.
 	chBuf, shBuf []byte
 	blockBufs    blockBufs
+	// lenID and lenRef remember the last refLength answer (lenID -1 for
+	// none): records come sorted, so it rarely changes.
+	lenID  int32
+	lenRef int64
 }
 
 // NewDecoder returns a Decoder for f.
@@ -72,7 +76,7 @@ func (f *File) NewDecoder(opt DecoderOptions) *Decoder {
 	if opt.Codecs == nil {
 		opt.Codecs = &DefaultCodecs
 	}
-	return &Decoder{f: f, opt: opt}
+	return &Decoder{f: f, opt: opt, lenID: -1}
 }
 
 // Reset makes d a Decoder for f with opt, as NewDecoder would, keeping
@@ -83,6 +87,7 @@ func (d *Decoder) Reset(f *File, opt DecoderOptions) {
 		opt.Codecs = &DefaultCodecs
 	}
 	d.f, d.opt = f, opt
+	d.lenID = -1
 }
 
 // blockBufs keeps the decompression buffer of each block from slice to
@@ -710,12 +715,18 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 
 // refLength is the reference length htslib bounds MD/NM with.
 func (d *Decoder) refLength(id int) int64 {
-	if d.opt.Reference != nil {
-		if n := d.opt.Reference.Length(id); n >= 0 {
-			return n
-		}
+	if int32(id) == d.lenID {
+		return d.lenRef
 	}
-	return d.f.Refs[id].Length
+	n := int64(-1)
+	if d.opt.Reference != nil {
+		n = d.opt.Reference.Length(id)
+	}
+	if n < 0 {
+		n = d.f.Refs[id].Length
+	}
+	d.lenID, d.lenRef = int32(id), n
+	return n
 }
 
 func grow(b []byte, n int) []byte {
@@ -834,7 +845,16 @@ func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, 
 // appendUint appends the decimal form of v as htslib's BLOCK_APPEND_UINT
 // does (v is a 32-bit unsigned value there).
 func appendUint(b []byte, v int64) []byte {
-	return strconv.AppendUint(b, uint64(uint32(v)), 10)
+	u := uint32(v)
+	switch {
+	case u < 10:
+		return append(b, byte('0'+u))
+	case u < 100:
+		return append(b, byte('0'+u/10), byte('0'+u%10))
+	case u < 1000:
+		return append(b, byte('0'+u/100), byte('0'+u/10%10), byte('0'+u%10))
+	}
+	return strconv.AppendUint(b, uint64(u), 10)
 }
 
 // l1 maps a reference base to its substitution matrix row.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/encode/bgzf"
 )
 
 // benchDataVBAM opens a CRAM of the benchmark dataset
@@ -117,4 +118,53 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkBenchDataContainers rebuilds every tenth container of a CRAM of
+// the benchmark dataset into stored BGZF blocks on one goroutine, as the
+// mount does once a file's layout is known, without the engine's
+// scheduling: small changes to the decoder show above the noise of the
+// whole-file benchmarks.
+func BenchmarkBenchDataContainers(b *testing.B) {
+	dir := os.Getenv("CRAMFS_BENCH_DATA")
+	if dir == "" {
+		b.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
+	}
+	name := os.Getenv("CRAMFS_BENCH_CRAM")
+	if name == "" {
+		name = "sample.v30.cram"
+	}
+	store, err := reference.Open([]string{filepath.Join(dir, "ref.fa")}, reference.Options{NoEnv: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	src, err := OpenCRAM(filepath.Join(dir, name), CRAMOptions{Reference: store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	comp, err := bgzf.NewCompressor(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var dst []byte
+	var total int64
+	for i := 0; i < src.NumContainers(); i += 10 {
+		var raw int64
+		if dst, raw, err = src.RebuildContainerBlocks(ctx, i, comp, dst[:0]); err != nil {
+			b.Fatal(err)
+		}
+		total += raw
+	}
+	b.SetBytes(total)
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := 0; i < src.NumContainers(); i += 10 {
+			if dst, _, err = src.RebuildContainerBlocks(ctx, i, comp, dst[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }
