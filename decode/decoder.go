@@ -807,26 +807,43 @@ func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, 
 	if tl < 0 || int(tl) >= len(ch.TagLines) {
 		return false, false, corruptf("tag line %d, dictionary has %d", tl, len(ch.TagLines))
 	}
-	line := ch.TagLines[tl]
+	plan := &ch.tagPlans[tl]
+	hasMD, hasNM = plan.hasMD, plan.hasNM
 	cr.auxOff = int32(len(d.aux))
-	for i := 0; i+3 <= len(line); i += 3 {
-		t := line[i : i+3]
-		if t[0] == 'M' && t[1] == 'D' {
-			hasMD = true
-		}
-		if t[0] == 'N' && t[1] == 'M' {
-			hasNM = true
-		}
-		te := ch.tagEncodings[tl][i/3]
-		if te == nil {
-			return false, false, corruptf("tag %s has no encoding", t)
-		}
+	for k := range plan.ops {
+		op := &plan.ops[k]
 		start := len(d.aux)
-		d.aux = append(d.aux, t...)
-		if d.aux, err = te.appendArray(&d.st, d.aux); err != nil {
-			return false, false, fmt.Errorf("tag %s: %w", t, err)
+		d.aux = append(d.aux, op.key[0], op.key[1], op.key[2])
+		switch op.kind {
+		case tagConst:
+			x, err := op.val.stream(&d.st)
+			if err != nil {
+				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
+			}
+			b, err := x.readN(op.n)
+			if err != nil {
+				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
+			}
+			d.aux = append(d.aux, b...)
+		case tagStop:
+			x, err := op.enc.stream(&d.st)
+			if err != nil {
+				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
+			}
+			b, err := x.readUntil(op.enc.Stop)
+			if err != nil {
+				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
+			}
+			d.aux = append(d.aux, b...)
+		default:
+			if op.enc == nil {
+				return false, false, corruptf("tag %s has no encoding", op.key[:])
+			}
+			if d.aux, err = op.enc.appendArray(&d.st, d.aux); err != nil {
+				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
+			}
 		}
-		if t[0] == 'c' && t[1] == 'F' && t[2] == 'C' && len(d.aux)-start == 4 {
+		if op.cF && len(d.aux)-start == 4 {
 			// htslib's private cF tag: bit 1 keeps MD, bit 2 keeps NM from
 			// being generated. It is not output.
 			cF := d.aux[start+3]
