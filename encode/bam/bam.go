@@ -262,8 +262,17 @@ func AppendRecord(dst []byte, r *decode.Record) ([]byte, error) {
 
 // packSeq packs ASCII bases two per byte as 4-bit codes, the first in the
 // high nibble (SAMv1 §4.2.1, seq); out holds (len(seq)+1)/2 bytes. The
-// loops are shaped so that the compiler drops every bounds check.
+// vector path (amd64 with AVX2) takes sequences of 32 bases or more.
 func packSeq(out, seq []byte) {
+	if n := packSeqVector(out, seq); n > 0 {
+		seq, out = seq[n:], out[n/2:]
+	}
+	packSeqScalar(out, seq)
+}
+
+// packSeqScalar is packSeq without the vector path. The loops are shaped
+// so that the compiler drops every bounds check.
+func packSeqScalar(out, seq []byte) {
 	le := binary.LittleEndian
 	for len(seq) >= 16 && len(out) >= 8 {
 		x, y := le.Uint64(seq), le.Uint64(seq[8:])

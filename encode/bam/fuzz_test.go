@@ -1,6 +1,7 @@
 package bam
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"testing"
@@ -71,6 +72,12 @@ func FuzzAppendRecord(f *testing.F) {
 		}
 		if int(le.Uint32(rec[20:])) != len(seq) {
 			t.Fatalf("l_seq %d, want %d", le.Uint32(rec[20:]), len(seq))
+		}
+		off := 36 + int(rec[12]) + 4*int(le.Uint16(rec[16:]))
+		want := make([]byte, (len(seq)+1)/2)
+		packSeqRef(want, seq)
+		if got := rec[off : off+len(want)]; !bytes.Equal(got, want) {
+			t.Fatalf("seq %x, want %x", got, want)
 		}
 	})
 }
