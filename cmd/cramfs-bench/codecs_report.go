@@ -194,7 +194,9 @@ func writeCodecReport(w io.Writer, r codecReport) error {
 		"then enough repeats to last about %v, each call timed alone, median) and right after by the Go decoder in "+
 		"this process (`AppendDecode(dst, src, rawSize)` into the previous call's buffer, as the CRAM block decoder calls it, "+
 		"with the block's raw size when known, else -1; the C decoder allocates its output per call: one warm-up call, then "+
-		"repeats until %v have passed, each call timed alone, median). A stream's time is the median over the rounds; "+
+		"repeats until %v have passed, each call timed alone, median). Both sides read the monotonic clock once per "+
+		"timestamp (C: clock_gettime(CLOCK_MONOTONIC); Go: the runtime's nanotime, the same vDSO clock, as time.Now "+
+		"would also read the wall clock inside the interval). A stream's time is the median over the rounds; "+
 		"a row's MB/s is its decoded bytes (1 MB = 10^6 bytes) over the sum of its streams' times, so every stream "+
 		"weighs by its size. Go/C is the speed ratio: above 1 means Go is faster; rows under the issue 6 target of "+
 		"%.2f are marked **below**. Families come from the stream's first bytes (order, X32/EXT, STRIPE, CAT, RLE, "+
