@@ -72,9 +72,27 @@ func FuzzCompressionHeader(f *testing.F) {
 			}
 			return
 		}
-		for _, line := range ch.TagLines {
+		if len(ch.tagPlans) != len(ch.TagLines) {
+			t.Fatalf("%d tag plans for %d tag lines", len(ch.tagPlans), len(ch.TagLines))
+		}
+		for i, line := range ch.TagLines {
 			if len(line) > len(b) {
 				t.Fatalf("tag line of %d bytes from %d input bytes", len(line), len(b))
+			}
+			plan := ch.tagPlans[i]
+			if len(plan.ops) != len(line)/3 {
+				t.Fatalf("tag line %q: %d planned tags", line, len(plan.ops))
+			}
+			for j, op := range plan.ops {
+				if string(op.key[:]) != string(line[3*j:3*j+3]) {
+					t.Fatalf("tag line %q: tag %d planned as %q", line, j, op.key[:])
+				}
+				if op.kind == tagConst && (op.n < 0 || op.val == nil || op.val.ID != EncodingExternal) {
+					t.Fatalf("tag %q: constant length %d from %+v", op.key[:], op.n, op.val)
+				}
+				if op.kind == tagStop && (op.enc == nil || op.enc.ID != EncodingByteArrayStop) {
+					t.Fatalf("tag %q planned as a stop-byte array", op.key[:])
+				}
 			}
 		}
 		// Decoding from empty streams must fail cleanly, never panic.
