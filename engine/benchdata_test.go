@@ -13,11 +13,10 @@ import (
 	"github.com/cramfs/cramfs/encode/bgzf"
 )
 
-// benchDataVBAM opens a CRAM of the benchmark dataset
+// benchDataCRAM opens a CRAM of the benchmark dataset
 // (../shared/bench/make-data.sh; directory in $CRAMFS_BENCH_DATA, file in
-// $CRAMFS_BENCH_CRAM, default sample.v30.cram) as a virtual BAM with its
-// layout already persisted, so only segment builds are measured.
-func benchDataVBAM(b *testing.B, cacheDir string, opts Options) (*Manager, *VirtualBAM) {
+// $CRAMFS_BENCH_CRAM, default sample.v30.cram), closed when b ends.
+func benchDataCRAM(b *testing.B) *CRAM {
 	b.Helper()
 	dir := os.Getenv("CRAMFS_BENCH_DATA")
 	if dir == "" {
@@ -37,6 +36,15 @@ func benchDataVBAM(b *testing.B, cacheDir string, opts Options) (*Manager, *Virt
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { src.Close() })
+	return src
+}
+
+// benchDataVBAM opens a CRAM of the benchmark dataset (see benchDataCRAM)
+// as a virtual BAM with its layout already persisted, so only segment
+// builds are measured.
+func benchDataVBAM(b *testing.B, cacheDir string, opts Options) (*Manager, *VirtualBAM) {
+	b.Helper()
+	src := benchDataCRAM(b)
 	opts.CacheDir = cacheDir
 	m := NewManager(opts, nil)
 	v, err := m.Open(context.Background(), src)
@@ -126,24 +134,7 @@ func cpuTime() time.Duration {
 // scheduling: small changes to the decoder show above the noise of the
 // whole-file benchmarks.
 func BenchmarkBenchDataContainers(b *testing.B) {
-	dir := os.Getenv("CRAMFS_BENCH_DATA")
-	if dir == "" {
-		b.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
-	}
-	name := os.Getenv("CRAMFS_BENCH_CRAM")
-	if name == "" {
-		name = "sample.v30.cram"
-	}
-	store, err := reference.Open([]string{filepath.Join(dir, "ref.fa")}, reference.Options{NoEnv: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	src, err := OpenCRAM(filepath.Join(dir, name), CRAMOptions{Reference: store})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer src.Close()
+	src := benchDataCRAM(b)
 	comp, err := bgzf.NewCompressor(0)
 	if err != nil {
 		b.Fatal(err)
