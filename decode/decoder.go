@@ -16,7 +16,8 @@ type ReferenceSource interface {
 	Bases(dst []byte, refID int, start, end int64) ([]byte, error)
 	// Length is the length of reference refID as the reference has it, or
 	// -1 when unknown. Like htslib, a length that differs from the @SQ LN
-	// replaces it for MD/NM generation.
+	// replaces it for MD/NM generation. A Decoder asks once per reference
+	// and Reset, so the answer must not change.
 	Length(refID int) int64
 }
 
