@@ -946,29 +946,20 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 		}
 	}
 	featureByte := func(s DataSeries, name string) (byte, error) {
-		e := ds[s]
-		if e == nil {
-			return 0, corruptf("data series %s has no encoding", name)
+		if e := ds[s]; e != nil {
+			if v, ok := e.byteFast(st); ok {
+				return v, nil
+			}
 		}
-		v, err := e.decodeByte(st)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", name, err)
-		}
-		return v, nil
+		return featureByteSlow(ds[s], st, name)
 	}
 	featureInt := func(s DataSeries, name string) (int64, error) {
-		e := ds[s]
-		if e == nil {
-			return 0, corruptf("data series %s has no encoding", name)
+		if e := ds[s]; e != nil {
+			if v, ok := e.intFast(st); ok {
+				return int64(v), nil // below 128
+			}
 		}
-		v, err := e.decodeInt(st)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", name, err)
-		}
-		if v < 0 {
-			return 0, corruptf("%s: length %d", name, v)
-		}
-		return int64(v), nil
+		return featureIntSlow(ds[s], st, name)
 	}
 	// featureArray decodes a byte array into dst at off, which must fit.
 	var scratch []byte
@@ -977,12 +968,22 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 		if e == nil {
 			return 0, corruptf("data series %s has no encoding", name)
 		}
+		var b []byte
 		var err error
-		scratch, err = e.appendArray(st, scratch[:0])
+		if e.ID == EncodingByteArrayStop {
+			// The bytes as they lie in their block, copied once.
+			var x *extStream
+			if x, err = e.stream(st); err == nil {
+				b, err = x.readUntil(e.Stop)
+			}
+		} else {
+			scratch, err = e.appendArray(st, scratch[:0])
+			b = scratch
+		}
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", name, err)
 		}
-		m := int64(len(scratch))
+		m := int64(len(b))
 		if n == 0 {
 			// A read stored without bases ('*'): htslib decodes the
 			// feature's bytes and drops them.
@@ -991,7 +992,7 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 		if off < 0 || off+m > int64(len(dst)) {
 			return 0, corruptf("%s: %d bytes at read position %d overrun the %d-base read", name, m, off+1, n)
 		}
-		copy(dst[off:], scratch)
+		copy(dst[off:], b)
 		return m, nil
 	}
 	fillQual30 := func() {
@@ -1059,13 +1060,18 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 		return true, nil
 	}
 
+	fpE := ds[DSFP]
 	for f := int32(0); f < fn; f++ {
 		op, err := featureByte(DSFC, "FC")
 		if err != nil {
 			return err
 		}
-		fp, err := featureInt2(ds, st)
-		if err != nil {
+		var fp int32
+		if fpE == nil {
+			return corruptf("data series FP has no encoding")
+		} else if v, ok := fpE.intFast(st); ok {
+			fp = v
+		} else if fp, err = featureInt2(ds, st); err != nil {
 			return err
 		}
 		pos := int64(fp) + prevPos
@@ -1398,7 +1404,36 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 	return nil
 }
 
-// featureInt2 reads a feature position (FP).
+// featureByteSlow is decodeSeq's featureByte past its inlined first case.
+func featureByteSlow(e *Encoding, st *streams, name string) (byte, error) {
+	if e == nil {
+		return 0, corruptf("data series %s has no encoding", name)
+	}
+	v, err := e.decodeByte(st)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return v, nil
+}
+
+// featureIntSlow is decodeSeq's featureInt past its inlined first case:
+// a length, which must not be negative.
+func featureIntSlow(e *Encoding, st *streams, name string) (int64, error) {
+	if e == nil {
+		return 0, corruptf("data series %s has no encoding", name)
+	}
+	v, err := e.decodeInt(st)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	if v < 0 {
+		return 0, corruptf("%s: length %d", name, v)
+	}
+	return int64(v), nil
+}
+
+// featureInt2 reads a feature position (FP); decodeSeq tries intFast
+// first.
 func featureInt2(ds *[numDataSeries]*Encoding, st *streams) (int32, error) {
 	e := ds[DSFP]
 	if e == nil {

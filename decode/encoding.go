@@ -356,6 +356,32 @@ func (e *Encoding) decodeByte(s *streams) (byte, error) {
 	return byte(v), err
 }
 
+// byteFast reads one value of an EXTERNAL byte series from the block
+// found earlier in the slice, small enough to inline; ok is false in
+// every other case (another encoding, the block not yet found, its end),
+// which decodeByte then handles.
+func (e *Encoding) byteFast(s *streams) (v byte, ok bool) {
+	x := e.x
+	if x == nil || e.xGen != s.gen || e.ID != EncodingExternal || x.pos >= len(x.data) {
+		return 0, false
+	}
+	v = x.data[x.pos]
+	x.pos++
+	return v, true
+}
+
+// intFast is byteFast for an integer series: a one-byte ITF-8 value
+// (below 128) from EXTERNAL; decodeInt handles every other case.
+func (e *Encoding) intFast(s *streams) (v int32, ok bool) {
+	x := e.x
+	if x == nil || e.xGen != s.gen || e.ID != EncodingExternal || x.pos >= len(x.data) || x.data[x.pos] >= 0x80 {
+		return 0, false
+	}
+	v = int32(x.data[x.pos])
+	x.pos++
+	return v, true
+}
+
 // appendBytes appends n byte values of the series to dst.
 func (e *Encoding) appendBytes(s *streams, dst []byte, n int) ([]byte, error) {
 	if e.ID == EncodingExternal {
