@@ -259,18 +259,14 @@ func (h *huffman) decode(br *bitReader) (int32, error) {
 func (e *Encoding) decodeInt(s *streams) (int32, error) {
 	switch e.ID {
 	case EncodingExternal:
-		// stream and readITF8's one-byte case, written out: this is
-		// the most frequent call of the record loop.
-		x := e.x
-		if x == nil || e.xGen != s.gen {
-			var err error
-			if x, err = e.findStream(s); err != nil {
-				return 0, err
-			}
+		// The most frequent call of the record loop: intFast's one-byte
+		// case first.
+		if v, ok := e.intFast(s); ok {
+			return v, nil
 		}
-		if p := x.pos; p < len(x.data) && x.data[p] < 0x80 {
-			x.pos = p + 1
-			return int32(x.data[p]), nil
+		x, err := e.stream(s)
+		if err != nil {
+			return 0, err
 		}
 		return x.readITF8Long()
 	case EncodingHuffman:
@@ -343,12 +339,12 @@ func (e *Encoding) decodeInt(s *streams) (int32, error) {
 // decodeByte reads one byte value of the series.
 func (e *Encoding) decodeByte(s *streams) (byte, error) {
 	if e.ID == EncodingExternal {
-		x := e.x
-		if x == nil || e.xGen != s.gen {
-			var err error
-			if x, err = e.findStream(s); err != nil {
-				return 0, err
-			}
+		if v, ok := e.byteFast(s); ok {
+			return v, nil
+		}
+		x, err := e.stream(s)
+		if err != nil {
+			return 0, err
 		}
 		return x.readByte()
 	}
@@ -357,9 +353,9 @@ func (e *Encoding) decodeByte(s *streams) (byte, error) {
 }
 
 // byteFast reads one value of an EXTERNAL byte series from the block
-// found earlier in the slice, small enough to inline; ok is false in
-// every other case (another encoding, the block not yet found, its end),
-// which decodeByte then handles.
+// found earlier in the slice, small enough to inline at the record
+// loop's call sites; ok is false in every other case (another encoding,
+// the block not yet found, its end), which decodeByte then handles.
 func (e *Encoding) byteFast(s *streams) (v byte, ok bool) {
 	x := e.x
 	if x == nil || e.xGen != s.gen || e.ID != EncodingExternal || x.pos >= len(x.data) {
