@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"sync"
+	"syscall"
 
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
@@ -150,10 +152,34 @@ func (p *DecoderPool) put(d *pooledDecoder) {
 	}
 }
 
+// ErrNotRegular is returned (wrapped, naming the file and what it is)
+// when the file to open as a CRAM is not a regular file. FIFOs, sockets
+// and devices are refused from the opened descriptor's fstat, before any
+// read, so that opening one never blocks.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrChanged is returned (wrapped) by a re-open that finds another file,
+// or another version of it, where the CRAM was.
+var ErrChanged = errors.New("file changed since it was opened")
+
+// Open flags of a CRAM: O_NONBLOCK makes the open of a FIFO or device
+// return at once (it is then refused, see ErrNotRegular); it changes
+// nothing for a regular file. Through a root, the final name must not be
+// a link either (os.Root still resolves links inside the root).
+const (
+	pathOpenFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+	rootOpenFlags = pathOpenFlags | syscall.O_NOFOLLOW
+)
+
 // CRAM is a CRAM file as an engine Source.
 type CRAM struct {
+	// constant after OpenCRAM: where the file is, so that a re-open is
+	// confined the same way (root nil: rel is a path opened as given)
+	root *os.Root
+	rel  string
+	path string      // the name in messages
+	stat os.FileInfo // fstat of the descriptor first opened: the version served
 	// constant after OpenCRAM
-	path   string
 	file   *os.File
 	f      *decode.File
 	header []byte
@@ -164,23 +190,33 @@ type CRAM struct {
 	decoders *DecoderPool
 }
 
-// OpenCRAM opens a CRAM file and reads its header and container table.
+// OpenCRAM opens the CRAM file at path (a user-given name: links are
+// followed) and reads its header and container table. A file that is
+// not regular is refused without blocking (ErrNotRegular).
 func OpenCRAM(path string, opt CRAMOptions) (*CRAM, error) {
-	fh, err := os.Open(path)
+	return openCRAM(&CRAM{rel: path, path: path}, opt)
+}
+
+// OpenCRAMAt opens the CRAM file rel (slash-separated, below root)
+// through root, so that no name, link or directory swapped in during the
+// open can lead outside it, and reads its header and container table.
+// name is what messages call the file. A file that is not regular is
+// refused without blocking (ErrNotRegular); Stat gives the version opened.
+func OpenCRAMAt(root *os.Root, rel, name string, opt CRAMOptions) (*CRAM, error) {
+	return openCRAM(&CRAM{root: root, rel: rel, path: name}, opt)
+}
+
+func openCRAM(c *CRAM, opt CRAMOptions) (*CRAM, error) {
+	fh, fi, err := c.openFile()
 	if err != nil {
 		return nil, err
 	}
-	st, err := fh.Stat()
+	f, err := decode.Open(c.path, fh, fi.Size(), decode.OpenOptions{AllowMissingEOF: opt.AllowMissingEOF})
 	if err != nil {
 		fh.Close()
 		return nil, err
 	}
-	f, err := decode.Open(path, fh, st.Size(), decode.OpenOptions{AllowMissingEOF: opt.AllowMissingEOF})
-	if err != nil {
-		fh.Close()
-		return nil, err
-	}
-	c := &CRAM{path: path, file: fh, f: f, decoders: opt.Decoders}
+	c.file, c.stat, c.f, c.decoders = fh, fi, f, opt.Decoders
 	if c.decoders == nil {
 		c.decoders = NewDecoderPool(runtime.GOMAXPROCS(0))
 	}
@@ -205,6 +241,89 @@ func OpenCRAM(path string, opt CRAMOptions) (*CRAM, error) {
 	}
 	c.header = bam.AppendHeader(nil, f.HeaderText, refs)
 	return c, nil
+}
+
+// openFile opens the file of c, through its root when it has one, and
+// returns it with its fstat; anything but a regular file is closed and
+// refused.
+func (c *CRAM) openFile() (*os.File, os.FileInfo, error) {
+	var fh *os.File
+	var err error
+	if c.root != nil {
+		fh, err = c.root.OpenFile(c.rel, rootOpenFlags, 0)
+	} else {
+		fh, err = os.OpenFile(c.rel, pathOpenFlags, 0)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, nil, fmt.Errorf("%s: %w", c.path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		fh.Close()
+		return nil, nil, fmt.Errorf("%s: %w: found a %s", c.path, ErrNotRegular, fileType(fi.Mode()))
+	}
+	return fh, fi, nil
+}
+
+// fileType names the type of a file mode for messages.
+func fileType(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeCharDevice != 0:
+		return "character device"
+	case m&os.ModeDevice != 0:
+		return "block device"
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	}
+	return "file of mode " + m.String()
+}
+
+// reopen opens the file again the way OpenCRAM or OpenCRAMAt did (through
+// the same root), for a caller that closed descriptors to bound their
+// number, and checks on the new descriptor that it is the version first
+// opened (device, inode, size, mtime), else ErrChanged.
+func (c *CRAM) reopen() (*os.File, error) {
+	fh, fi, err := c.openFile()
+	if err != nil {
+		return nil, err
+	}
+	if !os.SameFile(fi, c.stat) || fi.Size() != c.stat.Size() || !fi.ModTime().Equal(c.stat.ModTime()) {
+		fh.Close()
+		return nil, fmt.Errorf("%s: %w: opened %d bytes of %v, found %d bytes of %v (or another inode)",
+			c.path, ErrChanged, c.stat.Size(), c.stat.ModTime(), fi.Size(), fi.ModTime())
+	}
+	return fh, nil
+}
+
+// Stat is the fstat of the descriptor opened: the version of the file
+// that c serves, whatever its name points to now.
+func (c *CRAM) Stat() os.FileInfo { return c.stat }
+
+// identity pins c's content from its open descriptor, never by name.
+func (c *CRAM) identity() (identity, error) { return readIdentity(c.file, c.path) }
+
+// identifier is a Source that pins its own content (see CRAM.identity).
+type identifier interface {
+	identity() (identity, error)
+}
+
+// sourceIdentity is the identity of src's file: from its descriptor when
+// it has one, else from the file named src.Name().
+func sourceIdentity(src Source) (identity, error) {
+	if s, ok := src.(identifier); ok {
+		return s.identity()
+	}
+	return fileIdentity(src.Name())
 }
 
 // Close releases the file.

@@ -87,25 +87,47 @@ type IndexExter interface {
 	IndexExt() string
 }
 
-// IndexExtHinter is implemented by Openers that can tell, cheaply and
-// without scanning the CRAM, which index extension (".bai" or ".csi") its
-// BAM will have, or "" when it will have none, so directory listings name
-// it right.
-type IndexExtHinter interface {
-	IndexExtHint(cramPath string) string
+// CRAMRef names one version of a CRAM file of the source tree.
+type CRAMRef struct {
+	// Root is the mount's source tree. A CRAM is opened through it only
+	// (os.Root), so that a directory swapped for a symbolic link while it
+	// is opened cannot lead outside the tree.
+	Root *os.Root
+	// Rel is the slash-separated path of the CRAM below Root, with the
+	// symbolic links it went through resolved.
+	Rel string
+	// Stat is the version wanted, from an lstat through Root: its device,
+	// inode, size and modification time identify it.
+	Stat syscall.Stat_t
 }
 
-// Opener gives the BAMFile for a CRAM path. It caches and shares BAMFiles,
-// and may block while a never-seen file is scanned (the first stat of the
+// ErrChanged is returned (wrapped) by an Opener when the file at a
+// CRAMRef's Rel is not the version its Stat describes; the filesystem
+// then looks at the name again.
+var ErrChanged = errors.New("source file changed")
+
+// Opener gives the BAMFile of a CRAM. It caches and shares BAMFiles, and
+// may block while a never-seen file is scanned (the first stat of the
 // .bam waits for it). Errors from a broken CRAM come back here.
 //
-// Implementations must key their cache by the path and the file's identity
-// (device, inode, size, mtime), so that a CRAM replaced in the source gets
-// a new BAMFile. The filesystem stats the CRAM before and after OpenBAM and
-// retries when the two disagree, and pins each BAMFile to the node of that
-// identity.
+// OpenBAM must open the CRAM through ref.Root only, without blocking on a
+// FIFO or device (refusing anything but a regular file), and check on
+// the opened descriptor (fstat) that it is the version ref.Stat describes,
+// failing with an error matching ErrChanged when it is not. It keys its
+// cache by ref.Rel and that identity (device, inode, size, mtime), so that
+// a CRAM replaced in the source gets a new BAMFile.
 type Opener interface {
-	OpenBAM(ctx context.Context, cramPath string) (BAMFile, error)
+	OpenBAM(ctx context.Context, ref CRAMRef) (BAMFile, error)
+}
+
+// IndexKnower is implemented by Openers that know, without reading the
+// CRAM, which index the BAM of a version will have: KnownIndexExt returns
+// ".bai", ".csi" or "" (no index) with ok set, or ok unset when it does
+// not know yet (typically: the version was never opened). Directory
+// listings name an index only when it is known, so that every name listed
+// can be looked up; it must not block.
+type IndexKnower interface {
+	KnownIndexExt(ref CRAMRef) (ext string, ok bool)
 }
 
 // Options tune a mount. The zero value is usable.
@@ -252,6 +274,10 @@ func (s *Server) Unmount() error {
 	s.close()
 	return nil
 }
+
+// Root is the source tree the mount serves, for callers that walk it
+// (cramfs mount --index-on-mount); it is closed when the mount ends.
+func (s *Server) Root() *os.Root { return s.m.root }
 
 func (s *Server) close() { s.closeMu.Do(func() { s.m.root.Close() }) }
 
