@@ -207,7 +207,7 @@ func Mount(src, mnt string, op Opener, opts Options) (*Server, error) {
 	}
 	readAhead = min(readAhead, maxRead)
 
-	m := &mountFS{root: root, srcReal: srcReal, op: op, log: logger}
+	m := newMountFS(root, srcReal, op, logger)
 	rootNode := &dirNode{m: m, rel: ".", mpath: ".", chain: []string{"."}}
 	negTO := entryTO
 	fo := &fusefs.Options{

@@ -36,7 +36,7 @@ func FuzzNameMapping(f *testing.F) {
 	root, err := os.OpenRoot(real)
 	must(f, err)
 	f.Cleanup(func() { root.Close() })
-	m := &mountFS{root: root, srcReal: real, op: &fakeOpener{}, log: discardLogger()}
+	m := newMountFS(root, real, &fakeOpener{}, discardLogger())
 	d := &dirNode{m: m, rel: ".", mpath: ".", chain: []string{"."}}
 
 	ds, errno := d.Readdir(context.Background())

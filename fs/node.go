@@ -25,6 +25,10 @@ type mountFS struct {
 	srcReal string   // real absolute path of the source
 	op      Opener
 	log     *slog.Logger
+	// escapes is root's error for a name leading outside it (os.Root does
+	// not export it), as when a directory was swapped for a link out of
+	// the source since it was looked up.
+	escapes error
 }
 
 // kind is what a mount entry is made of.
@@ -123,7 +127,8 @@ func (m *mountFS) resolveSource(dirRel, name string) (string, syscall.Stat_t, er
 		}
 		target, err := m.root.Readlink(next)
 		if err != nil {
-			return "", st, err
+			// EINVAL: no longer a link, swapped since the lstat.
+			return "", st, fmt.Errorf("%w: %s changed while resolved: %v", errHidden, next, err)
 		}
 		if path.IsAbs(target) {
 			r, ok := m.inside(target)

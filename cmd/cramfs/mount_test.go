@@ -110,6 +110,9 @@ type mountConfig struct {
 	refs      []string
 	cacheSize string // --cache-size
 	level     string // --level
+	// timeout, when set, is the kernel's entry and attribute timeout
+	// (fs.Options), so that names are looked up again that often.
+	timeout time.Duration
 }
 
 // mounted is an in-process mount built the way cmdMount builds it.
@@ -183,7 +186,7 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 	mgr := engine.NewManager(engine.Options{Threads: ef.threads, CacheSize: size, Level: level, CacheDir: ef.cacheDir}, log)
 	op := newOpener(mgr, store, engine.CRAMOptions{Reference: store, NoMD: ef.noMD}, log)
 	mnt := t.TempDir()
-	srv, err := cfs.Mount(src, mnt, op, cfs.Options{Logger: log})
+	srv, err := cfs.Mount(src, mnt, op, cfs.Options{Logger: log, EntryTimeout: cfg.timeout, AttrTimeout: cfg.timeout})
 	if err != nil {
 		mgr.Close()
 		store.Close()

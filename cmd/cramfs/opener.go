@@ -91,7 +91,7 @@ func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error
 	}
 	o.mu.Unlock()
 	e.once.Do(func() { o.open(ctx, ref, k, e) })
-	if errors.Is(e.err, fs.ErrChanged) {
+	if e.err != nil && !versionFailure(e.err) {
 		// Not a property of the version wanted: do not remember it.
 		o.mu.Lock()
 		if o.entries[k] == e {
@@ -103,6 +103,17 @@ func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error
 		return nil, e.err // names the file already
 	}
 	return e.vbam, nil
+}
+
+// versionFailure reports whether err, from opening a file version, is a
+// property of that version (a broken CRAM), worth remembering for
+// failedRetry, rather than a failure to reach it by its name: another
+// version found there, a name or directory missing, swapped or not a
+// regular file (as while a directory is swapped for a link in a loop),
+// which the next lookup must try again.
+func versionFailure(err error) bool {
+	var pe *os.PathError
+	return !errors.Is(err, fs.ErrChanged) && !errors.Is(err, engine.ErrNotRegular) && !errors.As(err, &pe)
 }
 
 // open fills e with the BAM of the version k of ref.
