@@ -233,6 +233,11 @@ func (m *mountFS) child(d *dirNode, name string) (entry, error) {
 // synthetic files include the CRAM's size and mtime, so that a CRAM
 // replaced in place gets a new node; directories include their mount path,
 // so that a directory reached through a symbolic link is not an alias.
+// Every kind includes the source path the entry resolved to: go-fuse
+// reuses the node of a known inode number, and a node keeps the source
+// path it reads, so a file or directory renamed in the source (or a
+// directory swapped for a link, and back) must not get the node that
+// still reads the old path.
 func inoOf(d *dirNode, name string, e *entry) uint64 {
 	h := fnv.New64a()
 	var buf [8]byte
@@ -246,6 +251,8 @@ func inoOf(d *dirNode, name string, e *entry) uint64 {
 	h.Write([]byte{byte(e.kind)})
 	put(id.dev)
 	put(id.ino)
+	h.Write([]byte(e.rel))
+	h.Write([]byte{0})
 	switch e.kind {
 	case kindDir:
 		h.Write([]byte(path.Join(d.mpath, name)))
