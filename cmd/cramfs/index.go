@@ -107,9 +107,9 @@ func indexOne(ctx context.Context, mgr *engine.Manager, copt engine.CRAMOptions,
 	return err
 }
 
-// findCRAMs lists the files named *.cram below root (a user-given
-// directory: links to files are listed, and OpenCRAM refuses anything not
-// regular without blocking).
+// findCRAMs lists the regular files and links named *.cram below root
+// (a user-given directory; OpenCRAM refuses a link to anything not
+// regular without blocking). FIFOs, sockets and devices are left out.
 func findCRAMs(root string, log *slog.Logger) []string {
 	var out []string
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -117,7 +117,7 @@ func findCRAMs(root string, log *slog.Logger) []string {
 			log.Warn("walk", "path", p, "err", err)
 			return nil
 		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), ".cram") {
+		if (d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0) && strings.HasSuffix(d.Name(), ".cram") {
 			out = append(out, p)
 		}
 		return nil

@@ -77,8 +77,8 @@ func (w *openWatch) events(t *testing.T) []string {
 
 // TestMountSymlinkSwapRace swaps a directory inside the source with a
 // symbolic link to a directory outside it (renameat2 RENAME_EXCHANGE, in
-// a loop) while readers look up, list and read the CRAM's BAM and index
-// through the mount, with kernel timeouts of 1 ms so that every access
+// a loop) while readers look up, list and read the CRAM's BAM and index,
+// and a pass-through file, through the mount, with kernel timeouts of 1 ms so that every access
 // reaches the daemon. No byte read may come from the outside CRAM, and the
 // daemon must never open anything outside the source.
 func TestMountSymlinkSwapRace(t *testing.T) {
@@ -93,6 +93,8 @@ func TestMountSymlinkSwapRace(t *testing.T) {
 	copyFile(t, inside, filepath.Join(src, "d", "x.cram"))
 	copyFile(t, secret, filepath.Join(out, "x.cram"))
 	must(t, os.Chmod(filepath.Join(out, "x.cram"), 0o600))
+	must(t, os.WriteFile(filepath.Join(src, "d", "note.txt"), []byte("inside"), 0o644))
+	must(t, os.WriteFile(filepath.Join(out, "note.txt"), []byte("SECRET"), 0o600))
 	must(t, os.Symlink(out, filepath.Join(src, "swap")))
 	m := mountT(t, src, mountConfig{refs: ref, timeout: time.Millisecond})
 	wantBAM := convertAt(t, m.level, inside, ref)
@@ -138,6 +140,7 @@ func TestMountSymlinkSwapRace(t *testing.T) {
 					b, err := os.ReadFile(filepath.Join(m.mnt, name))
 					bai, baiErr := os.ReadFile(filepath.Join(m.mnt, dir, []string{"x.bam.bai", "x.bai"}[i%2]))
 					_, dirErr := os.ReadDir(filepath.Join(m.mnt, dir))
+					note, noteErr := os.ReadFile(filepath.Join(m.mnt, dir, "note.txt"))
 					mu.Lock()
 					switch {
 					case err != nil:
@@ -148,6 +151,9 @@ func TestMountSymlinkSwapRace(t *testing.T) {
 						escaped = append(escaped, name)
 					default:
 						mixed = append(mixed, fmt.Sprintf("%s: %d bytes", name, len(b)))
+					}
+					if noteErr == nil && string(note) != "inside" {
+						escaped = append(escaped, fmt.Sprintf("%s/note.txt: %q", dir, note))
 					}
 					if baiErr == nil && !bytes.Equal(bai, wantBAI) {
 						badBAIs = append(badBAIs, fmt.Sprintf("%s: %d bytes", dir, len(bai)))
@@ -433,4 +439,38 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestConvertIndexRefuseFIFO gives `cramfs convert` and `cramfs index` a
+// FIFO named x.cram (user-given paths are opened by name): both fail at
+// once naming it, and `cramfs index DIR` leaves it out and indexes the
+// CRAM beside it.
+func TestConvertIndexRefuseFIFO(t *testing.T) {
+	src := t.TempDir()
+	fifo := filepath.Join(src, "x.cram")
+	must(t, unix.Mkfifo(fifo, 0o644))
+	copyFile(t, testdata("cram", "ce_1000.3.0-noref.cram"), filepath.Join(src, "y.cram"))
+	for _, args := range [][]string{
+		{"convert", "-o", filepath.Join(t.TempDir(), "x.bam"), fifo},
+		{"index", "--cache-dir", t.TempDir(), fifo},
+	} {
+		fifoBound(t, args[0], fifo, func() error {
+			var stdout, stderr bytes.Buffer
+			if rc := run(args, &stdout, &stderr); rc == 0 || !strings.Contains(stderr.String(), "not a regular file") || !strings.Contains(stderr.String(), fifo) {
+				return fmt.Errorf("exit %d, want non-zero with a message naming the FIFO:\n%s", rc, stderr.String())
+			}
+			return nil
+		})
+	}
+	cache := t.TempDir()
+	fifoBound(t, "index DIR", fifo, func() error {
+		var stdout, stderr bytes.Buffer
+		if rc := run([]string{"index", "--cache-dir", cache, src}, &stdout, &stderr); rc != 0 {
+			return fmt.Errorf("exit %d:\n%s", rc, stderr.String())
+		}
+		if idx, err := filepath.Glob(filepath.Join(cache, "*.idx")); err != nil || len(idx) != 1 {
+			return fmt.Errorf("layout indexes %q (%v), want y.cram's", idx, err)
+		}
+		return nil
+	})
 }
