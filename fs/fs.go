@@ -6,23 +6,44 @@
 // Name mapping, per source directory:
 //
 //   - x.cram (a regular file, or a symbolic link to one inside the source
-//     tree) appears as x.bam and x.bam.bai; the .cram itself is not shown.
+//     tree) appears as x.bam, and its index as x.bam.bai and x.bai, the
+//     names htslib, Picard, GATK and IGV look for (x.bam.csi and x.csi
+//     when it is a CSI; none when the records are not sorted by
+//     coordinate); the .cram itself is not shown.
+//   - A listing reads no CRAM: it names x.bam at once, and the index only
+//     once the Opener knows it (IndexKnower: the CRAM was opened, by a
+//     lookup or --index-on-mount). A lookup of x.bam.bai or x.bai works by
+//     name before that. Every name listed can be looked up.
+//   - A synthetic name longer than 255 bytes (NAME_MAX) is neither listed
+//     nor looked up: a 255-byte x.cram shows x.bam and x.bai only.
 //   - .crai files are hidden.
-//   - A real x.bam or x.bam.bai next to x.cram is hidden: the synthetic
-//     file wins.
+//   - A real x.bam, x.bam.bai or x.bai next to x.cram is hidden: the
+//     synthetic file wins, and x.bam.bai is x.cram's index before it is
+//     x.bam.cram's x.bai.
 //   - Directories and every other regular file pass through unchanged,
 //     read-only, read from the source.
-//   - Symbolic links are followed when their target lies inside the
-//     source tree, and hidden otherwise; a directory link that would
-//     loop back onto one of its own ancestors is hidden too. FIFOs,
-//     sockets and devices are hidden.
+//   - Symbolic links are resolved by the filesystem itself, through the
+//     source root, one component at a time: a link is followed when its
+//     target lies inside the source tree (an absolute target must name a
+//     path below the source's real path), and hidden otherwise, as is a
+//     directory link that loops back onto one of its own ancestors.
+//     FIFOs, sockets and devices, and links to them, are hidden.
+//
+// Nothing outside the source is ever opened or stat-followed: every file
+// and directory is opened through an os.Root of the source, with
+// O_NONBLOCK (a FIFO never blocks a request), and a file is checked on
+// its descriptor (fstat), so a directory swapped for a link to elsewhere
+// while it is read (renameat2 RENAME_EXCHANGE in a loop) cannot make the
+// mount serve another file.
 //
 // Directories are listed lazily and entries carry short kernel timeouts
 // (Options.EntryTimeout, AttrTimeout, default 1 s), so files added,
 // removed or replaced in the source show up within about a second. Inode
-// numbers are derived from the source's device and inode (and, for the
-// synthetic files, the CRAM's size and mtime), so a replaced CRAM gets a
-// new node and never mixes bytes with the old one.
+// numbers are derived from the source's device, inode and path (and, for
+// the synthetic files, the CRAM's size and mtime), so a replaced CRAM gets
+// a new node and never mixes bytes with the old one, and a renamed file
+// is served under its new name. The index has the CRAM's mtime, as the
+// BAM does (htslib warns about an index older than its BAM).
 //
 // A stale mount point (a crashed cramfs left "transport endpoint is not
 // connected") is not recovered silently: Mount fails with ErrStaleMount and
