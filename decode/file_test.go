@@ -142,7 +142,13 @@ func TestRefusesOtherVersions(t *testing.T) {
 }
 
 func FuzzDecodeFile(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join(corpus.Root(), "testdata/cram/ce_5b.*.cram"))
+	var seeds []string
+	// ce_1 and xx_minimal: short header containers and slices without
+	// a QS block.
+	for _, set := range []string{"ce_5b", "ce_1", "xx_minimal"} {
+		more, _ := filepath.Glob(filepath.Join(corpus.Root(), "testdata/cram", set+".*.cram"))
+		seeds = append(seeds, more...)
+	}
 	if dir := os.Getenv("CRAMFS_CORPUS"); dir != "" {
 		more, _ := filepath.Glob(filepath.Join(dir, "hts-specs/test/cram/3.0/passed/0*.cram"))
 		seeds = append(seeds, more...)
