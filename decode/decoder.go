@@ -771,6 +771,11 @@ func (d *Decoder) readQuals(ds *[numDataSeries]*Encoding, cr *crec, qual []byte)
 		return corruptf("data series QS has no encoding")
 	}
 	if d.viewQuals {
+		if len(qual) == 0 {
+			// No bytes to view, and maybe no QS block in the slice.
+			cr.qualOff, cr.hasQualView = 0, true
+			return nil
+		}
 		x, err := e.stream(&d.st)
 		if err != nil {
 			return err

@@ -378,9 +378,14 @@ func (e *Encoding) intFast(s *streams) (v int32, ok bool) {
 	return v, true
 }
 
-// appendBytes appends n byte values of the series to dst.
+// appendBytes appends n byte values of the series to dst. Zero values
+// need no block: a writer leaves out the block of a series that no record
+// of the slice reads (htslib accepts that too).
 func (e *Encoding) appendBytes(s *streams, dst []byte, n int) ([]byte, error) {
 	if e.ID == EncodingExternal {
+		if n == 0 {
+			return dst, nil
+		}
 		x, err := e.stream(s)
 		if err != nil {
 			return dst, err

@@ -103,7 +103,7 @@ func (f *File) readHeader() (*SAMHeader, int64, error) {
 	if err != nil {
 		return nil, 0, wrap(off, fmt.Errorf("SAM header container: %w", err))
 	}
-	data, err := f.readContainerData(&hdr, nil)
+	data, next, err := f.readHeaderContainerData(&hdr)
 	if err != nil {
 		return nil, 0, wrap(off, err)
 	}
@@ -115,7 +115,78 @@ func (f *File) readHeader() (*SAMHeader, int64, error) {
 	if err != nil {
 		return nil, 0, wrap(off, err)
 	}
-	return sh, hdr.End(), nil
+	return sh, next, nil
+}
+
+// maxBlockHeader bounds a block header: method, content type and three
+// ITF-8 values.
+const maxBlockHeader = 2 + 3*5
+
+// readHeaderContainerData reads the blocks of the SAM header container h
+// and returns them with the file offset of the first data container.
+// htslib reads this container's blocks by their own sizes and then skips
+// what is left of the declared length, so it accepts blocks that run past
+// it: scramble's CRAM 2.1 writer declares a short header's container two
+// bytes shorter than its block. Here, and only here, the same holds: the
+// first data container then starts where the last block ends.
+func (f *File) readHeaderContainerData(h *ContainerHeader) ([]byte, int64, error) {
+	if h.NumBlocks < 1 {
+		return nil, 0, corruptf("SAM header container holds no block")
+	}
+	end := h.DataOffset() // just past the blocks walked so far
+	for i := 0; i < int(h.NumBlocks); i++ {
+		n, err := f.blockLength(end)
+		if err != nil {
+			return nil, 0, fmt.Errorf("SAM header container: block %d at byte %d: %w", i, end, err)
+		}
+		end += n
+		if end > f.size {
+			return nil, 0, fmt.Errorf("%w: SAM header container: block %d ends at byte %d, past the end of the %d-byte file", ErrTruncated, i, end, f.size)
+		}
+	}
+	if end <= h.End() {
+		data, err := f.readContainerData(h, nil)
+		return data, h.End(), err
+	}
+	data := make([]byte, end-h.DataOffset())
+	if _, err := f.r.ReadAt(data, h.DataOffset()); err != nil && !(errors.Is(err, io.EOF) && end == f.size) {
+		return nil, 0, fmt.Errorf("reading SAM header container: %w", err)
+	}
+	return data, end, nil
+}
+
+// blockLength reads the header of the block at file offset off and
+// returns the block's length in bytes: header, data and, from CRAM 3.0
+// on, CRC32.
+func (f *File) blockLength(off int64) (int64, error) {
+	var buf [maxBlockHeader]byte
+	n := int(min(int64(len(buf)), f.size-off))
+	if n <= 0 {
+		return 0, fmt.Errorf("%w: block header: end of file", ErrTruncated)
+	}
+	if _, err := f.r.ReadAt(buf[:n], off); err != nil && !errors.Is(err, io.EOF) {
+		return 0, fmt.Errorf("reading block header: %w", err)
+	}
+	b, pos := buf[:n], 2        // after method and content type
+	_, err := readITF8(b, &pos) // content id
+	var size int32
+	if err == nil {
+		size, err = readITF8(b, &pos)
+	}
+	if err == nil {
+		_, err = readITF8(b, &pos) // raw size
+	}
+	if err != nil {
+		return 0, fmt.Errorf("block header: %w", err)
+	}
+	if size < 0 || size > MaxBlockSize {
+		return 0, corruptf("block header: compressed size %d", size)
+	}
+	total := int64(pos) + int64(size)
+	if f.Def.Major >= 3 {
+		total += 4
+	}
+	return total, nil
 }
 
 // Size is the file's length in bytes.

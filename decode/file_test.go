@@ -2,9 +2,11 @@ package decode_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -140,7 +142,13 @@ func TestRefusesOtherVersions(t *testing.T) {
 }
 
 func FuzzDecodeFile(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join(corpus.Root(), "testdata/cram/ce_5b.*.cram"))
+	var seeds []string
+	// ce_1 and xx_minimal: short header containers and slices without
+	// a QS block.
+	for _, set := range []string{"ce_5b", "ce_1", "xx_minimal"} {
+		more, _ := filepath.Glob(filepath.Join(corpus.Root(), "testdata/cram", set+".*.cram"))
+		seeds = append(seeds, more...)
+	}
 	if dir := os.Getenv("CRAMFS_CORPUS"); dir != "" {
 		more, _ := filepath.Glob(filepath.Join(dir, "hts-specs/test/cram/3.0/passed/0*.cram"))
 		seeds = append(seeds, more...)
@@ -159,4 +167,47 @@ func FuzzDecodeFile(f *testing.F) {
 		}
 		bothWays(t, file)
 	})
+}
+
+// TestHeaderContainerShorterThanItsBlock opens a CRAM 2.1 fixture whose
+// SAM header container is declared 2 bytes shorter than the block it
+// holds, as scramble writes short headers: htslib reads the header block
+// by its own size and the first data container after it, and so must
+// Open. The same shortfall in a data container stays an error, and so
+// does a header block that runs past the end of the file.
+func TestHeaderContainerShorterThanItsBlock(t *testing.T) {
+	orig, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata/cram/ce_5b.2.1.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(b []byte) (*decode.File, error) {
+		return decode.Open("x.cram", bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
+	}
+	want, err := open(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The header container's length is the little-endian int32 after
+	// the 26-byte file definition.
+	const lenAt = 26
+	shorten := func(b []byte, at int, by uint32) []byte {
+		c := bytes.Clone(b)
+		binary.LittleEndian.PutUint32(c[at:], binary.LittleEndian.Uint32(c[at:])-by)
+		return c
+	}
+	got, err := open(shorten(orig, lenAt, 2))
+	if err != nil {
+		t.Fatalf("header container 2 bytes short: %v", err)
+	}
+	if !reflect.DeepEqual(got.Containers, want.Containers) || !bytes.Equal(got.HeaderText, want.HeaderText) {
+		t.Fatalf("header container 2 bytes short: %d containers, want %d as in the original", len(got.Containers), len(want.Containers))
+	}
+	first := want.Containers[0]
+	if _, err := decodeAll("x.cram", shorten(orig, int(first.Offset), 2), decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true}); err == nil {
+		t.Errorf("data container at byte %d declared 2 bytes short: no error", first.Offset)
+	}
+	// Cut the file inside the header block: the block runs past the end.
+	if _, err := open(shorten(orig[:lenAt+40], lenAt, 2)); !errors.Is(err, decode.ErrTruncated) {
+		t.Errorf("header block past the end of the file: %v, want ErrTruncated", err)
+	}
 }

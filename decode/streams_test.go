@@ -71,3 +71,30 @@ func BenchmarkReadUntil(b *testing.B) {
 		}
 	}
 }
+
+// TestEmptyReadNeedsNoBlock reads zero values of an EXTERNAL series whose
+// block the slice lacks: writers leave out the block of a series no record
+// reads (a QS block when every read has no quality bytes), and htslib
+// accepts it as long as nothing is read from it. One value more is an error.
+func TestEmptyReadNeedsNoBlock(t *testing.T) {
+	var s streams
+	s.reset()
+	s.add(11, []byte("ACGT"))
+	s.index()
+	e := &Encoding{ID: EncodingExternal, ContentID: 12}
+	got, err := e.appendBytes(&s, []byte("x"), 0)
+	if err != nil || string(got) != "x" {
+		t.Fatalf("appendBytes(0) without block 12: %q, %v; want \"x\", nil", got, err)
+	}
+	if _, err := e.appendBytes(&s, nil, 1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("appendBytes(1) without block 12: %v, want ErrCorrupt", err)
+	}
+	// A present block still bounds the read.
+	e = &Encoding{ID: EncodingExternal, ContentID: 11}
+	if got, err := e.appendBytes(&s, nil, 4); err != nil || string(got) != "ACGT" {
+		t.Fatalf("appendBytes(4) of block 11: %q, %v", got, err)
+	}
+	if _, err := e.appendBytes(&s, nil, 1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("appendBytes past block 11: %v, want ErrCorrupt", err)
+	}
+}

@@ -18,9 +18,19 @@
 # cram_manifest.tsv (paths are relative to testdata/) with an extra last
 # column "options" saying how the file was written.
 #
-# Input SAM headers get M5 tags on their @SQ lines before conversion: without
-# them samtools computes M5 itself and also writes UR:<absolute path of the
-# reference>, which would make the fixtures depend on where the tree lives.
+# A second part writes CRAMs with other writers (see WRITERS): scramble
+# (Debian's staden-io-lib-utils, installed when missing and run as root),
+# htsjdk through Debian's picard-tools (SamFormatConverter, likewise) and the
+# newest samtools ($SAMTOOLS_NEW, default ../shared/tools/samtools-1.23/samtools
+# from the project root), from the sets above and from SAM files of corner
+# cases (sam/*.sam, and long CIGARs generated here); their expected outputs
+# are still samtools 1.16's. The tests read only the committed files: no
+# Java, scramble or newer samtools is needed to run them.
+#
+# Input SAM headers get M5 tags on their @SQ lines before conversion. Writers
+# also record UR:<absolute path of the reference> in the header; they are
+# given the references at a fixed path ($wref below), so that the fixtures do
+# not depend on where the tree lives.
 set -euo pipefail
 export LC_ALL=C
 # Nothing may come from the network or a local cache: only -T.
@@ -30,7 +40,21 @@ src=${HTSLIB_TEST:-/usr/share/htslib-test/test}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here"
 
-command -v samtools >/dev/null || { echo "make.sh: samtools not found" >&2; exit 1; }
+# need CMD PACKAGE: installs the Debian package when CMD is missing.
+need() {
+	command -v "$1" >/dev/null && return
+	if [[ $(id -u) != 0 ]]; then
+		echo "make.sh: $1 not found (apt-get install $2)" >&2
+		exit 1
+	fi
+	apt-get install -y --no-install-recommends "$2" >&2 ||
+		{ apt-get update >&2 && apt-get install -y --no-install-recommends "$2" >&2; } || exit 1
+}
+need samtools samtools
+need scramble staden-io-lib-utils
+need PicardCommandLine picard-tools
+samtools_new=${SAMTOOLS_NEW:-$here/../../shared/tools/samtools-1.23/samtools}
+[[ -x $samtools_new ]] || { echo "make.sh: $samtools_new not found (set SAMTOOLS_NEW to a newer samtools)" >&2; exit 1; }
 [[ -d $src ]] || { echo "make.sh: $src not found (apt-get install htslib-test)" >&2; exit 1; }
 case $(samtools --version | head -1) in
 "samtools 1.16.1") ;;
@@ -70,7 +94,10 @@ VARIANTS=(
 rm -rf cram ref
 mkdir -p cram ref
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+wref=/tmp/cramfs-testdata-ref
+rm -rf "$wref"
+mkdir -p "$wref"
+trap 'rm -rf "$work" "$wref"' EXIT
 
 manifest=cram/manifest.tsv
 printf 'cram\tversion\tbytes\treference\tsamtools_rc\trecords\texpected_sam_md5\tbam_payload_md5\tbam_payload_md5_decode_md0\tstderr\toptions\n' >"$manifest"
@@ -111,6 +138,9 @@ for set in "${SETS[@]}"; do
 	if [[ ! -e ref/$fa ]]; then
 		cp "$src/$fa" "ref/$fa"
 		cp "$src/$fa.fai" "ref/$fa.fai"
+		cp "ref/$fa" "ref/$fa.fai" "$wref/"
+		# picard wants a dictionary beside the reference.
+		samtools dict "ref/$fa" -o "$wref/${fa%.fa}.dict"
 	fi
 	in=$work/$name.sam
 	if ((keep > 0)); then
@@ -126,9 +156,99 @@ for set in "${SETS[@]}"; do
 		fmt=${fmt//SPS/$sps}
 		out=cram/$name.$vname.cram
 		# 3.1 writing warns that 3.1 is a draft; that is expected.
-		samtools view --no-PG -T "ref/$fa" -O "$fmt" -o "$out" "$in" 2>"$work/werr" ||
+		samtools view --no-PG -T "$wref/$fa" -O "$fmt" -o "$out" "$in" 2>"$work/werr" ||
 			{ cat "$work/werr" >&2; exit 1; }
 		expect "$out" "ref/$fa" "from $sam: $fmt"
+	done
+done
+
+# Other writers. Corner-case inputs, reference ce.fa unless given:
+#   corner_aux      every aux type (A c C s S i I f Z H) at its bounds, B arrays
+#                   of every subtype, empty arrays and strings, a 300-element array
+#   corner_seq      `*` sequence and/or quality, hard-clip-only and zero-length
+#                   CIGAR operations, = X N P H S, IUPAC and lowercase bases,
+#                   reads past and beyond a contig's end, placed unmapped reads
+#   corner_unmapped unplaced unmapped reads only, some without sequence
+#   corner_header   a header and no records
+#   corner_long     reads of 20000 and 66000 CIGAR operations (the latter is
+#                   stored in a CG tag in BAM), generated below
+#   xx_minimal      xx#minimal.sam: reads with no sequence, quality or bases
+#   ce_1, xx_pair   ce#1.sam, xx#pair.sam as they are, without M5 tags: CRAM 2.1
+#                   writers declare the container of so short a header text 2
+#                   bytes shorter than its block
+awk 'function rd(name, pos, ops, op,   i, cig, seq, qual) {
+		for (i = 0; i < ops / 2; i++) {
+			cig = cig "1M1" op
+			seq = seq substr("ACGT", i % 4 + 1, 1) (op == "I" ? "T" : "")
+			qual = qual "I" (op == "I" ? "5" : "")
+		}
+		printf "%s\t0\tCHROMOSOME_I\t%d\t40\t%s\t*\t0\t0\t%s\t%s\n", name, pos, cig, seq, qual
+	}
+	BEGIN {
+		print "@HD\tVN:1.6\tSO:coordinate"
+		print "@SQ\tSN:CHROMOSOME_I\tLN:1009800"
+		rd("ops20000", 10000, 20000, "I")
+		rd("ops66000", 20000, 66000, "D")
+	}' >"$work/corner_long.sam"
+OTHER_SETS=(
+	"corner_aux	sam/corner_aux.sam	ce.fa	all"
+	"corner_seq	sam/corner_seq.sam	ce.fa	all"
+	"corner_unmapped	sam/corner_unmapped.sam	ce.fa	all"
+	"corner_header	sam/corner_header.sam	ce.fa	all"
+	"xx_minimal	$src/xx#minimal.sam	xx.fa	all"
+	"corner_long	$work/corner_long.sam	ce.fa	long"
+	"ce_5b	$work/ce_5b.sam	ce.fa	other"
+	"ce_1	$src/ce#1.sam	ce.fa	short"
+	"xx_pair	$src/xx#pair.sam	xx.fa	short"
+	"xx_tlen	$work/xx_tlen.sam	xx.fa	other"
+)
+# Writers: variant name, the groups of sets it applies to (all: corner sets;
+# long: corner_long; other: sets of the first part, which samtools 1.16
+# already wrote; short: short headers), and the command (@IN@, @OUT@, @REF@ replaced). scramble -q and
+# --no-PG keep @PG lines out; picard adds none.
+WRITERS=(
+	"3.0-sps1	all	samtools view --no-PG -T @REF@ -O cram,version=3.0,seqs_per_slice=1 -o @OUT@ @IN@"
+	"3.0	all,long	samtools view --no-PG -T @REF@ -O cram,version=3.0 -o @OUT@ @IN@"
+	"3.0-noref	all	samtools view --no-PG -T @REF@ -O cram,version=3.0,no_ref=1 -o @OUT@ @IN@"
+	"3.1-archive	all	samtools view --no-PG -T @REF@ -O cram,version=3.1,archive -o @OUT@ @IN@"
+	"3.1-sps1	all	samtools view --no-PG -T @REF@ -O cram,version=3.1,seqs_per_slice=1 -o @OUT@ @IN@"
+	"2.1	all,short	samtools view --no-PG -T @REF@ -O cram,version=2.1 -o @OUT@ @IN@"
+	"st1.23-3.1	all,other	$samtools_new view --no-PG -T @REF@ -O cram -o @OUT@ @IN@"
+	"st1.23-3.0-sps1	all,other	$samtools_new view --no-PG -T @REF@ -O cram,version=3.0,seqs_per_slice=1 -o @OUT@ @IN@"
+	"st1.23-2.1	short	$samtools_new view --no-PG -T @REF@ -O cram,version=2.1 -o @OUT@ @IN@"
+	"scramble-2.1	all,other,short	scramble -q -I sam -O cram -V2.1 -r @REF@ @IN@ @OUT@"
+	"scramble-2.1-e	all,other,short	scramble -q -I sam -O cram -V2.1 -e -r @REF@ @IN@ @OUT@"
+	"scramble-2.1-x	all,other,short	scramble -q -I sam -O cram -V2.1 -x -r @REF@ @IN@ @OUT@"
+	"scramble-3.0-9jZ	all,other	scramble -q -I sam -O cram -V3.0 -9 -j -Z -r @REF@ @IN@ @OUT@"
+	"scramble-3.0-s3S2	all,other	scramble -q -I sam -O cram -V3.0 -s 3 -S 2 -r @REF@ @IN@ @OUT@"
+	"scramble-3.0-Ms50	other	scramble -q -I sam -O cram -V3.0 -M -s 50 -r @REF@ @IN@ @OUT@"
+	"scramble-3.0-e	other	scramble -q -I sam -O cram -V3.0 -e -r @REF@ @IN@ @OUT@"
+	"scramble-3.1-archive	all,other	scramble -q -I sam -O cram -V3.1 -X archive -r @REF@ @IN@ @OUT@"
+	"scramble-3.1-afTjZ	all,other	scramble -q -I sam -O cram -V3.1 -a -f -T -j -Z -9 -r @REF@ @IN@ @OUT@"
+	"picard	all,other	PicardCommandLine SamFormatConverter -I @IN@ -O @OUT@ -R @REF@ --VALIDATION_STRINGENCY SILENT --VERBOSITY ERROR"
+)
+for set in "${OTHER_SETS[@]}"; do
+	IFS=$'\t' read -r name sam fa group <<<"$set"
+	in=$work/other.$name.sam
+	if [[ $group == short ]]; then cp "$sam" "$in"; else add_m5 "$sam" "ref/$fa" >"$in"; fi
+	for w in "${WRITERS[@]}"; do
+		IFS=$'\t' read -r vname groups tmpl <<<"$w"
+		[[ ,$groups, == *,$group,* ]] || continue
+		out=cram/$name.$vname.cram
+		cmd=${tmpl//@IN@/$in}
+		cmd=${cmd//@OUT@/$out}
+		cmd=${cmd//@REF@/$wref/$fa}
+		desc=${tmpl//@IN@/$(basename "$sam")}
+		desc=${desc//@OUT@/$(basename "$out")}
+		desc=${desc//@REF@/$fa}
+		desc=${desc//$samtools_new/samtools-1.23}
+		# Unquoted on purpose: the paths above hold no blanks.
+		if ! $cmd >"$work/werr" 2>&1 || [[ ! -s $out ]]; then
+			echo "make.sh: $out not written, left out: $(head -c 300 "$work/werr" | tr '\n' ' ')" >&2
+			rm -f "$out"
+			continue
+		fi
+		expect "$out" "ref/$fa" "$desc"
 	done
 done
 
