@@ -114,14 +114,19 @@ func TestTestdataConformance(t *testing.T) {
 
 // checkManifest converts every file of a manifest that samtools reads
 // without error and compares the uncompressed BAM stream with samtools',
-// with and without MD/NM generation.
+// with and without MD/NM generation. A file samtools refuses must be
+// refused too, with an error naming the file and an offset in it.
 func checkManifest(t *testing.T, dir, manifest string) {
 	entries := readManifest(t, manifest)
 	if len(entries) == 0 {
 		t.Fatalf("%s lists no files", manifest)
 	}
 	for _, e := range entries {
-		if e.rc != "0" || strings.Contains(e.path, "truncated") {
+		if strings.Contains(e.path, "truncated") {
+			continue
+		}
+		if e.rc != "0" {
+			t.Run(e.path, func(t *testing.T) { checkRefused(t, dir, e) })
 			continue
 		}
 		t.Run(e.path, func(t *testing.T) {
@@ -143,5 +148,22 @@ func checkManifest(t *testing.T, dir, manifest string) {
 				}
 			}
 		})
+	}
+}
+
+// checkRefused converts a file samtools refuses: it must fail, naming the
+// file and a byte offset.
+func checkRefused(t *testing.T, dir string, e manifestEntry) {
+	var fastas []string
+	if e.ref != "" {
+		fastas = []string{filepath.Join(dir, e.ref)}
+	}
+	path := filepath.Join(dir, e.path)
+	_, err := convertMD5(t, path, fastas, false)
+	if err == nil {
+		t.Fatalf("samtools exits %s on it, cramfs converts it", e.rc)
+	}
+	if msg := err.Error(); !strings.Contains(msg, filepath.Base(path)) || !strings.Contains(msg, " byte ") {
+		t.Errorf("error %q does not name the file and a byte offset", msg)
 	}
 }
