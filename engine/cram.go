@@ -207,6 +207,20 @@ func OpenCRAM(path string, opt CRAMOptions) (*CRAM, error) {
 	return c, nil
 }
 
+// fileIdentity implements fileSource, from the descriptor the CRAM is
+// read through.
+func (c *CRAM) fileIdentity(withDev bool) (identity, error) {
+	return descriptorIdentity(c.file, withDev)
+}
+
+// variant implements fileSource: MD and NM tags are generated or not.
+func (c *CRAM) variant() string {
+	if c.dopt.NoMD {
+		return "md=0"
+	}
+	return "md=1"
+}
+
 // Close releases the file.
 func (c *CRAM) Close() error { return c.file.Close() }
 
