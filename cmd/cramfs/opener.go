@@ -17,12 +17,14 @@ import (
 )
 
 // fileKey identifies one version of a CRAM file: a replaced file (new
-// inode, size or mtime) is a different key, so bytes never mix.
+// inode, size or mtime) or one changed in place (new ctime, which no user
+// can set back) is a different key, so bytes never mix.
 type fileKey struct {
 	path      string
 	dev, ino  uint64
 	size      int64
 	mtimeNsec int64
+	ctimeNsec int64
 }
 
 func statKey(path string) (fileKey, error) {
@@ -33,6 +35,7 @@ func statKey(path string) (fileKey, error) {
 	k := fileKey{path: path, size: st.Size(), mtimeNsec: st.ModTime().UnixNano()}
 	if s, ok := st.Sys().(*syscall.Stat_t); ok {
 		k.dev, k.ino = uint64(s.Dev), s.Ino
+		k.ctimeNsec = s.Ctim.Nano()
 	}
 	return k, nil
 }
@@ -80,7 +83,9 @@ func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
 	}
 	o.mu.Lock()
 	e := o.entries[k]
-	if e != nil && e.done.Load() && e.err != nil && time.Since(e.when) > failedRetry {
+	if e != nil && e.done.Load() && (e.err != nil && time.Since(e.when) > failedRetry || e.vbam != nil && e.vbam.Stale()) {
+		// A failure is tried again after a while; a BAM whose layout
+		// was found wrong (see engine.VirtualBAM.Stale) is opened anew.
 		e = nil
 	}
 	if e == nil {

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/internal/hostile"
+)
+
+// multiContainerCRAM writes, with samtools, a CRAM of 3,000 reads in
+// containers of 500, its blocks stored raw (level 0, no reference), and
+// returns its bytes: read names are plain text in the file.
+func multiContainerCRAM(t *testing.T, path string) []byte {
+	t.Helper()
+	if _, err := samtools("--version"); err != nil {
+		requireMount(t) // skips, or fails under CI
+	}
+	r := rand.New(rand.NewPCG(7, 1))
+	var sam strings.Builder
+	sam.WriteString("@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:c1\tLN:1000000\n")
+	pos := 1
+	for i := range 3000 {
+		pos += r.IntN(100)
+		s, q := make([]byte, 100), make([]byte, 100)
+		for j := range s {
+			s[j], q[j] = "ACGT"[r.IntN(4)], byte(33+r.IntN(41))
+		}
+		fmt.Fprintf(&sam, "r%d\t0\tc1\t%d\t60\t100M\t*\t0\t0\t%s\t%s\n", i, pos, s, q)
+	}
+	samPath := path + ".sam"
+	if err := os.WriteFile(samPath, []byte(sam.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := samtools("view", "-C", "--no-PG", "--output-fmt-option", "no_ref=1",
+		"--output-fmt-option", "seqs_per_slice=500", "--output-fmt-option", "level=0", "-o", path, samPath); err != nil {
+		t.Fatalf("samtools view -C: %v\n%s", err, out)
+	}
+	os.Remove(samPath)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestFaultCRAMRewrittenInPlaceSameSizeAndMtime: between two mounts on
+// the same cache, a middle container of the CRAM is rewritten in place
+// (one read renamed, CRCs fixed: the file has the same size and its first
+// and last 64 KiB are unchanged) and its mtime restored. The kernel's
+// ctime tells the new version: the second mount scans it again and
+// serves exactly `cramfs convert` of the new file, where it used to fail
+// every read of that container with EIO.
+func TestFaultCRAMRewrittenInPlaceSameSizeAndMtime(t *testing.T) {
+	relRequireFUSE(t)
+	src, cacheDir := t.TempDir(), t.TempDir()
+	p := filepath.Join(src, "x.cram")
+	orig := multiContainerCRAM(t, p)
+	off := bytes.Index(orig, []byte("r1500"))
+	if off < 128<<10 || off > len(orig)-128<<10 {
+		t.Fatalf("read r1500 at %d of %d bytes: not in a middle container", off, len(orig))
+	}
+	changed, err := hostile.FlipAt(orig, off, 0x01, true) // r1500 becomes s1500
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOld := relConvert(t, p, nil)
+	opts := engine.Options{Threads: 2, CacheSize: -1, Level: 1, CacheDir: cacheDir}
+	m := relMountAt(t, src, t.TempDir(), nil, opts)
+	if got, err := relReadDirect(filepath.Join(m.mnt, "x.bam")); err != nil || !bytes.Equal(got, wantOld) {
+		t.Fatalf("first mount: %d bytes, %v", len(got), err)
+	}
+	m.unmount(t)
+
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(changed, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if st2, err := os.Stat(p); err != nil || st2.Size() != st.Size() || !st2.ModTime().Equal(st.ModTime()) {
+		t.Fatalf("the rewrite changed size or mtime (%v)", err)
+	}
+	wantNew := relConvert(t, p, nil)
+	if bytes.Equal(wantNew, wantOld) {
+		t.Fatal("the rewrite did not change the BAM")
+	}
+	m = relMountAt(t, src, t.TempDir(), nil, opts)
+	got, err := relReadDirect(filepath.Join(m.mnt, "x.bam"))
+	if err != nil || !bytes.Equal(got, wantNew) {
+		t.Fatalf("second mount: %d bytes (new version %d), %v", len(got), len(wantNew), err)
+	}
+}
+
+// corruptSegmentDigest flips a bit of the digest of the first segment
+// with records in the one layout index in dir, and recomputes the index
+// checksum (format 4: see engine.readIndex): the index stays valid and
+// trusted, its layout wrong.
+func corruptSegmentDigest(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := filepath.Glob(filepath.Join(dir, "*.idx"))
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("want one index in %s, have %v (%v)", dir, ents, err)
+	}
+	b, err := os.ReadFile(ents[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	if v := le.Uint32(b[8:]); v != 4 {
+		t.Fatalf("index format %d; this test knows format 4", v)
+	}
+	off := 16 + int(le.Uint32(b[12:])) + 5*8 + 2*32 + 4 + 20 // past the header segment
+	n := int(le.Uint64(b[off:]))
+	off += 8
+	for i := 0; i < n; i, off = i+1, off+20 {
+		if le.Uint64(b[off:]) != 0 {
+			b[off+16] ^= 1
+			body := b[:len(b)-4]
+			le.PutUint32(b[len(b)-4:], crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+			if err := os.WriteFile(ents[0], b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatal("no segment with records")
+}
+
+// TestOpenerReopensBAMWhoseLayoutWasDropped: a mount loads a layout whose
+// segment digest is wrong. The read of that segment fails (EIO through
+// the mount), the layout is dropped, and the next open of the same,
+// unchanged file, without a remount, gets a new BAM that serves every
+// byte of `cramfs convert`.
+func TestOpenerReopensBAMWhoseLayoutWasDropped(t *testing.T) {
+	ref := testdata("ref", "ce.fa")
+	p := filepath.Join(t.TempDir(), "x.cram")
+	relCopy(t, testdata("cram", "ce_1000.3.0-multislice.cram"), p)
+	want := relConvert(t, p, []string{ref})
+	cacheDir := t.TempDir()
+	store, err := reference.Open([]string{ref}, reference.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	newOp := func() *opener {
+		mgr := engine.NewManager(engine.Options{Threads: 2, CacheSize: -1, Level: 1, CacheDir: cacheDir, Readahead: -1}, nil)
+		t.Cleanup(mgr.Close)
+		op := newOpener(mgr, store, engine.CRAMOptions{Reference: store}, slog.New(slog.DiscardHandler))
+		t.Cleanup(op.Close)
+		return op
+	}
+	ctx := context.Background()
+	if _, err := newOp().OpenBAM(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	corruptSegmentDigest(t, cacheDir)
+
+	op := newOp()
+	first, err := op.OpenBAM(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.ReadAt(make([]byte, first.Size()), 0); err == nil {
+		t.Fatal("the wrong layout served a whole file")
+	}
+	again, err := op.OpenBAM(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again == first {
+		t.Fatal("the opener gave the BAM whose layout was dropped again")
+	}
+	got := make([]byte, again.Size())
+	if _, err := again.ReadAt(got, 0); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("reopened BAM: %d bytes (want %d), %v", len(got), len(want), err)
+	}
+}
+
+// TestIndexSharedCacheFlag: `cramfs index` refuses a group-writable
+// cache directory unless --shared-cache is given (it still succeeds,
+// keeping layouts in memory, and says why once); with the flag it writes
+// index files the directory's group can read.
+func TestIndexSharedCacheFlag(t *testing.T) {
+	cram := testdata("cram", "ce_1000.3.0.cram")
+	ref := testdata("ref", "ce.fa")
+	dir := filepath.Join(t.TempDir(), "cache")
+	if err := os.Mkdir(dir, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o775|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	rc, stderr, _ := runCmd(t, "index", "-T", ref, "--cache-dir", dir, cram)
+	if rc != 0 {
+		t.Fatalf("index into a group-writable cache: exit %d: %s", rc, stderr)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 || strings.Count(stderr, "not trusted") != 1 {
+		t.Fatalf("without --shared-cache: %d files written, stderr:\n%s", len(ents), stderr)
+	}
+	rc, stderr, _ = runCmd(t, "index", "--shared-cache", "-T", ref, "--cache-dir", dir, cram)
+	if rc != 0 {
+		t.Fatalf("index --shared-cache: exit %d: %s", rc, stderr)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Fatalf("with --shared-cache: %d files written, stderr:\n%s", len(ents), stderr)
+	}
+	if fi, err := ents[0].Info(); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("shared index file mode %v (%v), want 0640", fi.Mode(), err)
+	}
+}
