@@ -292,10 +292,13 @@ func (m *Manager) identify(src fileSource) (identity, string, error) {
 	return id, dependsOn(m.opts.Level, src.variant()), err
 }
 
-// layoutTag fingerprints the segments of l, for the block cache's keys.
+// layoutTag fingerprints the level and segments of l, for the block
+// cache's keys.
 func layoutTag(l *Layout) string {
 	h := sha256.New()
-	var b [8 + 3*8]byte
+	var b [3 * 8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(l.Level))
+	h.Write(b[:8])
 	for i := -1; i < len(l.Segments); i++ {
 		s := l.Header
 		if i >= 0 {
@@ -304,7 +307,6 @@ func layoutTag(l *Layout) string {
 		binary.LittleEndian.PutUint64(b[:], uint64(s.CompLen))
 		binary.LittleEndian.PutUint64(b[8:], uint64(s.RawLen))
 		binary.LittleEndian.PutUint64(b[16:], uint64(s.Digest))
-		binary.LittleEndian.PutUint64(b[24:], uint64(l.Level))
 		h.Write(b[:])
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])

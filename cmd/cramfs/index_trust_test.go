@@ -113,11 +113,10 @@ func TestFaultCRAMRewrittenInPlaceSameSizeAndMtime(t *testing.T) {
 	}
 }
 
-// corruptSegmentDigest flips a bit of the digest of the first segment
-// with records in the one layout index in dir, and recomputes the index
-// checksum (format 4: see engine.readIndex): the index stays valid and
-// trusted, its layout wrong.
-func corruptSegmentDigest(t *testing.T, dir string) {
+// theIndex returns the path and bytes of the one layout index in dir,
+// checking that it is of format 4 (see engine.readIndex), which the tests
+// below edit.
+func theIndex(t *testing.T, dir string) (string, []byte) {
 	t.Helper()
 	ents, err := filepath.Glob(filepath.Join(dir, "*.idx"))
 	if err != nil || len(ents) != 1 {
@@ -127,25 +126,105 @@ func corruptSegmentDigest(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	le := binary.LittleEndian
-	if v := le.Uint32(b[8:]); v != 4 {
+	if v := binary.LittleEndian.Uint32(b[8:]); v != 4 {
 		t.Fatalf("index format %d; this test knows format 4", v)
 	}
-	off := 16 + int(le.Uint32(b[12:])) + 5*8 + 2*32 + 4 + 20 // past the header segment
-	n := int(le.Uint64(b[off:]))
-	off += 8
+	return ents[0], b
+}
+
+// segmentsAt returns the offset of the first container segment record of
+// an index of format 4, and how many there are.
+func segmentsAt(b []byte) (off, n int) {
+	le := binary.LittleEndian
+	off = 16 + int(le.Uint32(b[12:])) + 5*8 + 2*32 + 4 + 20 // past the header segment
+	return off + 8, int(le.Uint64(b[off:]))
+}
+
+// rewriteIndex writes b to path with its checksum recomputed.
+func rewriteIndex(t *testing.T, path string, b []byte) {
+	t.Helper()
+	binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[:len(b)-4], crc32.MakeTable(crc32.Castagnoli)))
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// corruptSegmentDigest flips a bit of the digest of the first segment
+// with records in the one layout index in dir: the index stays valid and
+// trusted, its layout wrong.
+func corruptSegmentDigest(t *testing.T, dir string) {
+	t.Helper()
+	path, b := theIndex(t, dir)
+	off, n := segmentsAt(b)
 	for i := 0; i < n; i, off = i+1, off+20 {
-		if le.Uint64(b[off:]) != 0 {
+		if binary.LittleEndian.Uint64(b[off:]) != 0 {
 			b[off+16] ^= 1
-			body := b[:len(b)-4]
-			le.PutUint32(b[len(b)-4:], crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
-			if err := os.WriteFile(ents[0], b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			rewriteIndex(t, path, b)
 			return
 		}
 	}
 	t.Fatal("no segment with records")
+}
+
+// forgeBAI replaces the BAI in the one layout index in dir by one that
+// indexes no record at all, the checksum recomputed, and returns the
+// index's path.
+func forgeBAI(t *testing.T, dir string) string {
+	t.Helper()
+	path, b := theIndex(t, dir)
+	off, n := segmentsAt(b)
+	off += 20 * n
+	le := binary.LittleEndian
+	if b[off] != 1 {
+		t.Fatalf("index flag %d: the index holds no BAI", b[off])
+	}
+	bai := b[off+9 : len(b)-4]
+	nRef := int(le.Uint32(bai[4:]))
+	forged := append([]byte("BAI\x01"), bai[4:8]...)
+	forged = append(forged, make([]byte, 8*nRef)...) // no bins, no intervals
+	out := append(le.AppendUint64(append([]byte(nil), b[:off+1]...), uint64(len(forged))), forged...)
+	rewriteIndex(t, path, append(out, 0, 0, 0, 0))
+	return path
+}
+
+// TestMountRefusesForeignIndex: a layout index whose BAI was replaced by
+// one that indexes nothing (checksum recomputed), owned by another user,
+// is refused by the next mount on the same cache: region queries through
+// it still find every read (they found none when the index was trusted
+// blindly), and the refusal is logged with the file and why.
+func TestMountRefusesForeignIndex(t *testing.T) {
+	requireMount(t)
+	ref := testdata("ref", "ce.fa")
+	src, cacheDir := t.TempDir(), t.TempDir()
+	relCopy(t, testdata("cram", "ce_1000.3.0.cram"), filepath.Join(src, "x.cram"))
+	opts := engine.Options{Threads: 2, CacheSize: -1, Level: 1, CacheDir: cacheDir}
+	count := func(m *relMount) string {
+		out, err := samtools("view", "-c", filepath.Join(m.mnt, "x.bam"), "CHROMOSOME_I:1-1000000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	m := relMountAt(t, src, t.TempDir(), []string{ref}, opts)
+	want := count(m)
+	m.unmount(t)
+	if want == "0" {
+		t.Fatal("the region holds no read")
+	}
+	path := forgeBAI(t, cacheDir)
+	if err := os.Chown(path, 4242, -1); err != nil {
+		t.Skipf("cannot give the index to another user (%v): needs root", err)
+	}
+	m = relMountAt(t, src, t.TempDir(), []string{ref}, opts)
+	got := count(m)
+	t.Logf("CHROMOSOME_I:1-1000000: %s reads through the genuine index, %s after the forgery", want, got)
+	if got != want {
+		t.Errorf("region query through a foreign index: %s reads, want %s", got, want)
+	}
+	m.unmount(t)
+	if logs := m.log.String(); !strings.Contains(logs, "refused") || !strings.Contains(logs, "owned by uid 4242") || !strings.Contains(logs, filepath.Base(path)) {
+		t.Errorf("refusal not logged with the file and why:\n%s", logs)
+	}
 }
 
 // TestOpenerReopensBAMWhoseLayoutWasDropped: a mount loads a layout whose
