@@ -158,10 +158,6 @@ func (p *DecoderPool) put(d *pooledDecoder) {
 // read, so that opening one never blocks.
 var ErrNotRegular = errors.New("not a regular file")
 
-// ErrChanged is returned (wrapped) by a re-open that finds another file,
-// or another version of it, where the CRAM was.
-var ErrChanged = errors.New("file changed since it was opened")
-
 // Open flags of a CRAM: O_NONBLOCK makes the open of a FIFO or device
 // return at once (it is then refused, see ErrNotRegular); it changes
 // nothing for a regular file. Through a root, the final name must not be
@@ -309,21 +305,18 @@ func (c *CRAM) reopen() (*os.File, error) {
 // that c serves, whatever its name points to now.
 func (c *CRAM) Stat() os.FileInfo { return c.stat }
 
-// identity pins c's content from its open descriptor, never by name.
-func (c *CRAM) identity() (identity, error) { return readIdentity(c.file, c.path) }
-
-// identifier is a Source that pins its own content (see CRAM.identity).
-type identifier interface {
-	identity() (identity, error)
+// fileIdentity implements fileSource, from the descriptor the CRAM is
+// read through.
+func (c *CRAM) fileIdentity(withDev bool) (identity, error) {
+	return descriptorIdentity(c.file, withDev)
 }
 
-// sourceIdentity is the identity of src's file: from its descriptor when
-// it has one, else from the file named src.Name().
-func sourceIdentity(src Source) (identity, error) {
-	if s, ok := src.(identifier); ok {
-		return s.identity()
+// variant implements fileSource: MD and NM tags are generated or not.
+func (c *CRAM) variant() string {
+	if c.dopt.NoMD {
+		return "md=0"
 	}
-	return fileIdentity(src.Name())
+	return "md=1"
 }
 
 // Close releases the file.

@@ -344,11 +344,11 @@ func TestUnsortedHasNoIndex(t *testing.T) {
 
 func indexPathFor(t *testing.T, m *Manager, src Source) string {
 	t.Helper()
-	id, err := fileIdentity(src.Name())
+	id, depends, err := m.identify(src.(fileSource))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(m.opts.CacheDir, indexKey(id, m.opts.Level)+".idx")
+	return filepath.Join(m.opts.CacheDir, indexName(indexKey(id, depends)))
 }
 
 func TestPersistedIndex(t *testing.T) {
@@ -594,8 +594,8 @@ func TestOpenErrors(t *testing.T) {
 
 func TestIndexRoundTrip(t *testing.T) {
 	f := &indexFile{
-		Depends: dependsOn(1),
-		ID:      identity{Size: 123, MTime: 456, Head: [32]byte{1}, Tail: [32]byte{2}},
+		Depends: dependsOn(1, "md=1"),
+		ID:      identity{Dev: 7, Ino: 8, Size: 123, MTime: 456, CTime: 789, Head: [32]byte{1}, Tail: [32]byte{2}},
 		Layout: Layout{Level: 1, Header: Segment{CompLen: 50, RawLen: 70, Digest: 9},
 			Segments: []Segment{{Offset: 50, CompLen: 10, RawLen: 20, Digest: 1}, {Offset: 60}, {Offset: 60, CompLen: 5, RawLen: 6, Digest: 2}},
 			Size:     65 + 28},
@@ -620,7 +620,7 @@ func TestIndexRoundTrip(t *testing.T) {
 // FuzzReadIndex feeds arbitrary bytes to the index parser: it must never
 // panic, and whatever it accepts must re-encode to the same bytes.
 func FuzzReadIndex(f *testing.F) {
-	f.Add(marshalIndex(&indexFile{Depends: dependsOn(1), Layout: Layout{Header: Segment{CompLen: 1, RawLen: 1}}}))
+	f.Add(marshalIndex(&indexFile{Depends: dependsOn(1, "md=1"), Layout: Layout{Header: Segment{CompLen: 1, RawLen: 1}}}))
 	if _, err := exec.LookPath("samtools"); err == nil {
 		src := newFakeSource(fixture(f, "small"), "")
 		dir := f.TempDir()

@@ -211,6 +211,8 @@ type fakeSource struct {
 	// until it is closed or the context ends.
 	gate    chan struct{}
 	gateIdx int
+	// duringScan, when set, is called at the first decode of container 3.
+	duringScan func()
 }
 
 func newFakeSource(f *bamFixture, name string) *fakeSource {
@@ -237,6 +239,19 @@ func (s *fakeSource) Header() []byte              { return s.header }
 func (s *fakeSource) NumContainers() int          { return len(s.conts) }
 func (s *fakeSource) ContainerOffset(i int) int64 { return int64(1000 * i) }
 
+// fileIdentity implements fileSource with the identity of the file named,
+// when there is one (the fixture's BAM stands in for a CRAM).
+func (s *fakeSource) fileIdentity(withDev bool) (identity, error) {
+	f, err := os.Open(s.name)
+	if err != nil {
+		return identity{}, err
+	}
+	defer f.Close()
+	return descriptorIdentity(f, withDev)
+}
+
+func (s *fakeSource) variant() string { return "fake" }
+
 func (s *fakeSource) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return dst, err
@@ -248,6 +263,9 @@ func (s *fakeSource) AppendContainer(ctx context.Context, i int, dst []byte) ([]
 	s.total.Add(1)
 	if s.fail != nil {
 		return dst, s.fail
+	}
+	if s.duringScan != nil && i == 3 && n == 1 {
+		s.duringScan()
 	}
 	if s.gate != nil && i == s.gateIdx && n > 1 {
 		select {

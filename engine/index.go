@@ -8,17 +8,28 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
 )
 
-// identity pins the content of a CRAM file: its size, its modification
-// time and SHA-256 digests of its first and last 64 KiB.
+// identity pins one version of a CRAM file as read through its open
+// descriptor: what fstat reports (device, inode, size, mtime and ctime;
+// the kernel sets ctime on every change and no user can set it back, so
+// an in-place rewrite with a restored mtime is still a new version) and
+// SHA-256 digests of its first and last 64 KiB.
 type identity struct {
+	Dev   uint64 // 0 in a shared cache (see Options.SharedCache)
+	Ino   uint64
 	Size  int64
 	MTime int64 // nanoseconds since the Unix epoch
+	CTime int64 // nanoseconds since the Unix epoch
 	Head  [32]byte
 	Tail  [32]byte
 }
@@ -26,26 +37,21 @@ type identity struct {
 // identityWindow is how much of each end of the file is hashed.
 const identityWindow = 64 << 10
 
-// fileIdentity reads the identity of the file at path.
-func fileIdentity(path string) (identity, error) {
-	f, err := os.Open(path)
+// descriptorIdentity reads the identity of the open file f with fstat and
+// pread, never through its path. withDev keeps the device number, which
+// NFS clients number differently.
+func descriptorIdentity(f *os.File, withDev bool) (identity, error) {
+	st, err := fstat(f)
 	if err != nil {
 		return identity{}, err
 	}
-	defer f.Close()
-	return readIdentity(f, path)
-}
-
-// readIdentity reads the identity of the open file f (named name).
-func readIdentity(f *os.File, name string) (identity, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return identity{}, err
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return identity{}, fmt.Errorf("%s: not a regular file (mode %o)", f.Name(), st.Mode)
 	}
-	if !fi.Mode().IsRegular() {
-		return identity{}, fmt.Errorf("%s: not a regular file", name)
+	id := identity{Ino: uint64(st.Ino), Size: st.Size, MTime: st.Mtim.Nano(), CTime: st.Ctim.Nano()}
+	if withDev {
+		id.Dev = uint64(st.Dev)
 	}
-	id := identity{Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
 	buf := make([]byte, min(identityWindow, id.Size))
 	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
 		return identity{}, err
@@ -58,23 +64,50 @@ func readIdentity(f *os.File, name string) (identity, error) {
 	return id, nil
 }
 
-// indexFormat is the version of the layout index file format. Format 3
-// stores segmentDigest where format 2 stored a CRC-32C of all the bytes.
-const indexFormat = 3
-
-// dependsOn describes everything the bytes of a virtual BAM depend on
-// besides the CRAM itself; it is stored in and keys each index file.
-func dependsOn(level int) string {
-	return fmt.Sprintf("cramfs-layout format=%d level=%d cut=%d encoder=%d", indexFormat, level, bgzf.MaxBlockData, EncoderVersion)
+// fstat returns what fstat(2) reports of the open file f.
+func fstat(f *os.File) (*unix.Stat_t, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	var st unix.Stat_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fstat(int(fd), &st) }); err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	if serr != nil {
+		return nil, &fs.PathError{Op: "fstat", Path: f.Name(), Err: serr}
+	}
+	return &st, nil
 }
 
-// indexKey names the index file of a CRAM with identity id.
-func indexKey(id identity, level int) string {
+// indexFormat is the version of the layout index file format. Format 4
+// adds the device, inode and ctime to the identity; format 3 stored
+// segmentDigest where format 2 stored a CRC-32C of all the bytes.
+const indexFormat = 4
+
+// dependsOn describes everything the bytes of a virtual BAM depend on
+// besides the CRAM itself: the format, the BGZF level, block cutting and
+// encoder generation, and the Source's decoding variant (MD/NM tags on or
+// off). It is stored in and keys each index file. The reference is not
+// part of it: a layout is only made from slices whose reference MD5s
+// match, and a segment rebuilt with other bases fails its digest, which
+// drops the layout (see Manager.dropLayout).
+func dependsOn(level int, variant string) string {
+	return fmt.Sprintf("cramfs-layout format=%d level=%d cut=%d encoder=%d %s", indexFormat, level, bgzf.MaxBlockData, EncoderVersion, variant)
+}
+
+// indexKey names the index file of a CRAM with identity id whose bytes
+// depend on depends.
+func indexKey(id identity, depends string) string {
 	h := sha256.New()
-	h.Write([]byte(dependsOn(level)))
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(id.Size))
-	binary.LittleEndian.PutUint64(b[8:], uint64(id.MTime))
+	h.Write([]byte(depends))
+	var b [40]byte
+	binary.LittleEndian.PutUint64(b[:], id.Dev)
+	binary.LittleEndian.PutUint64(b[8:], id.Ino)
+	binary.LittleEndian.PutUint64(b[16:], uint64(id.Size))
+	binary.LittleEndian.PutUint64(b[24:], uint64(id.MTime))
+	binary.LittleEndian.PutUint64(b[32:], uint64(id.CTime))
 	h.Write(b[:])
 	h.Write(id.Head[:])
 	h.Write(id.Tail[:])
@@ -107,8 +140,11 @@ func marshalIndex(f *indexFile) []byte {
 	b = binary.LittleEndian.AppendUint32(b, indexFormat)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(f.Depends)))
 	b = append(b, f.Depends...)
+	b = binary.LittleEndian.AppendUint64(b, f.ID.Dev)
+	b = binary.LittleEndian.AppendUint64(b, f.ID.Ino)
 	b = binary.LittleEndian.AppendUint64(b, uint64(f.ID.Size))
 	b = binary.LittleEndian.AppendUint64(b, uint64(f.ID.MTime))
+	b = binary.LittleEndian.AppendUint64(b, uint64(f.ID.CTime))
 	b = append(b, f.ID.Head[:]...)
 	b = append(b, f.ID.Tail[:]...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(int32(f.Layout.Level)))
@@ -179,8 +215,9 @@ func (r *indexReader) seg(what string) Segment {
 
 // readIndex parses a persisted layout index (untrusted bytes). The format,
 // little-endian: magic "CRAMFSLX"; u32 format version; u32 length and the
-// dependency string; the CRAM identity (i64 size, i64 mtime in ns, SHA-256
-// of the first and of the last 64 KiB); i32 level; the header segment and
+// dependency string; the CRAM identity (u64 device, u64 inode, i64 size,
+// i64 mtime and i64 ctime in ns, SHA-256 of the first and of the last
+// 64 KiB); i32 level; the header segment and
 // u64 count of container segments, each segment as u64 compressed length,
 // u64 raw length, u32 segmentDigest; u8 has-index flag, u64 length and the .bai
 // (SAMv1 §5.2); a trailing u32 CRC-32C of all preceding bytes. Offsets are
@@ -206,8 +243,11 @@ func readIndex(b []byte) (*indexFile, error) {
 		return nil, fmt.Errorf("%w: index dependency string of %d bytes", ErrInvalid, dl)
 	}
 	f.Depends = string(r.take(int(dl), "dependency string"))
+	f.ID.Dev = r.u64("device")
+	f.ID.Ino = r.u64("inode")
 	f.ID.Size = int64(r.u64("size"))
 	f.ID.MTime = int64(r.u64("mtime"))
+	f.ID.CTime = int64(r.u64("ctime"))
 	copy(f.ID.Head[:], r.take(32, "head hash"))
 	copy(f.ID.Tail[:], r.take(32, "tail hash"))
 	f.Layout.Level = int(int32(r.u32("level")))
@@ -256,19 +296,84 @@ func readIndex(b []byte) (*indexFile, error) {
 	return f, nil
 }
 
-// loadIndex reads and parses the index file at path.
-func loadIndex(path string) (*indexFile, error) {
-	fh, err := os.Open(path)
+// errUntrusted and errUntrustedDir mark an index file or a cache
+// directory that the trust model of the cache (README, "Cache directory
+// and trust") refuses.
+var (
+	errUntrusted    = errors.New("index file not trusted")
+	errUntrustedDir = errors.New("cache directory not trusted")
+)
+
+// checkTrusted reports why the cache directory or index file path, of
+// status st, may not be trusted (the error wraps kind): it must be owned
+// by this user or root and not be writable by group or others; with
+// shared, any owner and group write are accepted, never write by others.
+func checkTrusted(st *unix.Stat_t, shared bool, kind error, path string) error {
+	euid := uint32(os.Geteuid())
+	if !shared && st.Uid != euid && st.Uid != 0 {
+		return fmt.Errorf("%w: %s is owned by uid %d, not by this user (uid %d) or root (a cache shared with other users needs --shared-cache)", kind, path, st.Uid, euid)
+	}
+	mask, who := uint32(0o022), "group or others"
+	if shared {
+		mask, who = 0o002, "others"
+	}
+	if st.Mode&mask != 0 {
+		return fmt.Errorf("%w: %s is writable by %s (mode %04o)", kind, path, who, st.Mode&0o7777)
+	}
+	return nil
+}
+
+// openCacheDir opens the cache directory dir and checks that it may be
+// trusted. The caller closes the descriptor.
+func openCacheDir(dir string, shared bool) (int, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, &fs.PathError{Op: "fstat", Path: dir, Err: err}
+	}
+	if err := checkTrusted(&st, shared, errUntrustedDir, dir); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// loadIndex reads and parses the index file name in the cache directory
+// dir, if the directory and the file may be trusted: the file is opened
+// below the directory's descriptor without following a symbolic link, and
+// checked with fstat on the descriptor read.
+func loadIndex(dir, name string, shared bool) (*indexFile, error) {
+	dfd, err := openCacheDir(dir, shared)
 	if err != nil {
 		return nil, err
 	}
+	defer unix.Close(dfd)
+	path := filepath.Join(dir, name)
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("%w: index file %s is a symbolic link", errUntrusted, path)
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	fh := os.NewFile(uintptr(fd), path)
 	defer fh.Close()
-	fi, err := fh.Stat()
+	st, err := fstat(fh)
 	if err != nil {
 		return nil, err
 	}
-	if fi.Size() > maxIndexFile {
-		return nil, fmt.Errorf("%w: index file %s of %d bytes", ErrInvalid, path, fi.Size())
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%w: index file %s is not a regular file (mode %o)", errUntrusted, path, st.Mode)
+	}
+	if err := checkTrusted(st, shared, errUntrusted, path); err != nil {
+		return nil, err
+	}
+	if st.Size > maxIndexFile {
+		return nil, fmt.Errorf("%w: index file %s of %d bytes", ErrInvalid, path, st.Size)
 	}
 	b, err := io.ReadAll(io.LimitReader(fh, maxIndexFile+1))
 	if err != nil {
@@ -277,19 +382,37 @@ func loadIndex(path string) (*indexFile, error) {
 	return readIndex(b)
 }
 
-// writeIndex stores f at path atomically: a temporary file in the same
-// directory, synced, then renamed over path.
-func writeIndex(path string, f *indexFile) error {
-	dir := filepath.Dir(path)
+// tempPrefix starts the names of index files being written; the writer's
+// pid follows, so that a temporary file left by a killed writer is
+// recognisable (see removeStaleTemps).
+const tempPrefix = ".tmp-"
+
+// staleTempAge is how old a temporary index file must be to be taken for
+// the leftover of a killed writer: a writer writes one in a single write,
+// syncs and renames it, in well under a second.
+const staleTempAge = 10 * time.Minute
+
+// writeIndex stores f as name in the cache directory dir atomically: a
+// temporary file in the same directory, synced, then renamed over name.
+// In a shared cache the file is readable by the directory's group.
+func writeIndex(dir, name string, f *indexFile, shared bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
+	dfd, err := openCacheDir(dir, shared)
 	if err != nil {
 		return err
 	}
-	name := tmp.Name()
+	unix.Close(dfd)
+	tmp, err := os.CreateTemp(dir, fmt.Sprintf("%s%s-%d-*", tempPrefix, name, os.Getpid()))
+	if err != nil {
+		return err
+	}
+	tmpName := tmp.Name()
 	_, err = tmp.Write(marshalIndex(f))
+	if err == nil && shared {
+		err = tmp.Chmod(0o640)
+	}
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -297,10 +420,39 @@ func writeIndex(path string, f *indexFile) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(name, path)
+		err = os.Rename(tmpName, filepath.Join(dir, name))
 	}
 	if err != nil {
-		os.Remove(name)
+		os.Remove(tmpName)
 	}
 	return err
+}
+
+// removeStaleTemps removes from dir the temporary index files older than
+// staleTempAge (left by writers killed between create and rename) and
+// returns how many it removed. An untrusted directory is left alone.
+func removeStaleTemps(dir string, shared bool, now time.Time) (int, error) {
+	dfd, err := openCacheDir(dir, shared)
+	if err != nil {
+		return 0, err
+	}
+	unix.Close(dfd)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), tempPrefix) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || now.Sub(fi.ModTime()) < staleTempAge {
+			continue
+		}
+		if os.Remove(filepath.Join(dir, e.Name())) == nil {
+			n++
+		}
+	}
+	return n, nil
 }

@@ -2,14 +2,19 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
@@ -78,6 +83,11 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 	c, err := cache.New[cache.Key](opts.CacheSize)
 	if err != nil { // unreachable: withDefaults makes the size non-negative
 		c, _ = cache.New[cache.Key](0)
+	}
+	if n, err := removeStaleTemps(opts.CacheDir, opts.SharedCache, time.Now()); n > 0 {
+		log.Info("removed temporary layout indexes of killed writers", "dir", opts.CacheDir, "count", n)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Debug("cache directory not cleaned", "dir", opts.CacheDir, "err", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{
@@ -225,25 +235,30 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		return nil, fmt.Errorf("%w: %s: %d containers", ErrInvalid, src.Name(), src.NumContainers())
 	}
 
-	id, idErr := sourceIdentity(src)
+	fsrc, _ := src.(fileSource)
+	id, depends, idErr := m.identify(fsrc)
 	persist := idErr == nil
 	var key string
 	if persist {
-		key = indexKey(id, m.opts.Level)
+		key = indexKey(id, depends)
 	} else {
-		key = "anon:" + src.Name()
+		key, depends = "anon:"+src.Name(), ""
 		m.log.Debug("no file identity; layout kept in memory only", "file", src.Name(), "err", idErr)
 	}
 	r, err, _ := m.opens.Do(key, func() (any, error) {
-		return m.layoutFor(ctx, src, key, persist, id, hdrRaw, hdrSeg)
+		return m.layoutFor(ctx, src, key, depends, id, hdrRaw, hdrSeg)
 	})
 	if err != nil {
 		return nil, err
 	}
 	idx := r.(*indexFile)
-	cacheID := key
+	// Segments are cached per layout: after a layout was dropped and the
+	// file scanned again, a segment of the old layout is never served.
+	cacheID := key + "/" + layoutTag(&idx.Layout)
+	layoutKey := key
 	if !persist {
 		cacheID = fmt.Sprintf("%s#%d", key, m.anonSeq.Add(1))
+		layoutKey = ""
 	}
 	maxSeg := idx.Layout.maxSegment()
 	m.noteSegmentSize(maxSeg)
@@ -251,6 +266,7 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		m:         m,
 		src:       src,
 		id:        cacheID,
+		key:       layoutKey,
 		hdr:       hdr,
 		layout:    idx.Layout,
 		bai:       idx.BAI,
@@ -263,11 +279,44 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 	}, nil
 }
 
+// errNoFile is identify's answer for a Source that reads no file.
+var errNoFile = errors.New("source reads no file")
+
+// identify returns the identity of the file src reads and what its bytes
+// depend on, or an error when its layout cannot be persisted.
+func (m *Manager) identify(src fileSource) (identity, string, error) {
+	if src == nil {
+		return identity{}, "", errNoFile
+	}
+	id, err := src.fileIdentity(!m.opts.SharedCache)
+	return id, dependsOn(m.opts.Level, src.variant()), err
+}
+
+// layoutTag fingerprints the level and segments of l, for the block
+// cache's keys.
+func layoutTag(l *Layout) string {
+	h := sha256.New()
+	var b [3 * 8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(l.Level))
+	h.Write(b[:8])
+	for i := -1; i < len(l.Segments); i++ {
+		s := l.Header
+		if i >= 0 {
+			s = l.Segments[i]
+		}
+		binary.LittleEndian.PutUint64(b[:], uint64(s.CompLen))
+		binary.LittleEndian.PutUint64(b[8:], uint64(s.RawLen))
+		binary.LittleEndian.PutUint64(b[16:], uint64(s.Digest))
+		h.Write(b[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
 // validFor reports why idx cannot serve src, or nil if it can.
-func (m *Manager) validFor(idx *indexFile, src Source, id identity, hdrSeg Segment) error {
+func (m *Manager) validFor(idx *indexFile, src Source, depends string, id identity, hdrSeg Segment) error {
 	switch {
-	case idx.Depends != dependsOn(m.opts.Level):
-		return fmt.Errorf("%w: index built for %q", ErrInvalid, idx.Depends)
+	case idx.Depends != depends:
+		return fmt.Errorf("%w: index built for %q, want %q", ErrInvalid, idx.Depends, depends)
 	case idx.ID != id:
 		return fmt.Errorf("%w: index belongs to another file version", ErrInvalid)
 	case idx.Layout.Level != m.opts.Level:
@@ -280,51 +329,102 @@ func (m *Manager) validFor(idx *indexFile, src Source, id identity, hdrSeg Segme
 	return nil
 }
 
-// layoutFor finds a trustworthy layout for src: in memory, on disk, or
-// by scanning (then persisting it).
-func (m *Manager) layoutFor(ctx context.Context, src Source, key string, persist bool, id identity, hdrRaw []byte, hdrSeg Segment) (*indexFile, error) {
-	var path string
+// indexName is the file name of the index with key key in the cache
+// directory.
+func indexName(key string) string { return key + ".idx" }
+
+// layoutFor finds a trustworthy layout for src: in memory, on disk, or by
+// scanning (then persisting it). depends is "" for a Source whose layout
+// is not persisted.
+func (m *Manager) layoutFor(ctx context.Context, src Source, key, depends string, id identity, hdrRaw []byte, hdrSeg Segment) (*indexFile, error) {
+	persist := depends != ""
 	if persist {
-		m.mu.Lock()
-		idx := m.layouts[key]
-		m.mu.Unlock()
-		if idx != nil && m.validFor(idx, src, id, hdrSeg) == nil {
+		if idx := m.loadLayout(src, key, depends, id, hdrSeg); idx != nil {
 			return idx, nil
-		}
-		path = filepath.Join(m.opts.CacheDir, key+".idx")
-		idx, err := loadIndex(path)
-		if err == nil {
-			err = m.validFor(idx, src, id, hdrSeg)
-		}
-		if err == nil {
-			m.log.Debug("layout index loaded", "file", src.Name(), "index", path)
-			m.remember(key, idx)
-			return idx, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			m.log.Info("layout index unusable; rebuilding", "file", src.Name(), "index", path, "err", err)
 		}
 	}
 	idx, err := m.scan(ctx, src, hdrRaw, hdrSeg)
+	if err != nil || !persist {
+		return idx, err
+	}
+	// The file read must still be the version identified before the scan:
+	// else the layout could be of neither, and is not kept.
+	after, _, err := m.identify(src.(fileSource))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: identity after the scan: %w", src.Name(), err)
 	}
-	if persist {
-		idx.ID = id
-		if err := writeIndex(path, idx); err != nil {
-			m.warnOnce.Do(func() {
-				m.log.Warn("cannot persist layout indexes; keeping them in memory", "dir", m.opts.CacheDir, "err", err)
-			})
-		}
-		m.remember(key, idx)
+	if after != id {
+		return nil, fmt.Errorf("%w: %s: identity before the scan (size %d, mtime %d, ctime %d, inode %d), after (size %d, mtime %d, ctime %d, inode %d)",
+			ErrChanged, src.Name(), id.Size, id.MTime, id.CTime, id.Ino, after.Size, after.MTime, after.CTime, after.Ino)
 	}
+	idx.Depends = depends
+	idx.ID = id
+	if err := writeIndex(m.opts.CacheDir, indexName(key), idx, m.opts.SharedCache); err != nil {
+		m.warnOnce.Do(func() {
+			m.log.Warn("cannot persist layout indexes; keeping them in memory", "dir", m.opts.CacheDir, "err", err)
+		})
+	}
+	m.remember(key, idx)
 	return idx, nil
+}
+
+// loadLayout returns the layout of src kept in memory or persisted in the
+// cache directory, or nil when there is none that is valid and trusted.
+// An index refused is logged, with why.
+func (m *Manager) loadLayout(src Source, key, depends string, id identity, hdrSeg Segment) *indexFile {
+	m.mu.Lock()
+	idx := m.layouts[key]
+	m.mu.Unlock()
+	if idx != nil && m.validFor(idx, src, depends, id, hdrSeg) == nil {
+		return idx
+	}
+	idx, err := loadIndex(m.opts.CacheDir, indexName(key), m.opts.SharedCache)
+	if err == nil {
+		err = m.validFor(idx, src, depends, id, hdrSeg)
+	}
+	switch {
+	case err == nil:
+		m.log.Debug("layout index loaded", "file", src.Name(), "index", indexName(key))
+		m.remember(key, idx)
+		return idx
+	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, errUntrustedDir):
+		// Said once: every file would say it, and nothing is written there.
+		m.warnOnce.Do(func() {
+			m.log.Warn("layout indexes refused; keeping layouts in memory", "dir", m.opts.CacheDir, "why", err)
+		})
+	case errors.Is(err, errUntrusted):
+		m.log.Warn("layout index refused; rebuilding the layout", "file", src.Name(), "index", filepath.Join(m.opts.CacheDir, indexName(key)), "why", err)
+	default:
+		m.log.Info("layout index unusable; rebuilding", "file", src.Name(), "index", filepath.Join(m.opts.CacheDir, indexName(key)), "err", err)
+	}
+	return nil
 }
 
 func (m *Manager) remember(key string, idx *indexFile) {
 	m.mu.Lock()
 	m.layouts[key] = idx
 	m.mu.Unlock()
+}
+
+// dropLayout forgets the layout v serves, in memory and on disk, once a
+// segment rebuilt for v disagreed with it: the file changed in a way its
+// identity did not show, or the layout was wrong. v's reads of that
+// segment keep failing, but the next Open of the file scans it again.
+func (m *Manager) dropLayout(v *VirtualBAM) {
+	if !v.stale.CompareAndSwap(false, true) || v.key == "" {
+		return
+	}
+	m.mu.Lock()
+	if idx := m.layouts[v.key]; idx != nil && v.key+"/"+layoutTag(&idx.Layout) == v.id {
+		delete(m.layouts, v.key)
+	}
+	m.mu.Unlock()
+	path := filepath.Join(m.opts.CacheDir, indexName(v.key))
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		m.log.Warn("cannot remove a layout index found wrong", "file", v.src.Name(), "index", path, "err", err)
+	}
+	m.log.Warn("layout dropped: a rebuilt segment disagrees with it; the next open scans the file again", "file", v.src.Name())
 }
 
 // scan decodes and compresses every container of src once, in parallel,
@@ -441,7 +541,6 @@ consume:
 		return nil, fmt.Errorf("%s: scan stopped after %d of %d containers", src.Name(), len(segs), n)
 	}
 	idx := &indexFile{
-		Depends: dependsOn(m.opts.Level),
 		Layout: Layout{
 			Level:    m.opts.Level,
 			Header:   hdrSeg,
@@ -533,7 +632,8 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 			buf.B = buf.B[:0]
 			if _, cerr := m.build(ctx, src, i, c, buf, false); cerr != nil {
 				buf.Release()
-				return nil, cerr
+				m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", src.Name(), "container", i, "err", cerr)
+				return nil, fmt.Errorf("%w: %w", ErrMismatch, cerr)
 			}
 		}
 	}

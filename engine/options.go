@@ -12,6 +12,12 @@ import (
 // The bytes are never served.
 var ErrMismatch = errors.New("engine: rebuilt segment does not match layout")
 
+// ErrChanged is returned (wrapped) when a CRAM file changed under the
+// engine: while its layout was scanned (its identity before and after
+// differ; the layout is then neither kept nor persisted), or between its
+// open and a re-open of its descriptor.
+var ErrChanged = errors.New("engine: file changed since it was opened")
+
 // ErrInvalid is returned for malformed input: a Source whose records are
 // not well-framed BAM, or a layout index file that cannot be trusted.
 var ErrInvalid = errors.New("engine: invalid data")
@@ -38,6 +44,14 @@ type Options struct {
 	// CacheDir holds the persisted layout indexes. "" means
 	// $XDG_CACHE_HOME/cramfs, or ~/.cache/cramfs.
 	CacheDir string
+	// SharedCache trusts layout indexes in CacheDir written by other
+	// users: a cluster cache of a group, filled by `cramfs index` jobs.
+	// Without it, the directory and each index file must be owned by
+	// this user or root and not be writable by group or others; with it,
+	// any owner and group write are accepted (never write by others), and
+	// the device number leaves the file identity (NFS clients number
+	// devices differently).
+	SharedCache bool
 	// Readahead is how many segments are built ahead of a sequential
 	// reader. 0 chooses per file: as many as fit in a quarter of the
 	// cache, at least Threads and at most 4×Threads (with only Threads

@@ -53,3 +53,16 @@ type Rebuilder interface {
 	// callback and with the checks the digest covers left out.
 	RebuildContainerBlocks(ctx context.Context, i int, c *bgzf.Compressor, dst []byte) ([]byte, int64, error)
 }
+
+// fileSource is implemented by Sources that read one open file (CRAM).
+// Only their layouts are persisted.
+type fileSource interface {
+	// fileIdentity returns the identity of the file read, taken from its
+	// open descriptor (fstat and pread), so that it describes the bytes
+	// decoded whatever the path names meanwhile; withDev keeps the device
+	// number in it.
+	fileIdentity(withDev bool) (identity, error)
+	// variant names the decoding options the BAM bytes depend on besides
+	// the file (see dependsOn).
+	variant() string
+}

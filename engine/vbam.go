@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cramfs/cramfs/cache"
 	"github.com/cramfs/cramfs/encode/bgzf"
@@ -19,7 +20,8 @@ import (
 type VirtualBAM struct {
 	m      *Manager
 	src    Source
-	id     string // identity of the file in the block cache
+	id     string // identity of the file and its layout in the block cache
+	key    string // index key of the layout; "" when it is not persisted
 	hdr    []byte // the header's BGZF blocks
 	layout Layout
 	bai    []byte
@@ -29,6 +31,10 @@ type VirtualBAM struct {
 	// reader (Options.Readahead resolved for this file).
 	readahead int
 	maxSeg    int64 // the largest segment's BGZF bytes
+
+	// stale is set once a rebuilt segment disagreed with the layout (see
+	// Manager.dropLayout).
+	stale atomic.Bool
 
 	mu      sync.Mutex
 	lastEnd int64 // where the previous read ended; -1 before any
@@ -44,6 +50,12 @@ type VirtualBAM struct {
 
 // Name returns the name of the underlying Source.
 func (v *VirtualBAM) Name() string { return v.src.Name() }
+
+// Stale reports whether a segment rebuilt for v disagreed with its
+// layout: the file changed under it. v keeps failing the reads of that
+// segment; a new Open of the file scans it again and serves the new
+// version, so callers that share VirtualBAMs should open anew.
+func (v *VirtualBAM) Stale() bool { return v.stale.Load() }
 
 // Size returns the exact size of the virtual BAM in bytes.
 func (v *VirtualBAM) Size() int64 { return v.layout.Size }
@@ -253,6 +265,8 @@ func (v *VirtualBAM) buildOrWait(ctx context.Context, key cache.Key, i int, skip
 	buf, err := m.buildSegment(ctx, v.src, i, v.layout.Segments[i])
 	if err == nil {
 		m.cache.Add(key, buf)
+	} else if errors.Is(err, ErrMismatch) {
+		m.dropLayout(v)
 	}
 	m.mu.Lock()
 	delete(m.building, key)

@@ -64,12 +64,12 @@ func indexExt(f BAMFile) string {
 
 // ident is the identity of a source file version.
 type ident struct {
-	dev, ino    uint64
-	size, mtime int64
+	dev, ino           uint64
+	size, mtime, ctime int64 // ctime: an in-place rewrite cannot set it back
 }
 
 func identOf(st *syscall.Stat_t) ident {
-	return ident{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec}
+	return ident{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 }
 
 // errHidden reports a source name that exists but is not shown.
@@ -259,6 +259,7 @@ func inoOf(d *dirNode, name string, e *entry) uint64 {
 	case kindBAM, kindBAI:
 		put(uint64(id.size))
 		put(uint64(id.mtime))
+		put(uint64(id.ctime))
 	}
 	ino := h.Sum64()
 	if ino <= fuse.FUSE_ROOT_ID || ino == ^uint64(0) {

@@ -30,12 +30,15 @@ type engineFlags struct {
 	level     int
 	noMD      bool
 	readahead int
+
+	sharedCache bool
 }
 
 func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.Var(&e.refs, "T", "reference FASTA (repeatable)")
 	fs.Var(&e.refs, "reference", "reference FASTA (repeatable)")
 	fs.StringVar(&e.cacheDir, "cache-dir", "", "directory of persisted layout indexes (default $XDG_CACHE_HOME/cramfs)")
+	fs.BoolVar(&e.sharedCache, "shared-cache", false, "trust layout indexes of --cache-dir written by other users of its group (see README)")
 	fs.StringVar(&e.cacheSize, "cache-size", "256M", "memory budget of the BGZF blocks kept, the builds in flight and (up to half) the decoders (K, M, G suffixes)")
 	fs.IntVar(&e.threads, "@", runtime.GOMAXPROCS(0), "worker threads")
 	fs.IntVar(&e.threads, "threads", runtime.GOMAXPROCS(0), "worker threads")
@@ -64,7 +67,7 @@ func (e *engineFlags) open(log *slog.Logger) (*reference.Store, *engine.Manager,
 	if size == 0 {
 		size = -1
 	}
-	mgr := engine.NewManager(engine.Options{Threads: e.threads, CacheSize: size, Level: level, CacheDir: e.cacheDir, Readahead: e.readahead}, log)
+	mgr := engine.NewManager(engine.Options{Threads: e.threads, CacheSize: size, Level: level, CacheDir: e.cacheDir, SharedCache: e.sharedCache, Readahead: e.readahead}, log)
 	// One set of decoders for every file: their memory follows the thread
 	// count, not the number of files read.
 	decoders := engine.NewDecoderPool(max(e.threads, 1))

@@ -23,16 +23,18 @@ import (
 )
 
 // fileKey identifies one version of a CRAM file: a replaced file (new
-// inode, size or mtime) is a different key, so bytes never mix.
+// inode, size or mtime) or one changed in place (new ctime, which no user
+// can set back) is a different key, so bytes never mix.
 type fileKey struct {
 	rel       string // below the mount's source root
 	dev, ino  uint64
 	size      int64
 	mtimeNsec int64
+	ctimeNsec int64
 }
 
 func keyOf(rel string, st *syscall.Stat_t) fileKey {
-	return fileKey{rel: rel, dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtimeNsec: st.Mtim.Nano()}
+	return fileKey{rel: rel, dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtimeNsec: st.Mtim.Nano(), ctimeNsec: st.Ctim.Nano()}
 }
 
 // opener gives the FUSE layer the virtual BAM of each CRAM, opening each
@@ -76,7 +78,9 @@ func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error
 	k := keyOf(ref.Rel, &ref.Stat)
 	o.mu.Lock()
 	e := o.entries[k]
-	if e != nil && e.done.Load() && e.err != nil && time.Since(e.when) > failedRetry {
+	if e != nil && e.done.Load() && (e.err != nil && time.Since(e.when) > failedRetry || e.vbam != nil && e.vbam.Stale()) {
+		// A failure is tried again after a while; a BAM whose layout
+		// was found wrong (see engine.VirtualBAM.Stale) is opened anew.
 		e = nil
 	}
 	if e == nil {
