@@ -86,6 +86,7 @@ func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error
 		for old := range o.entries {
 			if old.rel == k.rel && old != k {
 				delete(o.entries, old)
+				delete(o.hints, old)
 			}
 		}
 	}
