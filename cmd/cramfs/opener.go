@@ -90,6 +90,7 @@ func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error
 		for old := range o.entries {
 			if old.rel == k.rel && old != k {
 				delete(o.entries, old)
+				delete(o.hints, old)
 			}
 		}
 	}
@@ -168,11 +169,12 @@ func (o *opener) Close() {
 	}
 }
 
-// indexAll opens every regular file named *.cram below root in the
-// background, so their layouts are ready before a client asks. It walks
-// the tree through root from lstat information only, never follows a
-// symbolic link and never opens a FIFO, socket or device (a file swapped
-// for one meanwhile is refused by OpenCRAMAt without blocking).
+// indexAll opens every regular file named *.cram below root, or link so
+// named to one inside root, in the background, so their layouts are ready
+// before a client asks. It walks the tree through root, does not descend
+// into linked directories and never opens a FIFO, socket or device (a
+// file swapped for one meanwhile is refused by OpenCRAMAt without
+// blocking).
 func (o *opener) indexAll(ctx context.Context, root *os.Root) {
 	o.indexDir(ctx, root, ".", nil)
 }
@@ -210,25 +212,30 @@ func (o *opener) indexDir(ctx context.Context, root *os.Root, dir string, above 
 		switch {
 		case d.IsDir():
 			o.indexDir(ctx, root, rel, above)
-		case d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".cram"):
+		case strings.HasSuffix(d.Name(), ".cram") && (d.Type().IsRegular() || d.Type()&iofs.ModeSymlink != 0):
 			o.indexFile(ctx, root, rel)
 		}
 	}
 }
 
+// indexFile opens the CRAM rel, or what the link rel leads to inside root
+// (root.Stat refuses links out of it), when that is a regular file. The
+// layout scanned is persisted by content, so a lookup through the link,
+// keyed by the resolved path, loads it back instead of scanning again.
 func (o *opener) indexFile(ctx context.Context, root *os.Root, rel string) {
-	fi, err := root.Lstat(rel)
-	if err == nil && !fi.Mode().IsRegular() {
-		return // replaced since it was listed
-	}
-	if err == nil {
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return
-		}
-		_, err = o.OpenBAM(ctx, fs.CRAMRef{Root: root, Rel: rel, Stat: *st})
-	}
+	fi, err := root.Stat(rel)
 	if err != nil {
+		o.log.Debug("background index: not followed", "file", rel, "err", err)
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		return // a FIFO, device or directory: never opened
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return
+	}
+	if _, err = o.OpenBAM(ctx, fs.CRAMRef{Root: root, Rel: rel, Stat: *st}); err != nil {
 		o.log.Warn("background index failed", "file", rel, "err", err)
 	}
 }

@@ -301,8 +301,8 @@ func fifoBound(t *testing.T, what, fifo string, f func() error) {
 }
 
 // TestMountFIFONamedCRAM puts a FIFO named a.cram, and a link b.cram to
-// it, next to a CRAM: listing and lookups return at once and hide them,
-// and --index-on-mount goes past them to index the CRAM.
+// it, next to CRAMs: listing and lookups return at once and hide them,
+// and --index-on-mount goes past them to index the CRAMs.
 func TestMountFIFONamedCRAM(t *testing.T) {
 	requireMount(t)
 	ref := []string{testdata("ref", "ce.fa")}
@@ -311,6 +311,9 @@ func TestMountFIFONamedCRAM(t *testing.T) {
 	must(t, unix.Mkfifo(fifo, 0o644))
 	must(t, os.Symlink("a.cram", filepath.Join(src, "b.cram")))
 	copyFile(t, testdata("cram", "ce_1000.3.0.cram"), filepath.Join(src, "z.cram"))
+	must(t, os.Mkdir(filepath.Join(src, "store"), 0o755))
+	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "store", "blob"))
+	must(t, os.Symlink("store/blob", filepath.Join(src, "c.cram")))
 	m := mountT(t, src, mountConfig{refs: ref})
 	fifoBound(t, "listing", fifo, func() error {
 		ents, err := os.ReadDir(m.mnt)
@@ -318,8 +321,8 @@ func TestMountFIFONamedCRAM(t *testing.T) {
 		for _, e := range ents {
 			names = append(names, e.Name())
 		}
-		if err == nil && !slices.Equal(names, []string{"z.bam"}) {
-			err = fmt.Errorf("listed %q, want [z.bam]", names)
+		if want := []string{"c.bam", "store", "z.bam"}; err == nil && !slices.Equal(names, want) {
+			err = fmt.Errorf("listed %q, want %q", names, want)
 		}
 		return err
 	})
@@ -333,18 +336,19 @@ func TestMountFIFONamedCRAM(t *testing.T) {
 		return err
 	})
 
-	// --index-on-mount meets a.cram first, then b.cram, then z.cram.
+	// --index-on-mount meets a.cram first, then b.cram, c.cram (a link to
+	// a CRAM: indexed too) and z.cram.
 	bin := buildCramfs(t)
 	cache := t.TempDir()
 	p := startMount(t, bin, src, "--cache-dir", cache, "--index-on-mount")
 	fifoBound(t, "--index-on-mount", fifo, func() error {
 		for end := time.Now().Add(8 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			idx, err := filepath.Glob(filepath.Join(cache, "*.idx"))
-			if err != nil || len(idx) == 1 {
+			if err != nil || len(idx) == 2 {
 				return err
 			}
 			if time.Now().After(end) {
-				return fmt.Errorf("%d layout indexes in the cache dir, want 1 (z.cram's): %q", len(idx), idx)
+				return fmt.Errorf("%d layout indexes in the cache dir, want 2 (c.cram's and z.cram's): %q", len(idx), idx)
 			}
 		}
 	})
