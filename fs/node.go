@@ -146,8 +146,10 @@ func (m *mountFS) resolveSource(dirRel, name string) (string, syscall.Stat_t, er
 		todo = append(strings.Split(target, "/"), todo...)
 	}
 	if err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return "", st, fmt.Errorf("%w: %s: %w", errHidden, path.Join(dirRel, name), err)
+		// A name, or link target, that leads nowhere: hidden like a
+		// dangling link, with ENOENT whatever the errno was.
+		if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ENAMETOOLONG) {
+			return "", st, fmt.Errorf("%w: %s: %v", errHidden, path.Join(dirRel, name), err)
 		}
 		return "", st, err
 	}

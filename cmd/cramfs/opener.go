@@ -127,6 +127,10 @@ func (o *opener) open(ctx context.Context, ref fs.CRAMRef, k fileKey, e *openEnt
 	e.when = time.Now()
 	name := filepath.Join(ref.Root.Name(), filepath.FromSlash(ref.Rel))
 	e.src, e.err = engine.OpenCRAMAt(ref.Root, ref.Rel, name, o.copt)
+	if errors.Is(e.err, engine.ErrNotRegular) {
+		// ref.Stat was a regular file: what is there now is another one.
+		e.err = fmt.Errorf("%w: %w", fs.ErrChanged, e.err)
+	}
 	if e.err != nil {
 		return
 	}

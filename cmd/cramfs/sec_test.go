@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cramfs/cramfs/engine"
+	cfs "github.com/cramfs/cramfs/fs"
 )
 
 // The tests in this file are a hostile user's attacks on a mount (issue
@@ -477,4 +481,35 @@ func TestConvertIndexRefuseFIFO(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestOpenerFileSwappedForFIFO asks the opener for a CRAM version that a
+// FIFO replaced since its lstat (as in a lookup racing a rename): the
+// answer is fs.ErrChanged at once, which makes the filesystem look again,
+// and it is not remembered: once the file is back, the same version opens.
+func TestOpenerFileSwappedForFIFO(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.cram")
+	copyFile(t, testdata("cram", "ce_1000.3.0-noref.cram"), p)
+	root, err := os.OpenRoot(dir)
+	must(t, err)
+	defer root.Close()
+	ref := cramRef(t, root, "x.cram")
+	mgr := engine.NewManager(engine.Options{Threads: 1, CacheDir: t.TempDir()}, nil)
+	defer mgr.Close()
+	op := newOpener(mgr, nil, engine.CRAMOptions{}, slog.New(slog.DiscardHandler))
+	defer op.Close()
+
+	must(t, os.Rename(p, p+".keep"))
+	must(t, unix.Mkfifo(p, 0o644))
+	fifoBound(t, "OpenBAM of a FIFO", p, func() error {
+		if _, err := op.OpenBAM(t.Context(), ref); !errors.Is(err, cfs.ErrChanged) || !errors.Is(err, engine.ErrNotRegular) {
+			return fmt.Errorf("OpenBAM: %v, want fs.ErrChanged and engine.ErrNotRegular", err)
+		}
+		return nil
+	})
+	must(t, os.Rename(p+".keep", p))
+	if _, err := op.OpenBAM(t.Context(), ref); err != nil {
+		t.Errorf("OpenBAM once the file is back: %v", err)
+	}
 }
