@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/cramfs/cramfs/decode/reference"
@@ -313,8 +312,9 @@ func TestIndexSharedCacheFlag(t *testing.T) {
 	}
 }
 
+
 // refIn is the fs.CRAMRef of the CRAM at path, with its directory as the
-// source root, as a lookup in a mount of that directory would give it.
+// source root.
 func refIn(t *testing.T, path string) cfs.CRAMRef {
 	t.Helper()
 	root, err := os.OpenRoot(filepath.Dir(path))
@@ -322,9 +322,5 @@ func refIn(t *testing.T, path string) cfs.CRAMRef {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { root.Close() })
-	fi, err := root.Lstat(filepath.Base(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfs.CRAMRef{Root: root, Rel: filepath.Base(path), Stat: *fi.Sys().(*syscall.Stat_t)}
+	return cramRef(t, root, filepath.Base(path))
 }

@@ -114,11 +114,12 @@ func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error
 // property of that version (a broken CRAM), worth remembering for
 // failedRetry, rather than a failure to reach it by its name: another
 // version found there, a name or directory missing, swapped or not a
-// regular file (as while a directory is swapped for a link in a loop),
-// which the next lookup must try again.
+// regular file (as while a directory is swapped for a link in a loop), or
+// changed while it was scanned, which the next lookup must try again.
 func versionFailure(err error) bool {
 	var pe *os.PathError
-	return !errors.Is(err, fs.ErrChanged) && !errors.Is(err, engine.ErrNotRegular) && !errors.As(err, &pe)
+	return !errors.Is(err, fs.ErrChanged) && !errors.Is(err, engine.ErrChanged) &&
+		!errors.Is(err, engine.ErrNotRegular) && !errors.As(err, &pe)
 }
 
 // open fills e with the BAM of the version k of ref.
