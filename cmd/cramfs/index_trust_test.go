@@ -312,7 +312,6 @@ func TestIndexSharedCacheFlag(t *testing.T) {
 	}
 }
 
-
 // refIn is the fs.CRAMRef of the CRAM at path, with its directory as the
 // source root.
 func refIn(t *testing.T, path string) cfs.CRAMRef {
