@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -21,11 +19,12 @@ import (
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
 	cfs "github.com/cramfs/cramfs/fs"
+	"github.com/spf13/pflag"
 )
 
 // engineFlags are the options shared by mount and index.
 type engineFlags struct {
-	refs      listFlag
+	refs      []string
 	cacheDir  string
 	cacheSize string
 	threads   int
@@ -34,16 +33,14 @@ type engineFlags struct {
 	readahead int
 }
 
-func (e *engineFlags) register(fs *flag.FlagSet) {
-	fs.Var(&e.refs, "T", "reference FASTA (repeatable)")
-	fs.Var(&e.refs, "reference", "reference FASTA (repeatable)")
-	fs.StringVar(&e.cacheDir, "cache-dir", "", "directory of persisted layout indexes (default $XDG_CACHE_HOME/cramfs)")
-	fs.StringVar(&e.cacheSize, "cache-size", "256M", "memory budget of the BGZF blocks kept, the builds in flight and (up to half) the decoders (K, M, G suffixes)")
-	fs.IntVar(&e.threads, "@", runtime.GOMAXPROCS(0), "worker threads")
-	fs.IntVar(&e.threads, "threads", runtime.GOMAXPROCS(0), "worker threads")
-	fs.IntVar(&e.level, "level", 0, "BGZF level of the served BAM, 0 (stored blocks, fastest to read) to 9")
+func (e *engineFlags) register(fs *pflag.FlagSet) {
+	registerRefs(fs, &e.refs)
+	fs.StringVar(&e.cacheDir, "cache-dir", "", "keep the persisted layout indexes in `DIR` (default $XDG_CACHE_HOME/cramfs)")
+	fs.StringVar(&e.cacheSize, "cache-size", "256M", "memory budget, `SIZE` bytes (K, M, G suffixes), of the BGZF blocks kept, the builds in flight and (up to half) the decoders")
+	registerThreads(fs, &e.threads)
+	fs.IntVar(&e.level, "level", 0, "BGZF compression `LEVEL` of the served BAM, 0 (stored blocks, fastest to read) to 9")
 	fs.BoolVar(&e.noMD, "no-md", false, "do not generate MD and NM tags (htslib decode_md=0)")
-	fs.IntVar(&e.readahead, "readahead", 0, "containers built ahead of a sequential reader (0: chosen per file, -1: none)")
+	fs.IntVar(&e.readahead, "readahead", 0, "build `N` containers ahead of a sequential reader (0: chosen per file, -1: none)")
 }
 
 // open builds the reference store and engine manager the flags describe.
@@ -101,25 +98,31 @@ func parseSize(s string) (int64, error) {
 	return v * mult, nil
 }
 
-// cmdMount mounts SRC at MNT and serves it until unmounted or signalled.
-func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
-	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	var ef engineFlags
-	ef.register(fl)
-	allowOther := fl.Bool("allow-other", false, "let other users access the mount")
-	indexOnMount := fl.Bool("index-on-mount", false, "scan every CRAM in the background at mount time")
-	debug := fl.Bool("debug", false, "log every FUSE request")
-	memProfile := fl.String("memprofile", "", "write a Go heap profile to this file at unmount")
-	cpuProfile := fl.String("cpuprofile", "", "write a Go CPU profile of the whole mount to this file")
-	fl.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cramfs mount [-T FASTA]... [--cache-dir DIR] [--cache-size SIZE] [-@ N] [--level N] [--allow-other] SRC MNT")
-		fl.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fl, args)
-	if err != nil {
-		return err
-	}
+// mountCmd is `cramfs mount`: it mounts SRC at MNT and serves it until
+// unmounted or signalled.
+type mountCmd struct {
+	ef           engineFlags
+	allowOther   bool
+	indexOnMount bool
+	debug        bool
+	memProfile   string
+	cpuProfile   string
+}
+
+func (c *mountCmd) flags(fs *pflag.FlagSet) {
+	c.ef.register(fs)
+	fs.BoolVar(&c.allowOther, "allow-other", false, "let other users access the mount (needs user_allow_other in /etc/fuse.conf unless root)")
+	fs.BoolVar(&c.indexOnMount, "index-on-mount", false, "scan every CRAM in the background at mount time")
+	fs.BoolVar(&c.debug, "debug", false, "log every FUSE request")
+	fs.StringVar(&c.memProfile, "memprofile", "", "write a Go heap profile to this file at unmount")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole mount to this file")
+	fs.MarkHidden("memprofile")
+	fs.MarkHidden("cpuprofile")
+}
+
+func (c *mountCmd) run(pos []string, e *env) error {
+	ef, log := &c.ef, e.log
+	allowOther, indexOnMount, debug, memProfile, cpuProfile := &c.allowOther, &c.indexOnMount, &c.debug, &c.memProfile, &c.cpuProfile
 	if len(pos) != 2 {
 		return usageError{fmt.Sprintf("want SRC and MNT, got %d arguments", len(pos))}
 	}
@@ -204,12 +207,16 @@ func findCRAMs(root string, log *slog.Logger) []string {
 	return out
 }
 
-// cmdUnmount unmounts a cramfs mount point.
-func cmdUnmount(args []string, stderr io.Writer) error {
-	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		return usageError{"usage: cramfs unmount MNT"}
+// unmountCmd is `cramfs unmount MNT`.
+type unmountCmd struct{}
+
+func (*unmountCmd) flags(*pflag.FlagSet) {}
+
+func (*unmountCmd) run(pos []string, _ *env) error {
+	if len(pos) != 1 {
+		return usageError{fmt.Sprintf("want one mount point, got %d arguments", len(pos))}
 	}
-	return cfs.Unmount(args[0])
+	return cfs.Unmount(pos[0])
 }
 
 // memoryLimit keeps the Go heap near the cache budget plus a constant
