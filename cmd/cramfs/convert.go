@@ -86,7 +86,7 @@ func (c *convertCmd) run(pos []string, e *env) error {
 	}
 	bw := bufio.NewWriterSize(w, engine.WritePiece)
 	if err := engine.Convert(ctx, src, bw, engine.ConvertOptions{Threads: c.threads, Level: c.level}); err != nil {
-		return err
+		return withReferenceHelp(err)
 	}
 	if err := bw.Flush(); err != nil {
 		return err

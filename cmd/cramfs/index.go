@@ -69,7 +69,7 @@ func (c *indexCmd) run(pos []string, e *env) error {
 			if errors.Is(err, context.Canceled) {
 				return err
 			}
-			log.Error("index failed", "file", p, "err", err)
+			log.Error("index failed", "file", p, "err", withReferenceHelp(err))
 			failed = append(failed, p)
 			continue
 		}

@@ -152,6 +152,7 @@ func (c *mountCmd) run(pos []string, e *env) error {
 	defer store.Close()
 	defer mgr.Close()
 	op := newOpener(mgr, store, copt, log)
+	op.notices = newRefNotices(e.stderr)
 	op.onOpen = newMemoryLimit(mgr.Options().CacheSize, mgr.Options().Threads, copt.Decoders).noteLayout
 	defer op.Close()
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: *allowOther, Logger: log, Debug: *debug})

@@ -47,6 +47,8 @@ type opener struct {
 	log  *slog.Logger
 	// onOpen, when set, is told the layout of each file opened.
 	onOpen func(engine.Layout)
+	// notices, when set, reports reference problems once per file.
+	notices *refNotices
 
 	mu      sync.Mutex // guards entries and hints
 	entries map[fileKey]*openEntry
@@ -121,7 +123,11 @@ func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
 		}
 	})
 	if e.err != nil {
+		o.notices.report(k, e.err)
 		return nil, e.err // names the file already
+	}
+	if o.notices != nil {
+		return &noticedBAM{VirtualBAM: e.vbam, key: k, notices: o.notices}, nil
 	}
 	return e.vbam, nil
 }
@@ -147,7 +153,9 @@ func (o *opener) indexAll(ctx context.Context, paths []string) {
 			return
 		}
 		if _, err := o.OpenBAM(ctx, p); err != nil {
-			o.log.Warn("background index failed", "file", p, "err", err)
+			if _, reported := referenceProblem(err); !reported {
+				o.log.Warn("background index failed", "file", p, "err", err)
+			}
 		}
 	}
 }
