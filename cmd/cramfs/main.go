@@ -86,5 +86,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 // replaced by the command's, not repeated.
 func errorLine(cmd string, err error) string {
 	msg := strings.TrimPrefix(err.Error(), cfs.ErrMount.Error()+": ")
-	return "cramfs " + cmd + ": " + msg
+	// Some messages of go-fuse end in a newline of their own.
+	return "cramfs " + cmd + ": " + strings.TrimRight(msg, "\n")
 }

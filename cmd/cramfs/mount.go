@@ -127,6 +127,11 @@ func (c *mountCmd) run(pos []string, e *env) error {
 		return usageError{fmt.Sprintf("want SRC and MNT, got %d arguments", len(pos))}
 	}
 	src, mnt := pos[0], pos[1]
+	if *allowOther {
+		if err := cfs.CheckAllowOther(); err != nil {
+			return err
+		}
+	}
 	// One scheduler slot more than there are workers: a FUSE request that
 	// arrives while every slot runs a decoding worker otherwise waits for
 	// the Go scheduler to preempt one (up to 10 ms), and the reader with
