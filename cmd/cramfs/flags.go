@@ -87,9 +87,13 @@ func (c command) parse(fs *pflag.FlagSet, args []string) ([]string, error) {
 	return fs.Args(), nil
 }
 
-// synopsis is the command's usage line.
+// synopsis is the command's usage line; [OPTIONS] when it has options
+// other than --help.
 func (c command) synopsis() string {
-	s := "cramfs " + c.name + " [OPTIONS]"
+	s := "cramfs " + c.name
+	if len(optionRows(c.flagSet(c.make()))) > 1 {
+		s += " [OPTIONS]"
+	}
 	if c.operands != "" {
 		s += " " + c.operands
 	}
@@ -101,36 +105,51 @@ func (c command) writeHelp(w io.Writer, fs *pflag.FlagSet) {
 	fmt.Fprintf(w, "Usage: %s\n\n%s.\n\nOptions:\n%s", c.synopsis(), upperFirst(c.summary), optionLines(fs))
 }
 
-// optionLines formats the visible options of fs, one per line: the short
-// and long form, the value's name, the description and the default.
-func optionLines(fs *pflag.FlagSet) string {
-	type row struct{ left, right string }
-	var rows []row
-	width := 0
+// optionRow is one visible option as help shows it: its forms with the
+// value's name ("-T, --reference FASTA"), and its description with the
+// default.
+type optionRow struct{ forms, text string }
+
+// optionRows lists the visible options of fs, in definition order.
+func optionRows(fs *pflag.FlagSet) []optionRow {
+	var rows []optionRow
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Hidden {
 			return
 		}
-		left := "    --" + f.Name
+		forms := "--" + f.Name
 		if f.Shorthand != "" {
-			left = "-" + f.Shorthand + ", --" + f.Name
+			forms = "-" + f.Shorthand + ", --" + f.Name
 		}
 		name, usage := pflag.UnquoteUsage(f)
-		if f.Value.Type() == "bool" {
-			name = ""
-		}
-		if name != "" {
-			left += " " + name
+		if name != "" && f.Value.Type() != "bool" {
+			forms += " " + name
 		}
 		if d := flagDefault(f); d != "" {
 			usage += " (default " + d + ")"
 		}
-		rows = append(rows, row{left, usage})
-		width = max(width, len(left))
+		rows = append(rows, optionRow{forms, usage})
 	})
+	return rows
+}
+
+// optionLines formats the visible options of fs, one per line, long
+// forms aligned.
+func optionLines(fs *pflag.FlagSet) string {
+	rows := optionRows(fs)
+	width := 0
+	for i, r := range rows {
+		if !strings.HasPrefix(r.forms, "--") {
+			continue
+		}
+		rows[i].forms = "    " + r.forms
+	}
+	for _, r := range rows {
+		width = max(width, len(r.forms))
+	}
 	var b strings.Builder
 	for _, r := range rows {
-		fmt.Fprintf(&b, "  %-*s  %s\n", width, r.left, r.right)
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, r.forms, r.text)
 	}
 	return b.String()
 }
