@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
@@ -157,7 +158,7 @@ func (c *mountCmd) run(pos []string, e *env) error {
 	defer store.Close()
 	defer mgr.Close()
 	op := newOpener(mgr, store, copt, log)
-	op.notices = newRefNotices(e.stderr)
+	op.states = newFileStates(e.stderr)
 	op.onOpen = newMemoryLimit(mgr.Options().CacheSize, mgr.Options().Threads, copt.Decoders).noteLayout
 	defer op.Close()
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: *allowOther, Logger: log, Debug: *debug})
@@ -165,6 +166,13 @@ func (c *mountCmd) run(pos []string, e *env) error {
 		return err
 	}
 	log.Info("mounted", "src", src, "mnt", mnt, "threads", ef.threads, "cache_size", ef.cacheSize, "level", ef.level)
+	base := mountStatus{Src: src, Mnt: mnt, PID: os.Getpid(), Started: time.Now(), Threads: mgr.Options().Threads,
+		Level: ef.level, CacheSize: mgr.Options().CacheSize}
+	if ss, err := newStatusServer(statusSocket(ef.cacheDir, mnt), base, op.states, mgr, log); err != nil {
+		log.Warn("cramfs status will not answer for this mount", "err", err)
+	} else {
+		defer ss.Close()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()

@@ -47,8 +47,9 @@ type opener struct {
 	log  *slog.Logger
 	// onOpen, when set, is told the layout of each file opened.
 	onOpen func(engine.Layout)
-	// notices, when set, reports reference problems once per file.
-	notices *refNotices
+	// states, when set, follows each file's state and reports reference
+	// problems once per file.
+	states *fileStates
 
 	mu      sync.Mutex // guards entries and hints
 	entries map[fileKey]*openEntry
@@ -123,11 +124,11 @@ func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
 		}
 	})
 	if e.err != nil {
-		o.notices.report(k, e.err)
+		o.states.failed(k, e.err)
 		return nil, e.err // names the file already
 	}
-	if o.notices != nil {
-		return &noticedBAM{VirtualBAM: e.vbam, key: k, notices: o.notices}, nil
+	if o.states != nil {
+		return o.states.opened(k, e.vbam), nil
 	}
 	return e.vbam, nil
 }

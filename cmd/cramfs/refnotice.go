@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
@@ -37,65 +38,128 @@ func referenceProblem(err error) (string, bool) {
 	return "reference problem: " + msg + "; " + referenceRemedy, true
 }
 
-// refNotices reports, once per CRAM file version, on standard error, that
-// its BAM cannot be served for want of its reference. The FUSE layer still
-// answers every failing request with EIO and logs it; this says why in a
-// sentence that names the file, the contig, its M5 and what to do.
-type refNotices struct {
+// fileStates follows each CRAM file the mount was asked for: the state
+// of its newest version, for `cramfs status`, and, once per version, on
+// standard error, that its BAM cannot be served for want of its
+// reference. The FUSE layer still answers every failing request with EIO
+// and logs it; the notice says why in a sentence that names the file, the
+// contig, its M5 and what to do.
+type fileStates struct {
 	// dependency
 	w io.Writer
 
-	mu   sync.Mutex // guards seen and the writes to w
-	seen map[fileKey]bool
+	mu    sync.Mutex // guards files and the writes to w
+	files map[string]*fileState
 }
 
-func newRefNotices(w io.Writer) *refNotices {
-	return &refNotices{w: w, seen: map[fileKey]bool{}}
+// fileState is what the mount knows of one CRAM file version.
+type fileState struct {
+	// constant
+	key fileKey
+
+	// guarded by fileStates.mu
+	size     int64  // BAM bytes, once opened
+	indexExt string // ".bai", ".csi" or "" (none), once opened
+	segments int
+	err      string // the last error opening or reading it, "" for none
+	noticed  bool   // a reference problem was reported
+
+	reads, bytesRead atomic.Int64 // read requests served and their bytes
 }
 
-// report prints the notice for k when err is a reference problem not yet
-// reported for k, and returns whether err is a reference problem.
-func (n *refNotices) report(k fileKey, err error) bool {
+func newFileStates(w io.Writer) *fileStates {
+	return &fileStates{w: w, files: map[string]*fileState{}}
+}
+
+// state returns the state of k, a new one when k is another version of
+// its path than the one known. The caller holds n.mu.
+func (n *fileStates) state(k fileKey) *fileState {
+	st := n.files[k.path]
+	if st == nil || st.key != k {
+		st = &fileState{key: k}
+		n.files[k.path] = st
+	}
+	return st
+}
+
+// opened records that k's BAM was opened, and returns it wrapped so that
+// its reads are counted and their failures reported.
+func (n *fileStates) opened(k fileKey, v *engine.VirtualBAM) *noticedBAM {
+	n.mu.Lock()
+	st := n.state(k)
+	st.size, st.indexExt, st.segments, st.err = v.Size(), v.IndexExt(), len(v.Layout().Segments), ""
+	n.mu.Unlock()
+	return &noticedBAM{VirtualBAM: v, states: n, st: st}
+}
+
+// failed records err for k and prints the notice when err is a reference
+// problem not yet reported for k. It returns whether err is a reference
+// problem.
+func (n *fileStates) failed(k fileKey, err error) bool {
 	msg, ok := referenceProblem(err)
-	if !ok || n == nil {
+	if n == nil {
 		return ok
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.seen[k] {
-		return true
-	}
-	n.seen[k] = true
-	bam := strings.TrimSuffix(filepath.Base(k.path), ".cram") + ".bam"
-	fmt.Fprintf(n.w, "cramfs mount: %s: cannot serve %s, its reads fail with EIO: %s\n", k.path, bam, msg)
-	return true
+	n.report(n.state(k), err, msg, ok)
+	return ok
 }
 
-// noticedBAM is a file's virtual BAM whose read errors are reported
-// through refNotices: a file whose layout was persisted by an earlier
-// mount opens without its reference, and fails only on its first read.
+// report records err in st and prints msg once when isRef. The caller
+// holds n.mu.
+func (n *fileStates) report(st *fileState, err error, msg string, isRef bool) {
+	st.err = err.Error()
+	if isRef {
+		st.err = msg
+	}
+	if !isRef || st.noticed {
+		return
+	}
+	st.noticed = true
+	bam := strings.TrimSuffix(filepath.Base(st.key.path), ".cram") + ".bam"
+	fmt.Fprintf(n.w, "cramfs mount: %s: cannot serve %s, its reads fail with EIO: %s\n", st.key.path, bam, msg)
+}
+
+// noticedBAM is a file's virtual BAM whose reads are counted and whose
+// read errors are reported through fileStates: a file whose layout was
+// persisted by an earlier mount opens without its reference, and fails
+// only on its first read.
 type noticedBAM struct {
 	*engine.VirtualBAM
-	key     fileKey
-	notices *refNotices
+	states *fileStates
+	st     *fileState
 }
 
 var _ fs.Viewer = (*noticedBAM)(nil)
 
 func (b *noticedBAM) ReadAt(p []byte, off int64) (int, error) {
 	n, err := b.VirtualBAM.ReadAt(p, off)
-	if err != nil && err != io.EOF {
-		b.notices.report(b.key, err)
-	}
+	b.served(n, err)
 	return n, err
 }
 
 func (b *noticedBAM) View(ctx context.Context, off int64, n int) ([][]byte, func(), error) {
 	parts, release, err := b.VirtualBAM.View(ctx, off, n)
-	if err != nil {
-		b.notices.report(b.key, err)
+	got := 0
+	for _, p := range parts {
+		got += len(p)
 	}
+	b.served(got, err)
 	return parts, release, err
+}
+
+// served counts a read of n bytes and reports its error, if any.
+func (b *noticedBAM) served(n int, err error) {
+	b.st.reads.Add(1)
+	b.st.bytesRead.Add(int64(n))
+	if err == nil || err == io.EOF {
+		return
+	}
+	msg, ok := referenceProblem(err)
+	b.states.mu.Lock()
+	b.states.report(b.st, err, msg, ok)
+	b.states.mu.Unlock()
 }
 
 // referenceError is an error caused by a missing or mismatching
