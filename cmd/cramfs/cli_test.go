@@ -158,3 +158,20 @@ func TestVersionNamesCommit(t *testing.T) {
 		t.Errorf("cramfs --version = %q, want it to name %q", out, want)
 	}
 }
+
+// TestOptionForms checks samtools' attached short forms (-@2, -Tref.fa)
+// and GNU long forms with = (--level=0, --output=FILE), with options after
+// the operand.
+func TestOptionForms(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.bam")
+	in := testdata("cram", "ce_5b.3.0.cram")
+	rc, stderr, _ := runCmd(t, "convert", in, "-@2", "-T"+testdata("ref", "ce.fa"), "--level=0", "--output="+out)
+	if rc != 0 {
+		t.Fatalf("exit %d: %s", rc, stderr)
+	}
+	rc, stderr, want := runCmd(t, "convert", "-@", "2", "-T", testdata("ref", "ce.fa"), "--level", "0", in)
+	got, err := os.ReadFile(out)
+	if rc != 0 || err != nil || string(got) != string(want) {
+		t.Errorf("attached and separate forms gave different output (exit %d, %v): %s", rc, err, stderr)
+	}
+}
