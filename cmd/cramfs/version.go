@@ -46,6 +46,10 @@ func versionText(bi *debug.BuildInfo) string {
 	out := "cramfs " + version + "\n"
 	if rev != "" {
 		out += fmt.Sprintf("commit %s (%s%s)\n", rev, when, modified)
+	} else {
+		// go build records it only in a plain git clone, not a worktree,
+		// and not with -buildvcs=false.
+		out += "commit unknown (built without version control information)\n"
 	}
 	return out + fmt.Sprintf("%s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
