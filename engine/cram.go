@@ -219,7 +219,7 @@ func openCRAM(c *CRAM, opt CRAMOptions) (*CRAM, error) {
 	c.dopt = decode.DecoderOptions{NoMD: opt.NoMD}
 	var rs *refSource
 	if opt.Reference != nil {
-		rs = newRefSource(opt.Reference, f.Refs)
+		rs = newRefSource(opt.Reference, f.Refs, reference.HeaderURs(f.HeaderText))
 		c.dopt.Reference = rs
 	}
 	c.rebuildOpt = c.dopt
@@ -403,6 +403,7 @@ func (c *CRAM) appendContainer(ctx context.Context, i int, opt *decode.DecoderOp
 type refSource struct {
 	store *reference.Store
 	refs  []decode.RefSeq
+	urs   map[string]string // @SQ UR: by name
 	// lengths holds, per @SQ line, the length of the FASTA contig of the
 	// same name, or -1: htslib's @SQ length sanitising.
 	lengths []int64
@@ -412,8 +413,8 @@ type refSource struct {
 	errs    []error
 }
 
-func newRefSource(s *reference.Store, refs []decode.RefSeq) *refSource {
-	r := &refSource{store: s, refs: refs, lengths: make([]int64, len(refs)),
+func newRefSource(s *reference.Store, refs []decode.RefSeq, urs map[string]string) *refSource {
+	r := &refSource{store: s, refs: refs, urs: urs, lengths: make([]int64, len(refs)),
 		contigs: make([]*reference.Contig, len(refs)), errs: make([]error, len(refs))}
 	byName := map[string]int64{}
 	for _, c := range s.Contigs() {
@@ -435,24 +436,7 @@ func (r *refSource) contig(id int) (*reference.Contig, error) {
 	defer r.mu.Unlock()
 	if r.contigs[id] == nil && r.errs[id] == nil {
 		q := r.refs[id]
-		// A contig that only its name and length can match needs no
-		// whole-contig MD5 against the @SQ M5: the slice MD5s check every
-		// base used, as htslib does with -T.
-		if c := r.store.Unambiguous(q.Name, q.Length); c != nil {
-			r.contigs[id] = c
-			return c, nil
-		}
-		r.contigs[id], r.errs[id] = r.store.Lookup(q.Name, q.Length, q.M5)
-		if r.errs[id] != nil {
-			// Like htslib with -T, fall back to the FASTA contig of that
-			// name; the slice MD5s still guard every base used.
-			for _, c := range r.store.Contigs() {
-				if c.Name() == q.Name {
-					r.contigs[id], r.errs[id] = c, nil
-					break
-				}
-			}
-		}
+		r.contigs[id], r.errs[id] = r.store.Resolve(reference.SQ{Name: q.Name, Length: q.Length, M5: q.M5, UR: r.urs[q.Name]})
 	}
 	return r.contigs[id], r.errs[id]
 }

@@ -112,3 +112,6 @@ func (o Options) readahead(maxSeg int64) int {
 	}
 	return max(n, o.Threads)
 }
+
+// DefaultCacheDir is the CacheDir used when Options.CacheDir is "".
+func DefaultCacheDir() string { return defaultCacheDir() }

@@ -69,6 +69,7 @@ import (
 
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // ErrMount is returned (wrapped, with the reason) when a mount cannot be
@@ -306,7 +307,22 @@ func (s *Server) close() { s.closeMu.Do(func() { s.m.root.Close() }) }
 // `fusermount3 -u`; when that fails (e.g. busy) it falls back to a lazy
 // unmount (`fusermount3 -u -z`), which detaches the mount now and frees it
 // once the last file on it is closed.
+//
+// It refuses, with ErrNotMounted or ErrNotCramfs, a directory that nothing
+// is mounted on, a mount of another file system type, and (for a user
+// other than root) another user's cramfs mount.
 func Unmount(mnt string) error {
+	abs, err := filepath.Abs(mnt)
+	if err != nil {
+		return fmt.Errorf("%w: unmounting %s: %w", ErrMount, mnt, err)
+	}
+	// A dead mount cannot be stat'ed: resolve links only when it can.
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	if err := unmountable(abs, os.Geteuid()); err != nil {
+		return err
+	}
 	bin, err := fusermount()
 	if err != nil {
 		if e := syscall.Unmount(mnt, syscall.MNT_DETACH); e != nil {
@@ -352,8 +368,14 @@ func checkFUSE() error {
 	if fi.Mode()&os.ModeCharDevice == 0 {
 		return fmt.Errorf("%w: /dev/fuse is not a character device (mode %v)", ErrMount, fi.Mode())
 	}
-	_, err = fusermount()
-	return err
+	fm, err := fusermount()
+	if err != nil {
+		return err
+	}
+	if why := fuseAccessProblem(os.Geteuid(), fm); why != "" {
+		return fmt.Errorf("%w: %w: %s", ErrMount, ErrNoFUSEAccess, why)
+	}
+	return nil
 }
 
 // checkPaths validates src and mnt and returns their real paths.
@@ -375,9 +397,17 @@ func checkPaths(src, mnt string) (string, string, error) {
 		return "", "", fmt.Errorf("%w: %w: %s is a dead FUSE mount (transport endpoint is not connected); run `cramfs unmount %s` first",
 			ErrMount, ErrStaleMount, mnt, mnt)
 	}
+	if _, lerr := os.Lstat(mnt); errors.Is(lerr, os.ErrNotExist) {
+		return "", "", fmt.Errorf("%w: mount point %s does not exist: create it with `mkdir -p %s`", ErrMount, mnt, mnt)
+	}
 	mntReal, err := realDir("mount point", mnt)
 	if err != nil {
 		return "", "", err
+	}
+	// fusermount3 mounts for a user only on a directory they can write.
+	if euid := os.Geteuid(); euid != 0 && unix.Faccessat(unix.AT_FDCWD, mntReal, unix.W_OK, unix.AT_EACCESS) != nil {
+		return "", "", fmt.Errorf("%w: mount point %s is not writable by user %d, and fusermount3 mounts only on a directory you may write: mount on one of your own (e.g. `mkdir ~/mnt`)",
+			ErrMount, mnt, euid)
 	}
 	if within(mntReal, srcReal) {
 		return "", "", fmt.Errorf("%w: mount point %s is inside the source %s", ErrMount, mnt, src)

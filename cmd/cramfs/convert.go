@@ -3,48 +3,51 @@ package main
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
 	"syscall"
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
+	"github.com/spf13/pflag"
 )
 
-// cmdConvert converts one CRAM file to BAM.
-func cmdConvert(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var refs listFlag
-	fs.Var(&refs, "T", "reference FASTA (repeatable)")
-	fs.Var(&refs, "reference", "reference FASTA (repeatable)")
-	threads := fs.Int("@", runtime.GOMAXPROCS(0), "worker threads")
-	fs.IntVar(threads, "threads", runtime.GOMAXPROCS(0), "worker threads")
-	level := fs.Int("level", 6, "BGZF compression level, 0 (uncompressed) to 9")
-	out := fs.String("o", "-", "output BAM file, - for standard output")
-	noMD := fs.Bool("no-md", false, "do not generate MD and NM tags (htslib decode_md=0)")
-	allowTrunc := fs.Bool("allow-missing-eof", false, "accept a CRAM without its EOF container")
-	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile to this file")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cramfs convert [-T FASTA]... [-@ N] [--level 0-9] [-o OUT.bam|-] IN.cram")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
+// convertCmd is `cramfs convert`: one CRAM file to BAM.
+type convertCmd struct {
+	refs       []string
+	threads    int
+	level      int
+	out        string
+	noMD       bool
+	allowTrunc bool
+	cpuProfile string
+}
+
+func (c *convertCmd) flags(fs *pflag.FlagSet) {
+	registerRefs(fs, &c.refs)
+	registerThreads(fs, &c.threads)
+	fs.IntVar(&c.level, "level", 6, "BGZF compression `LEVEL`, 0 (uncompressed) to 9")
+	fs.StringVarP(&c.out, "output", "o", "-", "write the BAM to `FILE`, - for standard output")
+	fs.BoolVar(&c.noMD, "no-md", false, "do not generate MD and NM tags (htslib decode_md=0)")
+	fs.BoolVar(&c.allowTrunc, "allow-missing-eof", false, "accept a CRAM without its EOF container")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a Go CPU profile to this file")
+	fs.MarkHidden("cpuprofile")
+}
+
+func (c *convertCmd) run(pos []string, e *env) error {
 	if len(pos) != 1 {
 		return usageError{fmt.Sprintf("want one input CRAM, got %d arguments", len(pos))}
 	}
+	if c.level < 0 || c.level > 9 {
+		return usageError{fmt.Sprintf("--level %d: want 0 to 9", c.level)}
+	}
 	in := pos[0]
-	if *cpuProfile != "" {
-		pf, err := os.Create(*cpuProfile)
+	if c.cpuProfile != "" {
+		pf, err := os.Create(c.cpuProfile)
 		if err != nil {
 			return err
 		}
@@ -54,17 +57,17 @@ func cmdConvert(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if *out != "-" {
-		if a, b := absPath(in), absPath(*out); a == b {
+	if c.out != "-" {
+		if a, b := absPath(in), absPath(c.out); a == b {
 			return usageError{"output would overwrite the input"}
 		}
 	}
-	store, err := reference.Open(refs, reference.Options{})
+	store, err := reference.Open(c.refs, reference.Options{})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	src, err := engine.OpenCRAM(in, engine.CRAMOptions{Reference: store, NoMD: *noMD, AllowMissingEOF: *allowTrunc})
+	src, err := engine.OpenCRAM(in, engine.CRAMOptions{Reference: store, NoMD: c.noMD, AllowMissingEOF: c.allowTrunc})
 	if err != nil {
 		return err
 	}
@@ -72,18 +75,18 @@ func cmdConvert(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var w io.Writer = stdout
+	var w io.Writer = e.stdout
 	var dst *output
-	if *out != "-" {
-		if dst, err = createOutput(*out); err != nil {
+	if c.out != "-" {
+		if dst, err = createOutput(c.out); err != nil {
 			return err
 		}
 		defer dst.abort()
 		w = dst.f
 	}
 	bw := bufio.NewWriterSize(w, engine.WritePiece)
-	if err := engine.Convert(ctx, src, bw, engine.ConvertOptions{Threads: *threads, Level: *level}); err != nil {
-		return err
+	if err := engine.Convert(ctx, src, bw, engine.ConvertOptions{Threads: c.threads, Level: c.level}); err != nil {
+		return withReferenceHelp(err)
 	}
 	if err := bw.Flush(); err != nil {
 		return err

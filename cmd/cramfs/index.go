@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -18,23 +16,17 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cramfs/cramfs/engine"
+	"github.com/spf13/pflag"
 )
 
-// cmdIndex builds the persisted layout index of every CRAM given or found
-// in the directories given.
-func cmdIndex(args []string, stderr io.Writer, log *slog.Logger) error {
-	fl := flag.NewFlagSet("index", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	var ef engineFlags
-	ef.register(fl)
-	fl.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cramfs index [-T FASTA]... [--cache-dir DIR] [-@ N] [--level N] PATH...")
-		fl.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fl, args)
-	if err != nil {
-		return err
-	}
+// indexCmd is `cramfs index`: it builds the persisted layout index of
+// every CRAM given or found in the directories given.
+type indexCmd struct{ ef engineFlags }
+
+func (c *indexCmd) flags(fs *pflag.FlagSet) { c.ef.register(fs) }
+
+func (c *indexCmd) run(pos []string, e *env) error {
+	ef, stderr, log := &c.ef, e.stderr, e.log
 	if len(pos) == 0 {
 		return usageError{"want at least one CRAM file or directory"}
 	}
@@ -80,7 +72,7 @@ func cmdIndex(args []string, stderr io.Writer, log *slog.Logger) error {
 			if errors.Is(err, context.Canceled) {
 				return err
 			}
-			log.Error("index failed", "file", p, "err", err)
+			log.Error("index failed", "file", p, "err", withReferenceHelp(err))
 			failed = append(failed, p)
 			continue
 		}

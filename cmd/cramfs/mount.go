@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -15,15 +13,17 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
 	cfs "github.com/cramfs/cramfs/fs"
+	"github.com/spf13/pflag"
 )
 
 // engineFlags are the options shared by mount and index.
 type engineFlags struct {
-	refs      listFlag
+	refs      []string
 	cacheDir  string
 	cacheSize string
 	threads   int
@@ -34,17 +34,15 @@ type engineFlags struct {
 	sharedCache bool
 }
 
-func (e *engineFlags) register(fs *flag.FlagSet) {
-	fs.Var(&e.refs, "T", "reference FASTA (repeatable)")
-	fs.Var(&e.refs, "reference", "reference FASTA (repeatable)")
-	fs.StringVar(&e.cacheDir, "cache-dir", "", "directory of persisted layout indexes (default $XDG_CACHE_HOME/cramfs)")
+func (e *engineFlags) register(fs *pflag.FlagSet) {
+	registerRefs(fs, &e.refs)
+	fs.StringVar(&e.cacheDir, "cache-dir", "", "keep the persisted layout indexes in `DIR` (default $XDG_CACHE_HOME/cramfs)")
+	fs.StringVar(&e.cacheSize, "cache-size", "256M", "memory budget, `SIZE` bytes (K, M, G suffixes), of the BGZF blocks kept, the builds in flight and (up to half) the decoders")
 	fs.BoolVar(&e.sharedCache, "shared-cache", false, "trust layout indexes of --cache-dir written by other users of its group (see README)")
-	fs.StringVar(&e.cacheSize, "cache-size", "256M", "memory budget of the BGZF blocks kept, the builds in flight and (up to half) the decoders (K, M, G suffixes)")
-	fs.IntVar(&e.threads, "@", runtime.GOMAXPROCS(0), "worker threads")
-	fs.IntVar(&e.threads, "threads", runtime.GOMAXPROCS(0), "worker threads")
-	fs.IntVar(&e.level, "level", 0, "BGZF level of the served BAM, 0 (stored blocks, fastest to read) to 9")
+	registerThreads(fs, &e.threads)
+	fs.IntVar(&e.level, "level", 0, "BGZF compression `LEVEL` of the served BAM, 0 (stored blocks, fastest to read) to 9")
 	fs.BoolVar(&e.noMD, "no-md", false, "do not generate MD and NM tags (htslib decode_md=0)")
-	fs.IntVar(&e.readahead, "readahead", 0, "containers built ahead of a sequential reader (0: chosen per file, -1: none)")
+	fs.IntVar(&e.readahead, "readahead", 0, "build `N` containers ahead of a sequential reader (0: chosen per file, -1: none)")
 }
 
 // open builds the reference store and engine manager the flags describe.
@@ -102,29 +100,40 @@ func parseSize(s string) (int64, error) {
 	return v * mult, nil
 }
 
-// cmdMount mounts SRC at MNT and serves it until unmounted or signalled.
-func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
-	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	var ef engineFlags
-	ef.register(fl)
-	allowOther := fl.Bool("allow-other", false, "let other users access the mount")
-	indexOnMount := fl.Bool("index-on-mount", false, "scan every CRAM in the background at mount time")
-	debug := fl.Bool("debug", false, "log every FUSE request")
-	memProfile := fl.String("memprofile", "", "write a Go heap profile to this file at unmount")
-	cpuProfile := fl.String("cpuprofile", "", "write a Go CPU profile of the whole mount to this file")
-	fl.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: cramfs mount [-T FASTA]... [--cache-dir DIR] [--cache-size SIZE] [-@ N] [--level N] [--allow-other] SRC MNT")
-		fl.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fl, args)
-	if err != nil {
-		return err
-	}
+// mountCmd is `cramfs mount`: it mounts SRC at MNT and serves it until
+// unmounted or signalled.
+type mountCmd struct {
+	ef           engineFlags
+	allowOther   bool
+	indexOnMount bool
+	debug        bool
+	memProfile   string
+	cpuProfile   string
+}
+
+func (c *mountCmd) flags(fs *pflag.FlagSet) {
+	c.ef.register(fs)
+	fs.BoolVar(&c.allowOther, "allow-other", false, "let other users access the mount (needs user_allow_other in /etc/fuse.conf unless root)")
+	fs.BoolVar(&c.indexOnMount, "index-on-mount", false, "scan every CRAM in the background at mount time")
+	fs.BoolVar(&c.debug, "debug", false, "log every FUSE request")
+	fs.StringVar(&c.memProfile, "memprofile", "", "write a Go heap profile to this file at unmount")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole mount to this file")
+	fs.MarkHidden("memprofile")
+	fs.MarkHidden("cpuprofile")
+}
+
+func (c *mountCmd) run(pos []string, e *env) error {
+	ef, log := &c.ef, e.log
+	allowOther, indexOnMount, debug, memProfile, cpuProfile := &c.allowOther, &c.indexOnMount, &c.debug, &c.memProfile, &c.cpuProfile
 	if len(pos) != 2 {
 		return usageError{fmt.Sprintf("want SRC and MNT, got %d arguments", len(pos))}
 	}
 	src, mnt := pos[0], pos[1]
+	if *allowOther {
+		if err := cfs.CheckAllowOther(); err != nil {
+			return err
+		}
+	}
 	// One scheduler slot more than there are workers: a FUSE request that
 	// arrives while every slot runs a decoding worker otherwise waits for
 	// the Go scheduler to preempt one (up to 10 ms), and the reader with
@@ -150,6 +159,7 @@ func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
 	defer store.Close()
 	defer mgr.Close()
 	op := newOpener(mgr, store, copt, log)
+	op.states = newFileStates(e.stderr, src)
 	op.onOpen = newMemoryLimit(mgr.Options().CacheSize, mgr.Options().Threads, copt.Decoders).noteLayout
 	defer op.Close()
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: *allowOther, Logger: log, Debug: *debug})
@@ -157,6 +167,13 @@ func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
 		return err
 	}
 	log.Info("mounted", "src", src, "mnt", mnt, "threads", ef.threads, "cache_size", ef.cacheSize, "level", ef.level)
+	base := mountStatus{Src: src, Mnt: mnt, PID: os.Getpid(), Started: time.Now(), Threads: mgr.Options().Threads,
+		Level: ef.level, CacheSize: mgr.Options().CacheSize}
+	if ss, err := newStatusServer(statusSocket(ef.cacheDir, mnt), base, op.states, mgr, log); err != nil {
+		log.Warn("cramfs status will not answer for this mount", "err", err)
+	} else {
+		defer ss.Close()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
@@ -189,12 +206,16 @@ func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
 	return nil
 }
 
-// cmdUnmount unmounts a cramfs mount point.
-func cmdUnmount(args []string, stderr io.Writer) error {
-	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		return usageError{"usage: cramfs unmount MNT"}
+// unmountCmd is `cramfs unmount MNT`.
+type unmountCmd struct{}
+
+func (*unmountCmd) flags(*pflag.FlagSet) {}
+
+func (*unmountCmd) run(pos []string, _ *env) error {
+	if len(pos) != 1 {
+		return usageError{fmt.Sprintf("want one mount point, got %d arguments", len(pos))}
 	}
-	return cfs.Unmount(args[0])
+	return cfs.Unmount(pos[0])
 }
 
 // memoryLimit keeps the Go heap near the cache budget plus a constant

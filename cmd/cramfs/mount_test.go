@@ -6,8 +6,8 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"hash/fnv"
 	"io"
 	"log/slog"
@@ -167,7 +167,7 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 	if cfg.level != "" {
 		args = append(args, "--level", cfg.level)
 	}
-	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
+	fl := pflag.NewFlagSet("mount", pflag.ContinueOnError)
 	var ef engineFlags
 	ef.register(fl)
 	if err := fl.Parse(args); err != nil {
@@ -217,7 +217,7 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 
 // defaultMountLevel is the --level a mount serves by default.
 func defaultMountLevel(t *testing.T) int {
-	fl := flag.NewFlagSet("mount", flag.ContinueOnError)
+	fl := pflag.NewFlagSet("mount", pflag.ContinueOnError)
 	var ef engineFlags
 	ef.register(fl)
 	if err := fl.Parse(nil); err != nil {

@@ -47,6 +47,9 @@ type opener struct {
 	log  *slog.Logger
 	// onOpen, when set, is told the layout of each file opened.
 	onOpen func(engine.Layout)
+	// states, when set, follows each file's state and reports reference
+	// problems once per file.
+	states *fileStates
 
 	mu      sync.Mutex // guards entries and hints
 	entries map[fileKey]*openEntry
@@ -105,7 +108,11 @@ func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error
 		o.mu.Unlock()
 	}
 	if e.err != nil {
+		o.states.failed(k, e.err)
 		return nil, e.err // names the file already
+	}
+	if o.states != nil {
+		return o.states.opened(k, e.vbam), nil
 	}
 	return e.vbam, nil
 }
@@ -241,7 +248,9 @@ func (o *opener) indexFile(ctx context.Context, root *os.Root, rel string) {
 		return
 	}
 	if _, err = o.OpenBAM(ctx, fs.CRAMRef{Root: root, Rel: rel, Stat: *st}); err != nil {
-		o.log.Warn("background index failed", "file", rel, "err", err)
+		if _, reported := referenceProblem(err); !reported {
+			o.log.Warn("background index failed", "file", rel, "err", err)
+		}
 	}
 }
 

@@ -136,9 +136,10 @@ type Store struct {
 	path   []string // local REF_PATH templates
 	cache  string   // REF_CACHE template
 
-	mu     sync.Mutex
+	mu     sync.Mutex // guards the fields below
 	closed bool
-	byM5   map[string]*Contig // M5-named files mapped so far
+	byM5   map[string]*Contig  // M5-named files mapped so far
+	byUR   map[string]*urFasta // FASTA files named by @SQ UR:, by path
 }
 
 // Open maps the FASTA files and indexes them, from FASTA.fai when present
@@ -149,6 +150,7 @@ func Open(fastas []string, opts Options) (*Store, error) {
 		byName: make(map[string][]*Contig),
 		byLen:  make(map[int64][]*Contig),
 		byM5:   make(map[string]*Contig),
+		byUR:   make(map[string]*urFasta),
 	}
 	refPath, refCache := opts.RefPath, opts.RefCache
 	if !opts.NoEnv {
@@ -189,37 +191,53 @@ func defaultCache() string {
 	return filepath.Join(base, "hts-ref") + "/%2s/%2s/%s"
 }
 
-// addFasta maps and indexes one FASTA file.
+// addFasta maps and indexes one FASTA file given with -T.
 func (s *Store) addFasta(fn string) error {
-	m, err := mapFile(fn)
+	m, contigs, err := loadFasta(fn)
+	if m != nil {
+		s.maps = append(s.maps, m)
+	}
 	if err != nil {
-		return fmt.Errorf("reference FASTA: %w", err)
+		return err
 	}
-	s.maps = append(s.maps, m)
-	var entries []entry
-	if fai, ferr := os.ReadFile(fn + ".fai"); ferr == nil {
-		if len(m.data) >= 2 && m.data[0] == 0x1f && m.data[1] == 0x8b {
-			return fmt.Errorf("%s: %w: compressed (gzip/bgzip) FASTA; decompress it first", fn, ErrUnsupported)
-		}
-		entries, err = parseFai(fai, m.data)
-		if err != nil {
-			return fmt.Errorf("%s.fai: %w", fn, err)
-		}
-	} else if errors.Is(ferr, os.ErrNotExist) {
-		entries, err = scanFasta(m.data)
-		if err != nil {
-			return fmt.Errorf("%s: %w", fn, err)
-		}
-	} else {
-		return fmt.Errorf("reference index: %w", ferr)
-	}
-	for _, e := range entries {
-		c := &Contig{name: e.name, length: e.length, runs: e.runs, m: m}
+	for _, c := range contigs {
 		s.fastas = append(s.fastas, c)
 		s.byName[c.name] = append(s.byName[c.name], c)
 		s.byLen[c.length] = append(s.byLen[c.length], c)
 	}
 	return nil
+}
+
+// loadFasta maps one FASTA file and indexes it, from FASTA.fai when
+// present, else by scanning it. The mapping is returned (for the caller to
+// unmap) even with an error.
+func loadFasta(fn string) (*mapping, []*Contig, error) {
+	m, err := mapFile(fn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reference FASTA: %w", err)
+	}
+	var entries []entry
+	if fai, ferr := os.ReadFile(fn + ".fai"); ferr == nil {
+		if len(m.data) >= 2 && m.data[0] == 0x1f && m.data[1] == 0x8b {
+			return m, nil, fmt.Errorf("%s: %w: compressed (gzip/bgzip) FASTA; decompress it first", fn, ErrUnsupported)
+		}
+		entries, err = parseFai(fai, m.data)
+		if err != nil {
+			return m, nil, fmt.Errorf("%s.fai: %w", fn, err)
+		}
+	} else if errors.Is(ferr, os.ErrNotExist) {
+		entries, err = scanFasta(m.data)
+		if err != nil {
+			return m, nil, fmt.Errorf("%s: %w", fn, err)
+		}
+	} else {
+		return m, nil, fmt.Errorf("reference index: %w", ferr)
+	}
+	contigs := make([]*Contig, len(entries))
+	for i, e := range entries {
+		contigs[i] = &Contig{name: e.name, length: e.length, runs: e.runs, m: m}
+	}
+	return m, contigs, nil
 }
 
 // Close unmaps every file. Contigs from the Store return ErrClosed after.
@@ -233,6 +251,11 @@ func (s *Store) Close() error {
 	maps := s.maps
 	for _, c := range s.byM5 {
 		maps = append(maps, c.m)
+	}
+	for _, u := range s.byUR {
+		if u.m != nil {
+			maps = append(maps, u.m)
+		}
 	}
 	s.mu.Unlock()
 	var errs []error

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/fs"
+)
+
+// referenceRemedy tells the user how to give cramfs a reference.
+const referenceRemedy = "give the reference FASTA with -T FASTA (repeatable), or M5-named sequence files with REF_PATH/REF_CACHE, as for samtools"
+
+// referenceProblem returns the user-facing sentence for an error caused by
+// a missing or mismatching reference, and false for any other error.
+func referenceProblem(err error) (string, bool) {
+	var me *reference.MissingError
+	if errors.As(err, &me) {
+		return me.Error() + "; " + referenceRemedy, true
+	}
+	if !errors.Is(err, decode.ErrReference) {
+		return "", false
+	}
+	// A slice MD5 that the sequence found does not match, or a reference
+	// file that changed: the decoder's own text names the contig and M5.
+	msg := err.Error()
+	if i := strings.LastIndex(msg, decode.ErrReference.Error()+": "); i >= 0 {
+		msg = msg[i+len(decode.ErrReference.Error())+2:]
+	}
+	return "reference problem: " + msg + "; " + referenceRemedy, true
+}
+
+// fileStates follows each CRAM file the mount was asked for: the state
+// of its newest version, for `cramfs status`, and, once per version, on
+// standard error, that its BAM cannot be served for want of its
+// reference. The FUSE layer still answers every failing request with EIO
+// and logs it; the notice says why in a sentence that names the file, the
+// contig, its M5 and what to do.
+type fileStates struct {
+	// dependencies
+	w   io.Writer
+	src string // the mount's source directory, which file keys are relative to
+
+	mu    sync.Mutex // guards files and the writes to w
+	files map[string]*fileState
+}
+
+// fileState is what the mount knows of one CRAM file version.
+type fileState struct {
+	// constant
+	key fileKey
+
+	// guarded by fileStates.mu
+	size     int64  // BAM bytes, once opened
+	indexExt string // ".bai", ".csi" or "" (none), once opened
+	segments int
+	err      string // the last error opening or reading it, "" for none
+	noticed  bool   // a reference problem was reported
+
+	reads, bytesRead atomic.Int64 // read requests served and their bytes
+}
+
+func newFileStates(w io.Writer, src string) *fileStates {
+	return &fileStates{w: w, src: src, files: map[string]*fileState{}}
+}
+
+// state returns the state of k, a new one when k is another version of
+// its path than the one known. The caller holds n.mu.
+func (n *fileStates) state(k fileKey) *fileState {
+	st := n.files[k.rel]
+	if st == nil || st.key != k {
+		st = &fileState{key: k}
+		n.files[k.rel] = st
+	}
+	return st
+}
+
+// opened records that k's BAM was opened, and returns it wrapped so that
+// its reads are counted and their failures reported.
+func (n *fileStates) opened(k fileKey, v *engine.VirtualBAM) *noticedBAM {
+	n.mu.Lock()
+	st := n.state(k)
+	st.size, st.indexExt, st.segments, st.err = v.Size(), v.IndexExt(), len(v.Layout().Segments), ""
+	n.mu.Unlock()
+	return &noticedBAM{VirtualBAM: v, states: n, st: st}
+}
+
+// failed records err for k and prints the notice when err is a reference
+// problem not yet reported for k. It returns whether err is a reference
+// problem.
+func (n *fileStates) failed(k fileKey, err error) bool {
+	msg, ok := referenceProblem(err)
+	if n == nil {
+		return ok
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.report(n.state(k), err, msg, ok)
+	return ok
+}
+
+// report records err in st and prints msg once when isRef. The caller
+// holds n.mu.
+func (n *fileStates) report(st *fileState, err error, msg string, isRef bool) {
+	st.err = err.Error()
+	if isRef {
+		st.err = msg
+	}
+	if !isRef || st.noticed {
+		return
+	}
+	st.noticed = true
+	bam := strings.TrimSuffix(path.Base(st.key.rel), ".cram") + ".bam"
+	fmt.Fprintf(n.w, "cramfs mount: %s: cannot serve %s, its reads fail with EIO: %s\n",
+		filepath.Join(n.src, filepath.FromSlash(st.key.rel)), bam, msg)
+}
+
+// noticedBAM is a file's virtual BAM whose reads are counted and whose
+// read errors are reported through fileStates: a file whose layout was
+// persisted by an earlier mount opens without its reference, and fails
+// only on its first read.
+type noticedBAM struct {
+	*engine.VirtualBAM
+	states *fileStates
+	st     *fileState
+}
+
+var _ fs.Viewer = (*noticedBAM)(nil)
+
+func (b *noticedBAM) ReadAt(p []byte, off int64) (int, error) {
+	n, err := b.VirtualBAM.ReadAt(p, off)
+	b.served(n, err)
+	return n, err
+}
+
+func (b *noticedBAM) View(ctx context.Context, off int64, n int) ([][]byte, func(), error) {
+	parts, release, err := b.VirtualBAM.View(ctx, off, n)
+	got := 0
+	for _, p := range parts {
+		got += len(p)
+	}
+	b.served(got, err)
+	return parts, release, err
+}
+
+// served counts a read of n bytes and reports its error, if any.
+func (b *noticedBAM) served(n int, err error) {
+	b.st.reads.Add(1)
+	b.st.bytesRead.Add(int64(n))
+	if err == nil || err == io.EOF {
+		return
+	}
+	msg, ok := referenceProblem(err)
+	b.states.mu.Lock()
+	b.states.report(b.st, err, msg, ok)
+	b.states.mu.Unlock()
+}
+
+// referenceError is an error caused by a missing or mismatching
+// reference, with what to do about it.
+type referenceError struct{ err error }
+
+func (e *referenceError) Error() string { return e.err.Error() + "; " + referenceRemedy }
+func (e *referenceError) Unwrap() error { return e.err }
+
+// withReferenceHelp returns err, or for a reference problem err with the
+// remedy appended. The message keeps its file and container offset.
+func withReferenceHelp(err error) error {
+	if _, ok := referenceProblem(err); ok {
+		return &referenceError{err: err}
+	}
+	return err
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+// cramNamingRef writes dir/NAME.cram, samtools' encoding of the fixture's
+// expected SAM against a copy of ref placed in its own directory, so that
+// the CRAM's @SQ UR: fields name that copy. It returns the CRAM and the copy.
+func cramNamingRef(t *testing.T, dir, name, fixture, ref string) (cram, refCopy string) {
+	t.Helper()
+	if _, err := samtools("--version"); err != nil {
+		corpus.Missing(t, "samtools: %v", err)
+	}
+	refDir := t.TempDir()
+	refCopy = filepath.Join(refDir, filepath.Base(ref))
+	copyFile(t, ref, refCopy)
+	cram = filepath.Join(dir, name+".cram")
+	mustSamtools(t, "view", "-C", "--no-PG", "-T", refCopy, "-o", cram, testdata("cram", fixture+".expected.sam"))
+	hdr := mustSamtools(t, "view", "-H", cram)
+	if !bytes.Contains(hdr, []byte("UR:"+refCopy)) {
+		t.Fatalf("samtools did not name %s in the @SQ UR: fields:\n%s", refCopy, hdr)
+	}
+	return cram, refCopy
+}
+
+// headerM5s returns the M5 values of the CRAM's @SQ lines.
+func headerM5s(t *testing.T, cram string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range regexp.MustCompile(`M5:([0-9a-f]{32})`).FindAllSubmatch(mustSamtools(t, "view", "-H", cram), -1) {
+		out = append(out, string(m[1]))
+	}
+	return out
+}
+
+// TestConvertFindsReferenceThroughUR checks that, like samtools, convert
+// needs no -T when the @SQ UR: field names a local FASTA, and writes what
+// samtools writes.
+func TestConvertFindsReferenceThroughUR(t *testing.T) {
+	t.Setenv("REF_PATH", "/nonexistent")
+	t.Setenv("REF_CACHE", "/nonexistent")
+	dir := t.TempDir()
+	cram, _ := cramNamingRef(t, dir, "x", "ce_5b.3.0", testdata("ref", "ce.fa"))
+	rc, stderr, out := runCmd(t, "convert", "--level", "0", cram)
+	if rc != 0 {
+		t.Fatalf("cramfs convert without -T: exit %d: %s", rc, stderr)
+	}
+	got, err := bgzf.DecompressAll(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mustSamtools(t, "view", "-u", "--no-PG", cram) // samtools too reads the UR: file
+	if wantRaw, err := bgzf.DecompressAll(want); err != nil || !bytes.Equal(got, wantRaw) {
+		t.Fatalf("BAM through UR: differs from samtools' (%d and %d bytes, %v)", len(got), len(wantRaw), err)
+	}
+}
+
+// TestConvertMissingReferenceSaysWhatToDo checks the message of a
+// conversion whose reference is nowhere: the file, the container, the
+// contig and its M5, what was looked at, and the remedy.
+func TestConvertMissingReferenceSaysWhatToDo(t *testing.T) {
+	t.Setenv("REF_PATH", "/nonexistent")
+	t.Setenv("REF_CACHE", "/nonexistent")
+	dir := t.TempDir()
+	cram, refCopy := cramNamingRef(t, dir, "x", "ce_1000.3.0", testdata("ref", "ce.fa"))
+	m5s := headerM5s(t, cram)
+	if err := os.Remove(refCopy); err != nil {
+		t.Fatal(err)
+	}
+	rc, stderr, _ := runCmd(t, "convert", "-o", filepath.Join(dir, "x.bam"), cram)
+	if rc != 1 {
+		t.Fatalf("exit %d, want 1; stderr: %s", rc, stderr)
+	}
+	for _, w := range []string{"cramfs convert: " + cram, "container at byte", "reference CHROMOSOME_I", m5s[0], "not found",
+		"UR:" + refCopy + ": no such file", "REF_PATH /nonexistent", "-T FASTA"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr %q does not say %q", stderr, w)
+		}
+	}
+	checkOneMessage(t, "convert", stderr)
+	if _, err := os.Stat(filepath.Join(dir, "x.bam")); err == nil {
+		t.Error("x.bam exists after a failed conversion")
+	}
+}
+
+// noticeLines returns the lines of the mount's standard error that report
+// a reference problem of cram.
+func noticeLines(stderr, cram string) []string {
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "cramfs mount: "+cram+": cannot serve ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// waitNotice waits for the reference notice of cram and checks that it
+// is the only one and says each of want.
+func waitNotice(t *testing.T, p *mountProc, cram string, want ...string) {
+	t.Helper()
+	poll(t, "reference notice of "+cram, 10*time.Second, func() error {
+		if len(noticeLines(p.stderr.String(), cram)) == 0 {
+			return errors.New("not printed")
+		}
+		return nil
+	})
+	lines := noticeLines(p.stderr.String(), cram)
+	if len(lines) != 1 {
+		t.Fatalf("%d reference notices for %s, want 1:\n%s", len(lines), cram, strings.Join(lines, "\n"))
+	}
+	for _, w := range want {
+		if !strings.Contains(lines[0], w) {
+			t.Errorf("notice %q does not say %q", lines[0], w)
+		}
+	}
+}
+
+// wantEIO checks that stat or read of p fails with EIO.
+func wantEIO(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, syscall.EIO) {
+		t.Errorf("%s: %v, want EIO", what, err)
+	}
+}
+
+// TestMountReferenceNoticeOnce checks that a mount says once, on standard
+// error, at the first access, which file cannot be served for want of its
+// reference (missing, or not the one the CRAM was written with), naming
+// the contig, its M5 and the remedy; that the file is still listed; and
+// that the other files are served.
+func TestMountReferenceNoticeOnce(t *testing.T) {
+	requireMount(t)
+	bin := buildCramfs(t)
+	src := t.TempDir()
+	gone, goneRef := cramNamingRef(t, src, "gone", "xx_tlen.3.0", testdata("ref", "xx.fa"))
+	wrong, wrongRef := cramNamingRef(t, src, "wrong", "xx_tlen.3.0", testdata("ref", "xx.fa"))
+	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "good.cram"))
+	m5 := headerM5s(t, gone)[0]
+	if err := os.Remove(goneRef); err != nil {
+		t.Fatal(err)
+	}
+	// Same names and lengths, other bases: found, but the slice MD5s differ.
+	fa, err := os.ReadFile(wrongRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var altered []byte
+	for _, l := range bytes.SplitAfter(fa, []byte("\n")) {
+		if !bytes.HasPrefix(l, []byte(">")) {
+			l = bytes.ReplaceAll(l, []byte("A"), []byte("C"))
+		}
+		altered = append(altered, l...)
+	}
+	if err := os.WriteFile(wrongRef, altered, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	p := startMount(t, bin, src, "--cache-dir", t.TempDir()) // -T ce.fa only
+	if got := readNames(t, p.mnt); !strings.Contains(got, "gone.bam") || !strings.Contains(got, "wrong.bam") {
+		t.Errorf("listing %q does not show the files whose reference is missing", got)
+	}
+	for range 3 {
+		_, err := os.Stat(filepath.Join(p.mnt, "gone.bam"))
+		wantEIO(t, "stat gone.bam", err)
+		_, err = os.ReadFile(filepath.Join(p.mnt, "wrong.bam"))
+		wantEIO(t, "read wrong.bam", err)
+	}
+	if _, err := os.ReadFile(filepath.Join(p.mnt, "good.bam")); err != nil {
+		t.Errorf("good.bam: %v", err)
+	}
+	// xx_tlen's contigs xx and yy have the same sequence, and M5.
+	waitNotice(t, p, gone, "gone.bam", "(M5 "+m5+", 20 bases) not found", "UR:"+goneRef+": no such file", "-T FASTA", "REF_PATH")
+	waitNotice(t, p, wrong, "wrong.bam", "(@SQ M5 "+m5+")", "wrong reference", "-T FASTA", "REF_PATH")
+	if n := len(noticeLines(p.stderr.String(), filepath.Join(src, "good.cram"))); n != 0 {
+		t.Errorf("%d notices for good.cram", n)
+	}
+}
+
+// TestMountReferenceNoticeAtMountTime checks that --index-on-mount reports
+// a missing reference at mount time, without any access, once.
+func TestMountReferenceNoticeAtMountTime(t *testing.T) {
+	requireMount(t)
+	bin := buildCramfs(t)
+	src := t.TempDir()
+	gone, goneRef := cramNamingRef(t, src, "gone", "xx_tlen.3.0", testdata("ref", "xx.fa"))
+	if err := os.Remove(goneRef); err != nil {
+		t.Fatal(err)
+	}
+	p := startMount(t, bin, src, "--cache-dir", t.TempDir(), "--index-on-mount")
+	waitNotice(t, p, gone, "gone.bam", "not found", "UR:"+goneRef, "-T FASTA")
+	if strings.Contains(p.stderr.String(), "background index failed") {
+		t.Errorf("the reference problem was reported twice:\n%s", p.stderr.String())
+	}
+}
+
+// TestMountReferenceNoticeOnRead checks the notice of a file whose layout
+// an earlier mount persisted: it opens without its reference, and its
+// first read fails.
+func TestMountReferenceNoticeOnRead(t *testing.T) {
+	requireMount(t)
+	bin := buildCramfs(t)
+	src, cache := t.TempDir(), t.TempDir()
+	cram, refCopy := cramNamingRef(t, src, "x", "xx_tlen.3.0", testdata("ref", "xx.fa"))
+	p := startMount(t, bin, src, "--cache-dir", cache)
+	if _, err := os.Stat(filepath.Join(p.mnt, "x.bam")); err != nil {
+		t.Fatalf("stat with the reference in place: %v", err)
+	}
+	if err := unmountProc(t, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(refCopy); err != nil {
+		t.Fatal(err)
+	}
+	q := startMount(t, bin, src, "--cache-dir", cache)
+	if _, err := os.Stat(filepath.Join(q.mnt, "x.bam")); err != nil {
+		t.Fatalf("stat from the persisted layout: %v", err)
+	}
+	for range 3 {
+		_, err := os.ReadFile(filepath.Join(q.mnt, "x.bam"))
+		wantEIO(t, "read x.bam", err)
+	}
+	waitNotice(t, q, cram, "x.bam", "not found", "UR:"+refCopy, "-T FASTA")
+}
+
+// unmountProc stops a mount process the way a user does, with `cramfs
+// unmount`, and waits for it to exit.
+func unmountProc(t *testing.T, p *mountProc) error {
+	t.Helper()
+	if rc, stderr, _ := runCmd(t, "unmount", p.mnt); rc != 0 {
+		return errors.New(stderr)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return errors.New("cramfs mount did not exit after unmount")
+	}
+}

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/cramfs/cramfs/cache"
+	"github.com/cramfs/cramfs/engine"
+)
+
+// A running mount answers `cramfs status MNT` on a unix socket in a
+// directory only its user can enter (mode 0700, checked), and answers
+// only peers of its own user (SO_PEERCRED) or root. The socket's name is
+// derived from the mount point, so the client finds it from MNT alone.
+
+// mountStatus is what a mount reports: itself, its cache and its files.
+type mountStatus struct {
+	Src       string       `json:"src"`
+	Mnt       string       `json:"mnt"`
+	PID       int          `json:"pid"`
+	Started   time.Time    `json:"started"`
+	Threads   int          `json:"threads"`
+	Level     int          `json:"level"`
+	CacheSize int64        `json:"cache_size"`
+	Cache     cache.Stats  `json:"cache"`
+	Files     []fileStatus `json:"files"`
+}
+
+// fileStatus is one CRAM file the mount was asked for (its newest version).
+type fileStatus struct {
+	Path      string `json:"path"`
+	Size      int64  `json:"bam_size"` // 0 until opened
+	Index     string `json:"index"`
+	Segments  int    `json:"segments"`
+	Reads     int64  `json:"reads"`
+	BytesRead int64  `json:"bytes_read"`
+	Error     string `json:"error,omitempty"`
+}
+
+// snapshot returns the files' states, sorted by path.
+func (n *fileStates) snapshot() []fileStatus {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]fileStatus, 0, len(n.files))
+	for _, st := range n.files {
+		out = append(out, fileStatus{Path: st.key.rel, Size: st.size, Index: st.indexExt, Segments: st.segments,
+			Reads: st.reads.Load(), BytesRead: st.bytesRead.Load(), Error: st.err})
+	}
+	slices.SortFunc(out, func(a, b fileStatus) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// statusDir is the directory of the status sockets: $XDG_RUNTIME_DIR/cramfs,
+// else the run directory of the cache directory.
+func statusDir(cacheDir string) string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "cramfs")
+	}
+	if cacheDir == "" {
+		cacheDir = engine.DefaultCacheDir()
+	}
+	return filepath.Join(cacheDir, "run")
+}
+
+// statusSocket is the socket path of the mount at mnt: named by a hash of
+// the mount point's absolute, resolved path (a unix socket path is short).
+func statusSocket(cacheDir, mnt string) string {
+	abs, err := filepath.Abs(mnt)
+	if err != nil {
+		abs = mnt
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(statusDir(cacheDir), "status-"+hex.EncodeToString(sum[:8])+".sock")
+}
+
+// privateDir creates dir (mode 0700) if needed and checks that it is a
+// directory, not a link, owned by this user, that nobody else may enter.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	case !ok || int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s is not owned by user %d", dir, os.Geteuid())
+	case fi.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s has mode %v, want 0700", dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// statusServer answers status requests of one mount.
+type statusServer struct {
+	// dependencies
+	ln     *net.UnixListener
+	states *fileStates
+	mgr    *engine.Manager
+	log    *slog.Logger
+	// constant
+	path string
+	base mountStatus // the mount's own fields; Cache and Files are filled per request
+}
+
+// newStatusServer listens on path; a socket left by a dead mount is
+// replaced.
+func newStatusServer(path string, base mountStatus, states *fileStates, mgr *engine.Manager, log *slog.Logger) (*statusServer, error) {
+	if err := privateDir(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("%s is in use by another cramfs mount of the same mount point", path)
+	}
+	os.Remove(path)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s := &statusServer{ln: ln, states: states, mgr: mgr, log: log, path: path, base: base}
+	go s.serve()
+	return s, nil
+}
+
+func (s *statusServer) serve() {
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			return // closed
+		}
+		s.answer(c)
+	}
+}
+
+// answer writes the status to one peer of this user (or root) and closes.
+func (s *statusServer) answer(c *net.UnixConn) {
+	defer c.Close()
+	uid, err := peerUID(c)
+	if err != nil || uid != os.Geteuid() && uid != 0 {
+		s.log.Warn("status request refused", "peer_uid", uid, "err", err)
+		return
+	}
+	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	st := s.base
+	st.Cache = s.mgr.CacheStats()
+	st.Files = s.states.snapshot()
+	if err := json.NewEncoder(c).Encode(st); err != nil {
+		s.log.Debug("status reply", "err", err)
+	}
+}
+
+// peerUID is the user id of the process at the other end of c.
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return -1, err
+	}
+	if cerr != nil {
+		return -1, cerr
+	}
+	return int(cred.Uid), nil
+}
+
+// Close stops answering and removes the socket.
+func (s *statusServer) Close() {
+	s.ln.Close()
+	os.Remove(s.path)
+}
+
+// statusCmd is `cramfs status MNT`.
+type statusCmd struct {
+	cacheDir string
+	json     bool
+}
+
+func (c *statusCmd) flags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.cacheDir, "cache-dir", "", "the mount's --cache-dir `DIR`, where its status socket is when XDG_RUNTIME_DIR is not set (default $XDG_CACHE_HOME/cramfs)")
+	fs.BoolVar(&c.json, "json", false, "print the status as JSON")
+}
+
+func (c *statusCmd) run(pos []string, e *env) error {
+	if len(pos) != 1 {
+		return usageError{fmt.Sprintf("want one mount point, got %d arguments", len(pos))}
+	}
+	mnt := pos[0]
+	path := statusSocket(c.cacheDir, mnt)
+	conn, err := net.DialTimeout("unix", path, 5*time.Second)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("no cramfs mount of yours is running at %s (no status socket %s; give --cache-dir if the mount had one and XDG_RUNTIME_DIR is not set)", mnt, path)
+		}
+		return fmt.Errorf("cannot reach the status of %s: %w", mnt, err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	raw, err := io.ReadAll(conn)
+	if err != nil {
+		return fmt.Errorf("reading the status of %s: %w", mnt, err)
+	}
+	if len(raw) == 0 {
+		return fmt.Errorf("the mount at %s refused to tell its status (not your mount?)", mnt)
+	}
+	if c.json {
+		_, err := e.stdout.Write(raw)
+		return err
+	}
+	var st mountStatus
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return fmt.Errorf("the status of %s is not what this cramfs reads (another version?): %w", mnt, err)
+	}
+	writeStatus(e.stdout, st)
+	return nil
+}
+
+// writeStatus prints a status for people.
+func writeStatus(w io.Writer, st mountStatus) {
+	fmt.Fprintf(w, "cramfs mount of %s at %s: pid %d, up %s, %d threads, level %d\n",
+		st.Src, st.Mnt, st.PID, time.Since(st.Started).Round(time.Second), st.Threads, st.Level)
+	cs := st.Cache
+	fmt.Fprintf(w, "cache: %s of %s in %d segments (%s reserved); %d hits, %d misses, %d evictions\n",
+		humanBytes(cs.Bytes), humanBytes(cs.MaxBytes), cs.Entries, humanBytes(cs.Reserved), cs.Hits, cs.Misses, cs.Evictions)
+	if len(st.Files) == 0 {
+		fmt.Fprintln(w, "no file opened yet")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FILE\tBAM SIZE\tINDEX\tSEGMENTS\tREADS\tREAD\tSTATE")
+	for _, f := range st.Files {
+		state := "ok"
+		if f.Error != "" {
+			state = "failing: " + f.Error
+		}
+		index := strings.TrimPrefix(f.Index, ".")
+		if index == "" {
+			index = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", f.Path, humanBytes(f.Size), index, f.Segments, f.Reads, humanBytes(f.BytesRead), state)
+	}
+	tw.Flush()
+}
+
+// humanBytes formats a byte count for people: bytes, KiB, MiB or GiB.
+func humanBytes(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}

@@ -1,0 +1,128 @@
+package reference
+
+import (
+	"bytes"
+	"errors"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestResolveThroughUR checks that an @SQ line's UR: field is followed to
+// a local FASTA (a path or a file: URL), shared between lookups, and that
+// every way it can fail says why in a MissingError.
+func TestResolveThroughUR(t *testing.T) {
+	dir := t.TempDir()
+	fa := write(t, filepath.Join(dir, "my ref.fa"), ">chrA desc\nACGTACGTAC\nGT\n>chrB\nTTTT\n")
+	s := open(t, nil, Options{})
+	fileURL := (&url.URL{Scheme: "file", Path: fa}).String() // spaces escaped
+	for _, ur := range []string{fa, fileURL, "file://localhost" + (&url.URL{Path: fa}).EscapedPath()} {
+		c, err := s.Resolve(SQ{Name: "chrA", Length: 12, M5: md5hex("ACGTACGTACGT"), UR: ur})
+		if err != nil {
+			t.Fatalf("UR:%s: %v", ur, err)
+		}
+		got, err := c.Bases(nil, 0, c.Len())
+		if err != nil || string(got) != "ACGTACGTACGT" || c.Path() != fa {
+			t.Errorf("UR:%s: bases %q of %s, %v", ur, got, c.Path(), err)
+		}
+	}
+	a, _ := s.Resolve(SQ{Name: "chrB", Length: 4, UR: fa})
+	b, _ := s.Resolve(SQ{Name: "chrB", Length: 4, UR: fileURL})
+	if a == nil || a != b {
+		t.Errorf("the UR: file was not shared: %p %p", a, b)
+	}
+
+	for _, tc := range []struct {
+		name string
+		q    SQ
+		err  error
+		want []string
+	}{
+		{"missing file", SQ{Name: "chrA", Length: 12, UR: filepath.Join(dir, "nope.fa")}, ErrNotFound, []string{"nope.fa: no such file", "no -T FASTA given"}},
+		{"no such contig", SQ{Name: "chrZ", Length: 12, UR: fa}, ErrNotFound, []string{"has no contig chrZ"}},
+		{"other length", SQ{Name: "chrA", Length: 13, UR: fa}, ErrMismatch, []string{"chrA in UR:" + fa + " has 12 bases", "does not match"}},
+		{"network", SQ{Name: "chrA", Length: 12, UR: "https://example.org/ref.fa"}, ErrNotFound, []string{"never reads a reference over a network"}},
+		{"ftp", SQ{Name: "chrA", Length: 12, UR: "ftp://example.org/ref.fa"}, ErrNotFound, []string{"network"}},
+		{"other host", SQ{Name: "chrA", Length: 12, UR: "file://elsewhere" + fa}, ErrNotFound, []string{"host elsewhere"}},
+		{"no UR", SQ{Name: "chrA", Length: 12, M5: md5hex("ACGTACGTACGT")}, ErrNotFound, []string{"REF_CACHE and REF_PATH not set"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := s.Resolve(tc.q)
+			var me *MissingError
+			if !errors.As(err, &me) || !errors.Is(err, tc.err) {
+				t.Fatalf("Resolve = %v, %v; want a MissingError wrapping %v", c, err, tc.err)
+			}
+			if me.Name != tc.q.Name {
+				t.Errorf("MissingError names %q", me.Name)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestResolveOrder checks that -T FASTA contigs and M5-named files come
+// before the UR: file, as in htslib, and that a -T contig of that name is
+// the last resort whatever its MD5.
+func TestResolveOrder(t *testing.T) {
+	dir := t.TempDir()
+	seq := "ACGTTGCA"
+	ur := write(t, filepath.Join(dir, "ur.fa"), ">c\n"+seq+"\n")
+	m5dir := filepath.Join(dir, "m5")
+	write(t, filepath.Join(m5dir, md5hex(seq)), seq)
+	s := open(t, nil, Options{RefPath: m5dir})
+	c, err := s.Resolve(SQ{Name: "c", Length: 8, M5: md5hex(seq), UR: ur})
+	if err != nil || c.Path() != filepath.Join(m5dir, md5hex(seq)) {
+		t.Errorf("Resolve = %v, %v; want the REF_PATH file before the UR: file", c, err)
+	}
+	other := write(t, filepath.Join(dir, "t.fa"), ">c\nTTTTTTTT\n")
+	s = open(t, []string{other}, Options{})
+	c, err = s.Resolve(SQ{Name: "c", Length: 8, M5: md5hex(seq), UR: filepath.Join(dir, "gone.fa")})
+	if err != nil || c.Path() != other {
+		t.Errorf("Resolve = %v, %v; want the -T contig of that name as the last resort", c, err)
+	}
+}
+
+func TestHeaderURs(t *testing.T) {
+	text := "@HD\tVN:1.6\n" +
+		"@SQ\tSN:chr1\tLN:10\tUR:/refs/a.fa\tM5:0123\n" +
+		"@SQ\tSN:chr2\tLN:10\n" +
+		"@SQ\tUR:file:///b.fa\tSN:chr3\tLN:5\r\n" +
+		"@CO\tSN:chr4\tUR:/not/an/sq\n" +
+		"@SQ\tSN:chr1\tLN:10\tUR:/dup.fa\n" +
+		"@SQ\tSN:chr5\tLN:1\tUR:"
+	got := HeaderURs([]byte(text))
+	want := map[string]string{"chr1": "/refs/a.fa", "chr3": "file:///b.fa"}
+	if len(got) != len(want) {
+		t.Fatalf("HeaderURs = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("HeaderURs[%s] = %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+// FuzzHeaderURs checks that HeaderURs never panics and only returns pairs
+// that one @SQ line of the text holds.
+func FuzzHeaderURs(f *testing.F) {
+	f.Add([]byte("@SQ\tSN:chr1\tLN:10\tUR:/refs/a.fa\n@SQ\tSN:x\tUR:file:///y\n"))
+	f.Add([]byte("@SQ\tUR:\tSN:\n@SQ\t\t\n"))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		for sn, ur := range HeaderURs(text) {
+			found := false
+			for _, l := range bytes.Split(text, []byte("\n")) {
+				if bytes.HasPrefix(l, []byte("@SQ\t")) && bytes.Contains(l, []byte("\tSN:"+sn)) && bytes.Contains(l, []byte("\tUR:"+ur)) {
+					found = true
+				}
+			}
+			if !found || ur == "" {
+				t.Fatalf("HeaderURs gave %q -> %q, which no @SQ line holds", sn, ur)
+			}
+		}
+	})
+}
