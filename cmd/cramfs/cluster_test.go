@@ -13,8 +13,10 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/corpus"
 )
 
 // indexFiles returns name, inode and mtime of each file in the cache
@@ -141,5 +143,100 @@ func TestClusterSharedCache(t *testing.T) {
 	}
 	if strings.Contains(p.stderr.String(), "level=WARN") {
 		t.Errorf("the mount warned:\n%s", p.stderr.String())
+	}
+}
+
+// envWithout is the test's environment for samtools and cramfs without
+// the variables named.
+func envWithout(names ...string) []string {
+	var out []string
+	for _, kv := range samtoolsEnv {
+		if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(kv, n+"=") }) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// statusPID asks `cramfs status --json` for the mount at mnt, in the UTS
+// namespace of the host name host ("" for the test's own), and returns the
+// pid of the mount that answered.
+func statusPID(t *testing.T, bin, host, cache, mnt string) (int, error) {
+	t.Helper()
+	args := []string{bin, "status", "--json", "--cache-dir", cache, mnt}
+	if host != "" {
+		args = append([]string{"unshare", "--uts", "sh", "-c", `hostname "$0" && exec "$@"`, host}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = envWithout("XDG_RUNTIME_DIR")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("cramfs status on %q: %v: %s", host, err, stderr.String())
+	}
+	var st mountStatus
+	if err := json.Unmarshal(out, &st); err != nil {
+		return 0, fmt.Errorf("status JSON: %v\n%s", err, out)
+	}
+	return st.PID, nil
+}
+
+// TestStatusSocketPerNode checks two mounts of the same mount point path
+// on two nodes that share the cache directory, without XDG_RUNTIME_DIR
+// (the status sockets are then in the cache directory): each node's
+// `cramfs status` reaches its own mount. The second node is a UTS and
+// mount namespace with another host name, where the first mount is
+// detached so that the path is free.
+func TestStatusSocketPerNode(t *testing.T) {
+	requireMount(t)
+	if os.Geteuid() != 0 {
+		corpus.Missing(t, "root, for unshare --uts --mount")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		corpus.Missing(t, "unshare (util-linux): %v", err)
+	}
+	bin := buildCramfs(t)
+	src, cache, mnt := t.TempDir(), t.TempDir(), t.TempDir()
+	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "a.cram"))
+	env := envWithout("XDG_RUNTIME_DIR")
+
+	a := exec.Command(bin, "mount", "-T", testdata("ref", "ce.fa"), "--cache-dir", cache, src, mnt)
+	b := exec.Command("unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c",
+		`hostname cramfs-test-node-b && umount -l "$0" && exec "$@"`, mnt,
+		bin, "mount", "-T", testdata("ref", "ce.fa"), "--cache-dir", cache, src, mnt)
+	logs := []*syncBuffer{{}, {}}
+	for i, c := range []*exec.Cmd{a, b} {
+		c.Env, c.Stderr = env, logs[i]
+		if i == 1 {
+			poll(t, "the first mount", 10*time.Second, func() error {
+				if !strings.Contains(logs[0].String(), "msg=mounted") {
+					return fmt.Errorf("not mounted: %s", logs[0].String())
+				}
+				return nil
+			})
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			c.Process.Signal(syscall.SIGTERM)
+			c.Wait()
+		})
+	}
+	want := map[string]int{"": a.Process.Pid, "cramfs-test-node-b": b.Process.Pid}
+	for host, pid := range want {
+		poll(t, "cramfs status on "+host, 10*time.Second, func() error {
+			got, err := statusPID(t, bin, host, cache, mnt)
+			if err == nil && got != pid {
+				err = fmt.Errorf("answered by pid %d, want %d", got, pid)
+			}
+			return err
+		})
+	}
+	for i, l := range logs {
+		if strings.Contains(l.String(), "status will not answer") {
+			t.Errorf("mount %d:\n%s", i, l.String())
+		}
 	}
 }
