@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
+	cfs "github.com/cramfs/cramfs/fs"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -220,8 +221,19 @@ func TestStatusSocketPerNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
+			// SIGTERM unmounts; a mount that does not exit is killed.
 			c.Process.Signal(syscall.SIGTERM)
-			c.Wait()
+			done := make(chan struct{})
+			go func() { c.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				c.Process.Kill()
+				<-done
+			}
+			if i == 0 && isMounted(t, mnt) { // b's mount went with its namespace
+				cfs.Unmount(mnt)
+			}
 		})
 	}
 	want := map[string]int{"": a.Process.Pid, "cramfs-test-node-b": b.Process.Pid}
