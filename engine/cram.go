@@ -22,6 +22,10 @@ type CRAMOptions struct {
 	NoMD bool
 	// AllowMissingEOF accepts a file without its EOF container.
 	AllowMissingEOF bool
+	// MaxContainerMemory, when positive, refuses to decode a container
+	// needing more memory (decode.ErrTooLarge); Options.ContainerMemory is
+	// a Manager's. 0: no limit.
+	MaxContainerMemory int64
 	// Decoders, when set, lends decoders to every file opened with it, so
 	// that their buffers (about a container's worth of decoded data each)
 	// are bounded by the pool's size rather than by the number of open
@@ -184,7 +188,7 @@ func OpenCRAM(path string, opt CRAMOptions) (*CRAM, error) {
 	if c.decoders == nil {
 		c.decoders = NewDecoderPool(runtime.GOMAXPROCS(0))
 	}
-	c.dopt = decode.DecoderOptions{NoMD: opt.NoMD}
+	c.dopt = decode.DecoderOptions{NoMD: opt.NoMD, MaxContainerMemory: opt.MaxContainerMemory}
 	var rs *refSource
 	if opt.Reference != nil {
 		rs = newRefSource(opt.Reference, f.Refs)

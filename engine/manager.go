@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/cramfs/cramfs/cache"
+	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/encode/bai"
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/encode/csi"
@@ -238,7 +239,7 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		return m.layoutFor(ctx, src, key, persist, id, hdrRaw, hdrSeg)
 	})
 	if err != nil {
-		return nil, err
+		return nil, m.explainSize(err)
 	}
 	idx := r.(*indexFile)
 	cacheID := key
@@ -460,6 +461,18 @@ consume:
 	return idx, nil
 }
 
+// explainSize adds to a container refused for its size (decode.ErrTooLarge)
+// the cache size that would let it be decoded.
+func (m *Manager) explainSize(err error) error {
+	var se *decode.SizeError
+	if !errors.As(err, &se) {
+		return err
+	}
+	mib := func(n int64) int64 { return (n + 1<<20 - 1) >> 20 }
+	return fmt.Errorf("%w; with %d threads (-@) and a %d MiB cache (--cache-size) a container may take %d MiB to decode: --cache-size %dM would allow this one",
+		err, m.opts.Threads, mib(m.opts.CacheSize), mib(m.opts.ContainerMemory()), mib(m.opts.cacheSizeFor(se.Need)))
+}
+
 // building is one segment build in flight, shared by every caller that
 // asks for the segment meanwhile.
 type building struct {
@@ -520,7 +533,7 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 	rawLen, err := m.build(ctx, src, i, c, buf, true)
 	if err != nil {
 		buf.Release()
-		return nil, err // Source errors name the file and container
+		return nil, m.explainSize(err) // Source errors name the file and container
 	}
 	comp := buf.B
 	crc, err := segmentDigest(comp)

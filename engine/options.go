@@ -83,6 +83,30 @@ func defaultCacheDir() string {
 	return filepath.Join(os.TempDir(), "cramfs-cache")
 }
 
+// MinContainerMemory is the memory a container may always take to decode,
+// whatever the cache size: the 100,000-read containers of CRAM 3.1's
+// archive profile need about 70 MiB.
+const MinContainerMemory = 128 << 20
+
+// ContainerMemory is the most memory one container may need to decode (its
+// bytes, its blocks decoded and its records): its worker's share of half
+// the cache, the part the decoders may take (see Manager.CountDecoders),
+// and at least MinContainerMemory. A CRAM opened with it as
+// CRAMOptions.MaxContainerMemory refuses larger containers, so that a
+// mount's memory stays within max(CacheSize, 2*Threads*MinContainerMemory)
+// and its headroom.
+func (o Options) ContainerMemory() int64 {
+	o = o.withDefaults()
+	return max(o.CacheSize/int64(2*o.Threads), MinContainerMemory)
+}
+
+// cacheSizeFor returns the smallest cache size whose ContainerMemory is at
+// least need.
+func (o Options) cacheSizeFor(need int64) int64 {
+	o = o.withDefaults()
+	return need * int64(2*o.Threads)
+}
+
 // readahead resolves Options.Readahead for a file whose largest segment
 // holds maxSeg bytes.
 func (o Options) readahead(maxSeg int64) int {

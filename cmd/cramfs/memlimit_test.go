@@ -55,3 +55,20 @@ func TestMemoryLimitFollowsDecoders(t *testing.T) {
 		t.Fatalf("limit %d after a file with 4 MiB containers, want %d", got, want)
 	}
 }
+
+// TestEngineFlagsLimitContainers checks that mount and index open CRAMs
+// with the container limit of their cache size and threads, so that a
+// container needing more memory is refused rather than decoded beyond
+// the budget.
+func TestEngineFlagsLimitContainers(t *testing.T) {
+	ef := engineFlags{cacheSize: "4G", threads: 2, cacheDir: t.TempDir()}
+	store, mgr, copt, err := ef.open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	defer mgr.Close()
+	if want := int64(1 << 30); copt.MaxContainerMemory != want || mgr.Options().ContainerMemory() != want {
+		t.Fatalf("--cache-size 4G -@ 2: containers limited to %d bytes (manager: %d), want %d", copt.MaxContainerMemory, mgr.Options().ContainerMemory(), want)
+	}
+}

@@ -71,7 +71,10 @@ func (e *engineFlags) open(log *slog.Logger) (*reference.Store, *engine.Manager,
 	// count, not the number of files read.
 	decoders := engine.NewDecoderPool(max(e.threads, 1))
 	mgr.CountDecoders(decoders)
-	return store, mgr, engine.CRAMOptions{Reference: store, NoMD: e.noMD, Decoders: decoders}, nil
+	// A container needing more memory than the budget allows is refused,
+	// with the --cache-size that would allow it, rather than served beyond it.
+	copt := engine.CRAMOptions{Reference: store, NoMD: e.noMD, Decoders: decoders, MaxContainerMemory: mgr.Options().ContainerMemory()}
+	return store, mgr, copt, nil
 }
 
 // parseSize reads a byte count with an optional K, M, G or T suffix.
