@@ -83,9 +83,37 @@ func ReadHeader(name string, r io.ReaderAt, size int64) (*SAMHeader, error) {
 	return sh, err
 }
 
+// ReadMaxRefLength reads only the file definition and the SAM header of r
+// and returns the largest @SQ LN, as the header parsed by ReadHeader would
+// give it, without parsing the rest of the header: for callers that only
+// need to know whether a BAI can index the file.
+func ReadMaxRefLength(name string, r io.ReaderAt, size int64) (int64, error) {
+	f := &File{Name: name, r: r, size: size}
+	text, _, err := f.readHeaderText()
+	if err != nil {
+		return 0, err
+	}
+	return MaxRefLength(text), nil
+}
+
 // readHeader reads the file definition into f.Def and parses the SAM
 // header container; it returns the offset of the first data container.
 func (f *File) readHeader() (*SAMHeader, int64, error) {
+	text, end, err := f.readHeaderText()
+	if err != nil {
+		return nil, 0, err
+	}
+	sh, err := ParseSAMHeader(text)
+	if err != nil {
+		return nil, 0, &Error{File: f.Name, Offset: fileDefinitionSize, ContentID: -1, Err: err}
+	}
+	return sh, end, nil
+}
+
+// readHeaderText reads the file definition into f.Def and returns the SAM
+// header text of the header container and the offset of the first data
+// container.
+func (f *File) readHeaderText() ([]byte, int64, error) {
 	wrap := func(off int64, err error) error { return &Error{File: f.Name, Offset: off, ContentID: -1, Err: err} }
 	var def [fileDefinitionSize]byte
 	if n, err := f.r.ReadAt(def[:], 0); n < len(def) {
@@ -111,11 +139,7 @@ func (f *File) readHeader() (*SAMHeader, int64, error) {
 	if err != nil {
 		return nil, 0, wrap(off, err)
 	}
-	sh, err := ParseSAMHeader(text)
-	if err != nil {
-		return nil, 0, wrap(off, err)
-	}
-	return sh, hdr.End(), nil
+	return text, hdr.End(), nil
 }
 
 // Size is the file's length in bytes.
