@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
@@ -26,6 +27,9 @@ type CRAMOptions struct {
 	// needing more memory (decode.ErrTooLarge); Options.ContainerMemory is
 	// a Manager's. 0: no limit.
 	MaxContainerMemory int64
+	// States, when set, holds the state of every file opened with it
+	// within its bounds; nil keeps each file's state until Close.
+	States *FileStates
 	// Decoders, when set, lends decoders to every file opened with it, so
 	// that their buffers (about a container's worth of decoded data each)
 	// are bounded by the pool's size rather than by the number of open
@@ -154,124 +158,298 @@ func (p *DecoderPool) put(d *pooledDecoder) {
 	}
 }
 
-// CRAM is a CRAM file as an engine Source.
+// CRAM is a CRAM file as an engine Source. What it holds of the file (the
+// descriptor, the parsed header, the container table, the reference
+// lookups) is its state: kept in CRAMOptions.States when set, which may
+// drop it, and then rebuilt on demand from the same file version (a file
+// that changed is refused with ErrChanged).
 type CRAM struct {
+	// dependencies
+	decoders *DecoderPool
+	states   *FileStates // nil: the state lives as long as the CRAM
 	// constant after OpenCRAM
-	path   string
-	file   *os.File
-	f      *decode.File
-	header []byte
-	dopt   decode.DecoderOptions
+	path string
+	opt  CRAMOptions
+	ver  fileVersion // of the descriptor first opened
+	n    int         // data containers
+
+	mu     sync.Mutex // guards st and closed, and every state's users and dropped
+	st     *cramState // nil while dropped
+	closed bool
+}
+
+// cramState is what a CRAM rebuilds after it was dropped.
+type cramState struct {
+	c    *CRAM
+	file *os.File
+	f    *decode.File
+	dopt decode.DecoderOptions
 	// rebuildOpt is dopt without the slice MD5 checks (Rebuilder).
 	rebuildOpt decode.DecoderOptions
-	// dependency
-	decoders *DecoderPool
+	rs         *refSource // nil without a reference store
+
+	users   int  // guarded by c.mu
+	dropped bool // guarded by c.mu: file is closed once users is 0
+	resident
+}
+
+func (st *cramState) res() *resident { return &st.resident }
+
+// drop implements stateEntry.
+func (st *cramState) drop() {
+	c := st.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st == st {
+		c.st = nil
+	}
+	if st.dropped {
+		return // dropped by Close and by its FileStates
+	}
+	st.dropped = true
+	if st.users == 0 {
+		st.file.Close()
+	}
 }
 
 // OpenCRAM opens a CRAM file and reads its header and container table.
 func OpenCRAM(path string, opt CRAMOptions) (*CRAM, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	st, err := fh.Stat()
-	if err != nil {
-		fh.Close()
-		return nil, err
-	}
-	f, err := decode.Open(path, fh, st.Size(), decode.OpenOptions{AllowMissingEOF: opt.AllowMissingEOF})
-	if err != nil {
-		fh.Close()
-		return nil, err
-	}
-	c := &CRAM{path: path, file: fh, f: f, decoders: opt.Decoders}
+	c := &CRAM{path: path, opt: opt, decoders: opt.Decoders, states: opt.States}
 	if c.decoders == nil {
 		c.decoders = NewDecoderPool(runtime.GOMAXPROCS(0))
 	}
-	c.dopt = decode.DecoderOptions{NoMD: opt.NoMD, MaxContainerMemory: opt.MaxContainerMemory}
-	var rs *refSource
-	if opt.Reference != nil {
-		rs = newRefSource(opt.Reference, f.Refs)
-		c.dopt.Reference = rs
+	st, err := c.load()
+	if err != nil {
+		return nil, err
 	}
-	c.rebuildOpt = c.dopt
-	c.rebuildOpt.IgnoreMD5 = true
-	refs := make([]bam.Reference, len(f.Refs))
-	for i, r := range f.Refs {
-		refs[i] = bam.Reference{Name: r.Name, Length: r.Length}
-		// Like htslib, a FASTA contig of the same name but another length
-		// replaces the @SQ length in the binary header (not in the text).
-		if rs != nil {
-			if n := rs.Length(i); n >= 0 {
-				refs[i].Length = n
-			}
-		}
+	c.ver, c.n = st.ver, len(st.f.Containers)
+	c.st = &st.cramState
+	if c.states != nil {
+		c.states.touch(c.st)
 	}
-	c.header = bam.AppendHeader(nil, f.HeaderText, refs)
 	return c, nil
 }
 
-// Close releases the file.
-func (c *CRAM) Close() error { return c.file.Close() }
+// loaded is a state with the version of the file it was read from.
+type loaded struct {
+	cramState
+	ver fileVersion
+}
 
-// File is the decoded file structure.
-func (c *CRAM) File() *decode.File { return c.f }
+// load opens the file and reads its state; once the CRAM is open, the
+// file must be the version first opened.
+func (c *CRAM) load() (*loaded, error) {
+	fh, err := os.Open(c.path)
+	if err != nil {
+		return nil, err
+	}
+	ver, err := versionOf(fh)
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	if c.ver != (fileVersion{}) && ver != c.ver {
+		fh.Close()
+		return nil, fmt.Errorf("%w: %s: reopened to read it again, it is %v, not the %v first opened", ErrChanged, c.path, ver, c.ver)
+	}
+	f, err := decode.Open(c.path, fh, ver.size, decode.OpenOptions{AllowMissingEOF: c.opt.AllowMissingEOF})
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	if c.ver != (fileVersion{}) && len(f.Containers) != c.n {
+		fh.Close()
+		return nil, fmt.Errorf("%w: %s: reopened with %d containers, %d first", ErrChanged, c.path, len(f.Containers), c.n)
+	}
+	st := &loaded{cramState: cramState{c: c, file: fh, f: f}, ver: ver}
+	st.dopt = decode.DecoderOptions{NoMD: c.opt.NoMD, MaxContainerMemory: c.opt.MaxContainerMemory}
+	if c.opt.Reference != nil {
+		st.rs = newRefSource(c.opt.Reference, f.Refs)
+		st.dopt.Reference = st.rs
+	}
+	st.rebuildOpt = st.dopt
+	st.rebuildOpt.IgnoreMD5 = true
+	st.resident = resident{bytes: stateBytes(f), file: true}
+	return st, nil
+}
+
+// stateBytes estimates the memory of f and its reference lookups.
+func stateBytes(f *decode.File) int64 {
+	n := int64(512 + len(f.HeaderText))
+	for _, r := range f.Refs {
+		n += int64(len(r.Name)+len(r.M5)) + 96 // the RefSeq, its strings, refSource's slots
+	}
+	for _, g := range f.ReadGroups {
+		n += int64(len(g)) + 16
+	}
+	for _, h := range f.Containers {
+		n += int64(unsafe.Sizeof(h)) + 4*int64(len(h.Landmarks))
+	}
+	return n
+}
+
+// acquire returns the CRAM's state, rebuilt if it was dropped, for use
+// until release.
+func (c *CRAM) acquire() (*cramState, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w", c.path, os.ErrClosed)
+	}
+	st := c.st
+	if st == nil {
+		l, err := c.load()
+		if err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
+		st = &l.cramState
+		c.st = st
+	}
+	st.users++
+	c.mu.Unlock()
+	if c.states != nil {
+		c.states.touch(st)
+	}
+	return st, nil
+}
+
+// release ends a use of st begun by acquire.
+func (c *CRAM) release(st *cramState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.users--
+	if st.users == 0 && st.dropped {
+		st.file.Close()
+	}
+}
+
+// Close releases the file. Later calls fail with os.ErrClosed.
+func (c *CRAM) Close() error {
+	c.mu.Lock()
+	st := c.st
+	c.closed, c.st = true, nil
+	c.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	if c.states != nil {
+		c.states.remove(st)
+	}
+	st.drop()
+	return nil
+}
+
+// File is the decoded file structure (read again if it was dropped; nil
+// if that fails).
+func (c *CRAM) File() *decode.File {
+	st, err := c.acquire()
+	if err != nil {
+		return nil
+	}
+	defer c.release(st)
+	return st.f
+}
 
 // Name implements Source.
 func (c *CRAM) Name() string { return c.path }
 
-// Header implements Source.
-func (c *CRAM) Header() []byte { return c.header }
+// Header implements Source; nil when the file cannot be read again.
+func (c *CRAM) Header() []byte {
+	h, _ := c.ReadHeader()
+	return h
+}
+
+// ReadHeader returns the uncompressed BAM header, built from the CRAM's
+// SAM header and references.
+func (c *CRAM) ReadHeader() ([]byte, error) {
+	st, err := c.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer c.release(st)
+	refs := make([]bam.Reference, len(st.f.Refs))
+	for i, r := range st.f.Refs {
+		refs[i] = bam.Reference{Name: r.Name, Length: r.Length}
+		// Like htslib, a FASTA contig of the same name but another length
+		// replaces the @SQ length in the binary header (not in the text).
+		if st.rs != nil {
+			if n := st.rs.Length(i); n >= 0 {
+				refs[i].Length = n
+			}
+		}
+	}
+	return bam.AppendHeader(nil, st.f.HeaderText, refs), nil
+}
 
 // NumContainers implements Source.
-func (c *CRAM) NumContainers() int { return len(c.f.Containers) }
+func (c *CRAM) NumContainers() int { return c.n }
 
-// ContainerOffset implements Source.
-func (c *CRAM) ContainerOffset(i int) int64 { return c.f.Containers[i].Offset }
+// ContainerOffset implements Source; -1 when the file cannot be read
+// again.
+func (c *CRAM) ContainerOffset(i int) int64 {
+	st, err := c.acquire()
+	if err != nil {
+		return -1
+	}
+	defer c.release(st)
+	return st.f.Containers[i].Offset
+}
 
 // AppendContainer implements Source.
 func (c *CRAM) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
-	return c.appendContainer(ctx, i, &c.dopt, dst, nil, nil)
+	return c.appendContainer(ctx, i, false, dst, nil, nil)
 }
 
 // AppendContainerBlocks implements BlockAppender.
 func (c *CRAM) AppendContainerBlocks(ctx context.Context, i int, comp *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error) {
-	return c.appendContainerBlocks(ctx, i, &c.dopt, comp, dst, each)
+	return c.appendContainerBlocks(ctx, i, false, comp, dst, each)
 }
 
 // RebuildContainerBlocks implements Rebuilder: the slice reference MD5s
 // are not computed again (3-4% of a build's CPU).
 func (c *CRAM) RebuildContainerBlocks(ctx context.Context, i int, comp *bgzf.Compressor, dst []byte) ([]byte, int64, error) {
-	return c.appendContainerBlocks(ctx, i, &c.rebuildOpt, comp, dst, nil)
+	return c.appendContainerBlocks(ctx, i, true, comp, dst, nil)
 }
 
-func (c *CRAM) appendContainerBlocks(ctx context.Context, i int, opt *decode.DecoderOptions, comp *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error) {
+func (c *CRAM) appendContainerBlocks(ctx context.Context, i int, rebuild bool, comp *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error) {
 	start := len(dst)
-	buf, err := c.appendContainer(ctx, i, opt, comp.Begin(dst), comp, each)
+	buf, err := c.appendContainer(ctx, i, rebuild, comp.Begin(dst), comp, each)
 	if err == nil {
 		var raw int64
 		if dst, raw, err = comp.End(buf); err == nil {
 			return dst, raw, nil
 		}
-		err = fmt.Errorf("%s: container at byte %d: BGZF: %w", c.path, c.f.Containers[i].Offset, err)
+		err = fmt.Errorf("%s: container at byte %d: BGZF: %w", c.path, c.ContainerOffset(i), err)
 	}
 	return dst[:start], 0, err
 }
 
-// appendContainer appends the BAM records of container i to dst. When
-// comp is not nil, dst is the buffer of a run of comp's blocks: each
-// record is reported to each (if set) and full blocks are cut after it.
-func (c *CRAM) appendContainer(ctx context.Context, i int, opt *decode.DecoderOptions, dst []byte, comp *bgzf.Compressor, each func([]byte, int64, int64) error) ([]byte, error) {
+// appendContainer appends the BAM records of container i to dst, with the
+// slice MD5 checks unless rebuild. When comp is not nil, dst is the buffer
+// of a run of comp's blocks: each record is reported to each (if set) and
+// full blocks are cut after it.
+func (c *CRAM) appendContainer(ctx context.Context, i int, rebuild bool, dst []byte, comp *bgzf.Compressor, each func([]byte, int64, int64) error) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return dst, err
 	}
-	pd := c.decoders.get(c.f, *opt)
+	st, err := c.acquire()
+	if err != nil {
+		return dst, err
+	}
+	defer c.release(st)
+	opt := st.dopt
+	if rebuild {
+		opt = st.rebuildOpt
+	}
+	pd := c.decoders.get(st.f, opt)
 	defer c.decoders.put(pd)
-	err := pd.d.ContainerFunc(i, func(j int, r *decode.Record) error {
+	off := st.f.Containers[i].Offset
+	err = pd.d.ContainerFunc(i, func(j int, r *decode.Record) error {
 		at := len(dst)
 		var err error
 		if dst, err = bam.AppendRecord(dst, r); err != nil {
-			return fmt.Errorf("%s: container at byte %d: record %d (%s): %w", c.path, c.f.Containers[i].Offset, j, r.Name, err)
+			return fmt.Errorf("%s: container at byte %d: record %d (%s): %w", c.path, off, j, r.Name, err)
 		}
 		if comp == nil {
 			return nil
@@ -283,7 +461,7 @@ func (c *CRAM) appendContainer(ctx context.Context, i int, opt *decode.DecoderOp
 			}
 		}
 		if dst, err = comp.Cut(dst); err != nil {
-			return fmt.Errorf("%s: container at byte %d: BGZF: %w", c.path, c.f.Containers[i].Offset, err)
+			return fmt.Errorf("%s: container at byte %d: BGZF: %w", c.path, off, err)
 		}
 		return nil
 	})

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
@@ -50,9 +51,13 @@ type Manager struct {
 	// state each build takes what its Add evicted).
 	pool *cache.Pool
 
+	// states holds the per-file state of open files (see FileStates),
+	// its bytes counted against the cache.
+	states *FileStates
+
 	opens    singleflight.Group // one layout scan per file
 	mu       sync.Mutex
-	layouts  map[string]*indexFile   // by index key, for files with an identity
+	layouts  map[string]*layoutState // by index key, those held in states; guarded by mu
 	building map[cache.Key]*building // segment builds in flight, guarded by mu
 	warnOnce sync.Once
 	anonSeq  atomic.Uint64
@@ -81,14 +86,17 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 		c, _ = cache.New[cache.Key](0)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	states := NewFileStates(opts.stateBytes(), opts.MaxOpenFiles)
+	states.count(c)
 	return &Manager{
+		states:   states,
 		opts:     opts,
 		log:      log,
 		cache:    c,
 		sem:      make(chan struct{}, opts.Threads),
 		comps:    make(chan *bgzf.Compressor, opts.Threads),
 		raws:     make(chan []byte, opts.Threads),
-		layouts:  make(map[string]*indexFile),
+		layouts:  make(map[string]*layoutState),
 		pool:     cache.NewPool(opts.CacheSize / 16),
 		building: make(map[cache.Key]*building),
 		ctx:      ctx,
@@ -97,8 +105,12 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 	}
 }
 
-// Close stops readahead. Open VirtualBAMs still serve reads.
-func (m *Manager) Close() { m.cancel() }
+// Close stops readahead and drops the file states, closing the descriptors
+// not in use. Open VirtualBAMs still serve reads.
+func (m *Manager) Close() {
+	m.cancel()
+	m.states.dropAll()
+}
 
 // CountDecoders makes the memory of p's decoders count against the cache
 // budget, so that the budget bounds the decoded data of the containers
@@ -137,19 +149,24 @@ func (m *Manager) noteSegmentSize(n int64) {
 }
 
 // segmentsThatFit returns how many segments of size seg the cache can
-// hold beside the decoders counted in it (a segment's storage is a
+// hold beside the decoders and the file states counted in it (a segment's storage is a
 // sixteenth larger than its bytes, see cache.Pool.Get).
 func (m *Manager) segmentsThatFit(seg int64) int {
 	if seg <= 0 {
 		return math.MaxInt
 	}
-	free := m.opts.CacheSize
+	stateBytes, _ := m.states.Stats()
+	free := m.opts.CacheSize - stateBytes
 	if p := m.decoders.Load(); p != nil {
 		_, counted := p.Footprint()
 		free -= counted
 	}
 	return int(max(free, 0) / (seg + seg/16))
 }
+
+// States returns the FileStates of the Manager: CRAMs opened with it as
+// CRAMOptions.States share the bounds and the budget of the layouts.
+func (m *Manager) States() *FileStates { return m.states }
 
 // Options returns the options in effect, defaults resolved.
 func (m *Manager) Options() Options { return m.opts }
@@ -204,24 +221,14 @@ func (m *Manager) putRaw(b []byte) {
 // container once (or loads the persisted layout index); concurrent Opens of
 // the same file share one scan.
 func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
-	hdrRaw := src.Header()
-	if len(hdrRaw) == 0 {
-		return nil, fmt.Errorf("%w: %s: empty BAM header", ErrInvalid, src.Name())
-	}
-	c, err := m.getComp()
+	hdrRaw, err := headerOf(src)
 	if err != nil {
-		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+		return nil, err
 	}
-	hdr, err := compressSegment(c, nil, hdrRaw)
-	m.putComp(c)
+	hdr, hdrSeg, err := m.compressHeader(src, hdrRaw)
 	if err != nil {
-		return nil, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
+		return nil, err
 	}
-	hdrDigest, err := segmentDigest(hdr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
-	}
-	hdrSeg := Segment{CompLen: int64(len(hdr)), RawLen: int64(len(hdrRaw)), Digest: hdrDigest}
 	if src.NumContainers() < 0 {
 		return nil, fmt.Errorf("%w: %s: %d containers", ErrInvalid, src.Name(), src.NumContainers())
 	}
@@ -242,26 +249,156 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		return nil, m.explainSize(err)
 	}
 	idx := r.(*indexFile)
+	ls := m.keep(key, idx, hdr, persist)
 	cacheID := key
 	if !persist {
 		cacheID = fmt.Sprintf("%s#%d", key, m.anonSeq.Add(1))
 	}
 	maxSeg := idx.Layout.maxSegment()
 	m.noteSegmentSize(maxSeg)
-	return &VirtualBAM{
+	v := &VirtualBAM{
 		m:         m,
 		src:       src,
 		id:        cacheID,
-		hdr:       hdr,
-		layout:    idx.Layout,
-		bai:       idx.BAI,
+		key:       key,
+		fid:       id,
+		hdrSeg:    hdrSeg,
+		size:      idx.Layout.Size,
 		hasBAI:    idx.HasBAI,
 		csi:       idx.CSI,
 		lastEnd:   -1,
 		ahead:     make(map[int]bool),
 		maxSeg:    maxSeg,
 		readahead: m.opts.readahead(maxSeg),
-	}, nil
+	}
+	if !persist {
+		v.pinned = ls
+	}
+	return v, nil
+}
+
+// headerReader is a Source whose header can fail to be read (a CRAM read
+// again after its state was dropped).
+type headerReader interface {
+	ReadHeader() ([]byte, error)
+}
+
+// headerOf returns the uncompressed BAM header of src.
+func headerOf(src Source) ([]byte, error) {
+	var h []byte
+	if hr, ok := src.(headerReader); ok {
+		var err error
+		if h, err = hr.ReadHeader(); err != nil {
+			return nil, err
+		}
+	} else {
+		h = src.Header()
+	}
+	if len(h) == 0 {
+		return nil, fmt.Errorf("%w: %s: empty BAM header", ErrInvalid, src.Name())
+	}
+	return h, nil
+}
+
+// compressHeader returns the BGZF blocks of the BAM header hdrRaw and
+// their segment.
+func (m *Manager) compressHeader(src Source, hdrRaw []byte) ([]byte, Segment, error) {
+	c, err := m.getComp()
+	if err != nil {
+		return nil, Segment{}, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+	}
+	hdr, err := compressSegment(c, nil, hdrRaw)
+	m.putComp(c)
+	if err != nil {
+		return nil, Segment{}, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
+	}
+	digest, err := segmentDigest(hdr)
+	if err != nil {
+		return nil, Segment{}, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
+	}
+	return hdr, Segment{CompLen: int64(len(hdr)), RawLen: int64(len(hdrRaw)), Digest: digest}, nil
+}
+
+// layoutState is the layout, index and header blocks of one file version:
+// in the Manager's FileStates when the layout can be read again from its
+// index key, else pinned by its VirtualBAMs.
+type layoutState struct {
+	m   *Manager
+	key string
+	idx *indexFile
+	hdr []byte // the header's BGZF blocks
+	resident
+}
+
+func (ls *layoutState) res() *resident { return &ls.resident }
+
+// drop implements stateEntry.
+func (ls *layoutState) drop() {
+	m := ls.m
+	m.mu.Lock()
+	if m.layouts[ls.key] == ls {
+		delete(m.layouts, ls.key)
+	}
+	m.mu.Unlock()
+}
+
+// keep returns the state of the file version key, made of idx and hdr
+// unless it is held already; a persisted one goes into m.states.
+func (m *Manager) keep(key string, idx *indexFile, hdr []byte, persist bool) *layoutState {
+	ls := &layoutState{m: m, key: key, idx: idx, hdr: hdr}
+	ls.resident.bytes = int64(256 + len(hdr) + len(idx.BAI) + len(idx.Layout.Segments)*int(unsafe.Sizeof(Segment{})))
+	if !persist {
+		return ls
+	}
+	m.mu.Lock()
+	if old := m.layouts[key]; old != nil && old.idx == idx {
+		ls = old
+	} else {
+		m.layouts[key] = ls
+	}
+	m.mu.Unlock()
+	m.states.touch(ls)
+	return ls
+}
+
+// layoutState returns the state of v's file version, read again (the
+// persisted index, else a scan) if it was dropped.
+func (m *Manager) layoutState(ctx context.Context, v *VirtualBAM) (*layoutState, error) {
+	m.mu.Lock()
+	ls := m.layouts[v.key]
+	m.mu.Unlock()
+	if ls != nil {
+		m.states.touch(ls)
+		return ls, nil
+	}
+	// Other readers may wait for this one: not tied to its context.
+	ctx = context.WithoutCancel(ctx)
+	r, err, _ := m.opens.Do("state:"+v.key, func() (any, error) {
+		hdrRaw, err := headerOf(v.src)
+		if err != nil {
+			return nil, err
+		}
+		hdr, hdrSeg, err := m.compressHeader(v.src, hdrRaw)
+		if err != nil {
+			return nil, err
+		}
+		if hdrSeg != v.hdrSeg {
+			return nil, fmt.Errorf("%w: %s: header read again gives %+v, not %+v", ErrChanged, v.src.Name(), hdrSeg, v.hdrSeg)
+		}
+		idx, err := m.layoutFor(ctx, v.src, v.key, true, v.fid, hdrRaw, hdrSeg)
+		if err != nil {
+			return nil, m.explainSize(err)
+		}
+		if idx.Layout.Size != v.size || idx.HasBAI != v.hasBAI || idx.CSI != v.csi {
+			return nil, fmt.Errorf("%w: %s: layout read again is of %d bytes, not %d", ErrChanged, v.src.Name(), idx.Layout.Size, v.size)
+		}
+		m.log.Debug("file state read again", "file", v.src.Name())
+		return m.keep(v.key, idx, hdr, true), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.(*layoutState), nil
 }
 
 // validFor reports why idx cannot serve src, or nil if it can.
@@ -287,10 +424,10 @@ func (m *Manager) layoutFor(ctx context.Context, src Source, key string, persist
 	var path string
 	if persist {
 		m.mu.Lock()
-		idx := m.layouts[key]
+		ls := m.layouts[key]
 		m.mu.Unlock()
-		if idx != nil && m.validFor(idx, src, id, hdrSeg) == nil {
-			return idx, nil
+		if ls != nil && m.validFor(ls.idx, src, id, hdrSeg) == nil {
+			return ls.idx, nil
 		}
 		path = filepath.Join(m.opts.CacheDir, key+".idx")
 		idx, err := loadIndex(path)
@@ -299,7 +436,6 @@ func (m *Manager) layoutFor(ctx context.Context, src Source, key string, persist
 		}
 		if err == nil {
 			m.log.Debug("layout index loaded", "file", src.Name(), "index", path)
-			m.remember(key, idx)
 			return idx, nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -314,18 +450,11 @@ func (m *Manager) layoutFor(ctx context.Context, src Source, key string, persist
 		idx.ID = id
 		if err := writeIndex(path, idx); err != nil {
 			m.warnOnce.Do(func() {
-				m.log.Warn("cannot persist layout indexes; keeping them in memory", "dir", m.opts.CacheDir, "err", err)
+				m.log.Warn("cannot persist layout indexes; keeping them in memory while they fit, scanning files again after", "dir", m.opts.CacheDir, "err", err)
 			})
 		}
-		m.remember(key, idx)
 	}
 	return idx, nil
-}
-
-func (m *Manager) remember(key string, idx *indexFile) {
-	m.mu.Lock()
-	m.layouts[key] = idx
-	m.mu.Unlock()
 }
 
 // scan decodes and compresses every container of src once, in parallel,

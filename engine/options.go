@@ -12,6 +12,11 @@ import (
 // The bytes are never served.
 var ErrMismatch = errors.New("engine: rebuilt segment does not match layout")
 
+// ErrChanged is returned when a file read again (its state was dropped, or
+// its descriptor closed) is no longer the version first opened. Nothing of
+// the new version is served.
+var ErrChanged = errors.New("engine: file changed since it was opened")
+
 // ErrInvalid is returned for malformed input: a Source whose records are
 // not well-framed BAM, or a layout index file that cannot be trusted.
 var ErrInvalid = errors.New("engine: invalid data")
@@ -38,6 +43,10 @@ type Options struct {
 	// CacheDir holds the persisted layout indexes. "" means
 	// $XDG_CACHE_HOME/cramfs, or ~/.cache/cramfs.
 	CacheDir string
+	// MaxOpenFiles bounds the CRAM descriptors held open by the CRAMs
+	// sharing the Manager's States; the least recently used are closed and
+	// opened again on demand. 0 means DefaultMaxOpenFiles.
+	MaxOpenFiles int
 	// Readahead is how many segments are built ahead of a sequential
 	// reader. 0 chooses per file: as many as fit in a quarter of the
 	// cache, at least Threads and at most 4×Threads (with only Threads
@@ -45,6 +54,20 @@ type Options struct {
 	// one of two workers idle half of the time); negative disables
 	// readahead.
 	Readahead int
+}
+
+// DefaultMaxOpenFiles is the bound on CRAM descriptors when
+// Options.MaxOpenFiles is 0.
+const DefaultMaxOpenFiles = 512
+
+// minStateBytes is the least memory the per-file state of open files may
+// take (see stateBytes).
+const minStateBytes = 8 << 20
+
+// stateBytes bounds the per-file state of open files (FileStates): an
+// eighth of the cache, in which it is counted, and at least minStateBytes.
+func (o Options) stateBytes() int64 {
+	return max(o.CacheSize/8, minStateBytes)
 }
 
 // withDefaults resolves the zero values of o.
@@ -65,6 +88,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Readahead < 0 {
 		o.Readahead = -1
+	}
+	if o.MaxOpenFiles <= 0 {
+		o.MaxOpenFiles = DefaultMaxOpenFiles
 	}
 	if o.CacheDir == "" {
 		o.CacheDir = defaultCacheDir()

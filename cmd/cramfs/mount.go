@@ -73,7 +73,9 @@ func (e *engineFlags) open(log *slog.Logger) (*reference.Store, *engine.Manager,
 	mgr.CountDecoders(decoders)
 	// A container needing more memory than the budget allows is refused,
 	// with the --cache-size that would allow it, rather than served beyond it.
-	copt := engine.CRAMOptions{Reference: store, NoMD: e.noMD, Decoders: decoders, MaxContainerMemory: mgr.Options().ContainerMemory()}
+	// Every file's state beyond a small constant is held in the manager's
+	// bounded FileStates, its bytes counted against the cache.
+	copt := engine.CRAMOptions{Reference: store, NoMD: e.noMD, Decoders: decoders, MaxContainerMemory: mgr.Options().ContainerMemory(), States: mgr.States()}
 	return store, mgr, copt, nil
 }
 

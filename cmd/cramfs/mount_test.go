@@ -165,7 +165,7 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 		t.Fatal(err)
 	}
 	mgr := engine.NewManager(engine.Options{Threads: ef.threads, CacheSize: size, Level: level, CacheDir: ef.cacheDir}, log)
-	op := newOpener(mgr, store, engine.CRAMOptions{Reference: store, NoMD: ef.noMD}, log)
+	op := newOpener(mgr, store, engine.CRAMOptions{Reference: store, NoMD: ef.noMD, States: mgr.States()}, log)
 	mnt := t.TempDir()
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{Logger: log})
 	if err != nil {

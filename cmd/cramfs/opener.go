@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
@@ -38,7 +40,10 @@ func statKey(path string) (fileKey, error) {
 }
 
 // opener gives the FUSE layer the virtual BAM of each CRAM, opening each
-// version of a file once and sharing it between all readers.
+// version of a file once and sharing it between all readers. It remembers
+// the current version of up to maxEntries paths (and the index extension
+// of as many): a path forgotten is opened again, its layout read back
+// from the cache directory.
 type opener struct {
 	// dependencies
 	mgr  *engine.Manager
@@ -48,12 +53,22 @@ type opener struct {
 	// onOpen, when set, is told the layout of each file opened.
 	onOpen func(engine.Layout)
 
-	mu      sync.Mutex // guards entries and hints
-	entries map[fileKey]*openEntry
-	hints   map[fileKey]string // index extension per file version
+	mu      sync.Mutex                           // guards entries and hints
+	entries *simplelru.LRU[string, *openEntry]   // by path, its current version
+	hints   *simplelru.LRU[string, indexExtHint] // by path
+}
+
+// maxEntries bounds the paths an opener remembers.
+const maxEntries = 4096
+
+// indexExtHint is the index extension of one file version.
+type indexExtHint struct {
+	k   fileKey
+	ext string
 }
 
 type openEntry struct {
+	k    fileKey
 	once sync.Once
 	// done is set once the fields below are final; the retry check reads
 	// them only then (they are written inside once.Do without o.mu).
@@ -69,7 +84,9 @@ type openEntry struct {
 const failedRetry = 30 * time.Second
 
 func newOpener(mgr *engine.Manager, refs *reference.Store, copt engine.CRAMOptions, log *slog.Logger) *opener {
-	return &opener{mgr: mgr, refs: refs, copt: copt, log: log, entries: map[fileKey]*openEntry{}, hints: map[fileKey]string{}}
+	entries, _ := simplelru.NewLRU[string, *openEntry](maxEntries, nil) // only fails for a size <= 0
+	hints, _ := simplelru.NewLRU[string, indexExtHint](maxEntries, nil)
+	return &opener{mgr: mgr, refs: refs, copt: copt, log: log, entries: entries, hints: hints}
 }
 
 // OpenBAM implements fs.Opener.
@@ -79,19 +96,13 @@ func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
 		return nil, err
 	}
 	o.mu.Lock()
-	e := o.entries[k]
-	if e != nil && e.done.Load() && e.err != nil && time.Since(e.when) > failedRetry {
-		e = nil
+	e, _ := o.entries.Get(path)
+	if e != nil && (e.k != k || e.done.Load() && e.err != nil && time.Since(e.when) > failedRetry) {
+		e = nil // an older version (open handles keep theirs), or a failure to retry
 	}
 	if e == nil {
-		e = &openEntry{}
-		o.entries[k] = e
-		// Drop older versions of the same path; open handles keep theirs.
-		for old := range o.entries {
-			if old.path == path && old != k {
-				delete(o.entries, old)
-			}
-		}
+		e = &openEntry{k: k}
+		o.entries.Add(path, e)
 	}
 	o.mu.Unlock()
 	e.once.Do(func() {
@@ -114,7 +125,7 @@ func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
 		// From now on listings name the index the file has, or none
 		// (records not sorted by coordinate).
 		o.mu.Lock()
-		o.hints[k] = e.vbam.IndexExt()
+		o.hints.Add(path, indexExtHint{k: k, ext: e.vbam.IndexExt()})
 		o.mu.Unlock()
 		if o.onOpen != nil {
 			o.onOpen(e.vbam.Layout())
@@ -131,12 +142,12 @@ func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
 func (o *opener) Close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for k, e := range o.entries {
+	for _, e := range o.entries.Values() {
 		if e.done.Load() && e.src != nil {
 			e.src.Close()
 		}
-		delete(o.entries, k)
 	}
+	o.entries.Purge()
 }
 
 // indexAll opens every CRAM below root in the background, so their
@@ -162,24 +173,22 @@ func (o *opener) IndexExtHint(path string) string {
 		return ".bai"
 	}
 	o.mu.Lock()
-	ext, ok := o.hints[k]
+	h, ok := o.hints.Get(path)
 	o.mu.Unlock()
-	if ok {
-		return ext
+	if ok && h.k == k {
+		return h.ext
 	}
-	ext = ".bai"
+	ext := ".bai"
 	if fh, err := os.Open(path); err == nil {
-		if sh, err := decode.ReadHeader(path, fh, k.size); err == nil {
-			for _, r := range sh.Refs {
-				if r.Length > 1<<29 {
-					ext = ".csi"
-				}
-			}
+		// Only the LN fields: a listing of thousands of CRAMs with
+		// GRCh38 headers spent a third of its time parsing them whole.
+		if n, err := decode.ReadMaxRefLength(path, fh, k.size); err == nil && n > 1<<29 {
+			ext = ".csi"
 		}
 		fh.Close()
 	}
 	o.mu.Lock()
-	o.hints[k] = ext
+	o.hints.Add(path, indexExtHint{k: k, ext: ext})
 	o.mu.Unlock()
 	return ext
 }

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cramfs/cramfs/engine"
+)
+
+// bigHeaderSAM is a SAM file with a header the size of GRCh38's full
+// analysis set (3,366 @SQ lines with M5, AS and UR: about 500 KB) and a few
+// reads on its first reference.
+func bigHeaderSAM() string {
+	var sb strings.Builder
+	sb.WriteString("@HD\tVN:1.6\tSO:coordinate\n")
+	for i := 1; i <= 3366; i++ {
+		fmt.Fprintf(&sb, "@SQ\tSN:chrUn_KI27%05dv1_decoy\tLN:%d\tM5:%032x\tAS:GRCh38\tUR:file:///refs/GRCh38_full_analysis_set_plus_decoy_hla.fa\n", i, 100000+i*977, i)
+	}
+	for j := 1; j <= 8; j++ {
+		fmt.Fprintf(&sb, "r%d\t0\tchrUn_KI2700001v1_decoy\t%d\t60\t10M\t*\t0\t0\tACGTACGTAC\tIIIIIIIIII\n", j, j*100)
+	}
+	return sb.String()
+}
+
+// bigHeaderCRAMs returns a source directory of n copies of one CRAM made
+// of bigHeaderSAM, each with its own mtime and so its own file version.
+func bigHeaderCRAMs(t *testing.T, n int) string {
+	t.Helper()
+	_, src, cram := cramFromSAM(t, "f0", bigHeaderSAM())
+	b, err := os.ReadFile(cram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(cram); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		p := filepath.Join(src, fmt.Sprintf("f%d.cram", i))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mt := time.Unix(1700000000+int64(i), 0)
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return src
+}
+
+// heapInUse is the live heap after collections.
+func heapInUse() int64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// TestMountManyBigHeadersStayBounded looks up and reads every BAM and BAI
+// of a mount of 300 CRAMs with GRCh38-sized headers. What each file keeps
+// once read is a small constant: its header, layout and index are dropped
+// under the budget and read again on demand, and at most MaxOpenFiles
+// CRAM descriptors are open at any time (counted in /proc/self/fd). Each
+// file kept about 2 MB and its descriptor before.
+func TestMountManyBigHeadersStayBounded(t *testing.T) {
+	const n, maxOpen, cacheSize = 300, 32, 16 << 20
+	src := bigHeaderCRAMs(t, n)
+	m := relMountAt(t, src, t.TempDir(), nil, engine.Options{Threads: 2, CacheSize: cacheSize, Level: 1, CacheDir: t.TempDir(), MaxOpenFiles: maxOpen})
+	fdBefore := relFD(t)
+	heapBefore := heapInUse()
+	var first [2][]byte
+	maxFD := 0
+	for i := range n {
+		for k, ext := range []string{".bam", ".bam.bai"} {
+			p := filepath.Join(m.mnt, fmt.Sprintf("f%d%s", i, ext))
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first[k] = b
+			} else if !bytes.Equal(b, first[k]) {
+				t.Fatalf("%s: %d bytes, not the %d of f0%s (the same CRAM)", p, len(b), len(first[k]), ext)
+			}
+		}
+		maxFD = max(maxFD, relFD(t)-fdBefore)
+	}
+	// Read again from the first: every state was dropped since.
+	for i := range 3 {
+		if b, err := os.ReadFile(filepath.Join(m.mnt, fmt.Sprintf("f%d.bam", i))); err != nil || !bytes.Equal(b, first[0]) {
+			t.Fatalf("f%d.bam read again: %d bytes, %v", i, len(b), err)
+		}
+	}
+	grown := heapInUse() - heapBefore
+	bytesHeld, files := m.mgr.States().Stats()
+	t.Logf("%d files: heap grew by %d KiB (%d KiB a file); states hold %d KiB and %d descriptors; at most %d more descriptors open",
+		n, grown>>10, grown/n>>10, bytesHeld>>10, files, maxFD)
+	if maxFD > maxOpen+4 {
+		t.Errorf("up to %d more descriptors open while reading, want at most %d CRAMs (+4)", maxFD, maxOpen)
+	}
+	if files > maxOpen {
+		t.Errorf("file states hold %d descriptors, more than %d", files, maxOpen)
+	}
+	if limit := int64(8 << 20); bytesHeld > limit {
+		t.Errorf("file states hold %d bytes, more than their %d bound", bytesHeld, limit)
+	}
+	// The block cache may fill; what is left per file is small.
+	if perFile := (grown - cacheSize) / n; perFile > 16<<10 {
+		t.Errorf("heap grew by %d bytes for %d files: %d bytes a file beyond the cache", grown, n, perFile)
+	}
+}
