@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"sync"
+	"syscall"
 	"unsafe"
 
 	"github.com/cramfs/cramfs/decode"
@@ -158,19 +160,43 @@ func (p *DecoderPool) put(d *pooledDecoder) {
 	}
 }
 
+// ErrNotRegular is returned (wrapped, naming the file and what it is)
+// when the file to open as a CRAM is not a regular file. FIFOs, sockets
+// and devices are refused from the opened descriptor's fstat, before any
+// read, so that opening one never blocks.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrChanged is returned (wrapped) by a re-open that finds another file,
+// or another version of it, where the CRAM was. Nothing of it is served.
+var ErrChanged = errors.New("file changed since it was opened")
+
+// Open flags of a CRAM: O_NONBLOCK makes the open of a FIFO or device
+// return at once (it is then refused, see ErrNotRegular); it changes
+// nothing for a regular file. Through a root, the final name must not be
+// a link either (os.Root still resolves links inside the root).
+const (
+	pathOpenFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+	rootOpenFlags = pathOpenFlags | syscall.O_NOFOLLOW
+)
+
 // CRAM is a CRAM file as an engine Source. What it holds of the file (the
 // descriptor, the parsed header, the container table, the reference
 // lookups) is its state: kept in CRAMOptions.States when set, which may
-// drop it, and then rebuilt on demand from the same file version (a file
-// that changed is refused with ErrChanged).
+// drop it, and then rebuilt on demand by opening the file again the same
+// way (through the same root), which must give the version first opened
+// (else ErrChanged).
 type CRAM struct {
 	// dependencies
 	decoders *DecoderPool
 	states   *FileStates // nil: the state lives as long as the CRAM
-	// constant after OpenCRAM
-	path string
+	// constant after OpenCRAM: where the file is, so that a re-open is
+	// confined the same way (root nil: rel is a path opened as given)
+	root *os.Root
+	rel  string
+	path string // the name in messages
 	opt  CRAMOptions
-	ver  fileVersion // of the descriptor first opened
+	stat os.FileInfo // fstat of the descriptor first opened: the version served
+	ver  fileVersion // the same, as compared on a re-open
 	n    int         // data containers
 
 	mu     sync.Mutex // guards st and closed, and every state's users and dropped
@@ -212,9 +238,24 @@ func (st *cramState) drop() {
 	}
 }
 
-// OpenCRAM opens a CRAM file and reads its header and container table.
+// OpenCRAM opens the CRAM file at path (a user-given name: links are
+// followed) and reads its header and container table. A file that is
+// not regular is refused without blocking (ErrNotRegular).
 func OpenCRAM(path string, opt CRAMOptions) (*CRAM, error) {
-	c := &CRAM{path: path, opt: opt, decoders: opt.Decoders, states: opt.States}
+	return openCRAM(&CRAM{rel: path, path: path}, opt)
+}
+
+// OpenCRAMAt opens the CRAM file rel (slash-separated, below root)
+// through root, so that no name, link or directory swapped in during the
+// open can lead outside it, and reads its header and container table.
+// name is what messages call the file. A file that is not regular is
+// refused without blocking (ErrNotRegular); Stat gives the version opened.
+func OpenCRAMAt(root *os.Root, rel, name string, opt CRAMOptions) (*CRAM, error) {
+	return openCRAM(&CRAM{root: root, rel: rel, path: name}, opt)
+}
+
+func openCRAM(c *CRAM, opt CRAMOptions) (*CRAM, error) {
+	c.opt, c.decoders, c.states = opt, opt.Decoders, opt.States
 	if c.decoders == nil {
 		c.decoders = NewDecoderPool(runtime.GOMAXPROCS(0))
 	}
@@ -222,7 +263,7 @@ func OpenCRAM(path string, opt CRAMOptions) (*CRAM, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.ver, c.n = st.ver, len(st.f.Containers)
+	c.stat, c.ver, c.n = st.stat, st.ver, len(st.f.Containers)
 	c.st = &st.cramState
 	if c.states != nil {
 		c.states.touch(c.st)
@@ -230,38 +271,109 @@ func OpenCRAM(path string, opt CRAMOptions) (*CRAM, error) {
 	return c, nil
 }
 
+// openFile opens the file of c, through its root when it has one, and
+// returns it with its fstat; anything but a regular file is closed and
+// refused.
+func (c *CRAM) openFile() (*os.File, os.FileInfo, error) {
+	var fh *os.File
+	var err error
+	if c.root != nil {
+		fh, err = c.root.OpenFile(c.rel, rootOpenFlags, 0)
+	} else {
+		fh, err = os.OpenFile(c.rel, pathOpenFlags, 0)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, nil, fmt.Errorf("%s: %w", c.path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		fh.Close()
+		return nil, nil, fmt.Errorf("%s: %w: found a %s", c.path, ErrNotRegular, fileType(fi.Mode()))
+	}
+	return fh, fi, nil
+}
+
+// fileType names the type of a file mode for messages.
+func fileType(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeCharDevice != 0:
+		return "character device"
+	case m&os.ModeDevice != 0:
+		return "block device"
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	}
+	return "file of mode " + m.String()
+}
+
+// Stat is the fstat of the descriptor opened: the version of the file
+// that c serves, whatever its name points to now.
+func (c *CRAM) Stat() os.FileInfo { return c.stat }
+
+// identity pins c's content from its descriptor, never by name.
+func (c *CRAM) identity() (identity, error) {
+	st, err := c.acquire()
+	if err != nil {
+		return identity{}, err
+	}
+	defer c.release(st)
+	return readIdentity(st.file, c.path)
+}
+
+// identifier is a Source that pins its own content (see CRAM.identity).
+type identifier interface {
+	identity() (identity, error)
+}
+
+// sourceIdentity is the identity of src's file: from its descriptor when
+// it has one, else from the file named src.Name().
+func sourceIdentity(src Source) (identity, error) {
+	if s, ok := src.(identifier); ok {
+		return s.identity()
+	}
+	return fileIdentity(src.Name())
+}
+
 // loaded is a state with the version of the file it was read from.
 type loaded struct {
 	cramState
-	ver fileVersion
+	stat os.FileInfo
+	ver  fileVersion
 }
 
 // load opens the file and reads its state; once the CRAM is open, the
-// file must be the version first opened.
+// file must be the version first opened (device, inode, size, mtime and
+// ctime of the new descriptor).
 func (c *CRAM) load() (*loaded, error) {
-	fh, err := os.Open(c.path)
+	fh, fi, err := c.openFile()
 	if err != nil {
 		return nil, err
 	}
-	ver, err := versionOf(fh)
-	if err != nil {
+	ver := versionOf(fi)
+	if c.stat != nil && ver != c.ver {
 		fh.Close()
-		return nil, err
-	}
-	if c.ver != (fileVersion{}) && ver != c.ver {
-		fh.Close()
-		return nil, fmt.Errorf("%w: %s: reopened to read it again, it is %v, not the %v first opened", ErrChanged, c.path, ver, c.ver)
+		return nil, fmt.Errorf("%s: %w: opened again to read it after its descriptor was closed, it is %v, not the %v first opened", c.path, ErrChanged, ver, c.ver)
 	}
 	f, err := decode.Open(c.path, fh, ver.size, decode.OpenOptions{AllowMissingEOF: c.opt.AllowMissingEOF})
 	if err != nil {
 		fh.Close()
 		return nil, err
 	}
-	if c.ver != (fileVersion{}) && len(f.Containers) != c.n {
+	if c.stat != nil && len(f.Containers) != c.n {
 		fh.Close()
-		return nil, fmt.Errorf("%w: %s: reopened with %d containers, %d first", ErrChanged, c.path, len(f.Containers), c.n)
+		return nil, fmt.Errorf("%s: %w: opened again with %d containers, %d first", c.path, ErrChanged, len(f.Containers), c.n)
 	}
-	st := &loaded{cramState: cramState{c: c, file: fh, f: f}, ver: ver}
+	st := &loaded{cramState: cramState{c: c, file: fh, f: f}, stat: fi, ver: ver}
 	st.dopt = decode.DecoderOptions{NoMD: c.opt.NoMD, MaxContainerMemory: c.opt.MaxContainerMemory}
 	if c.opt.Reference != nil {
 		st.rs = newRefSource(c.opt.Reference, f.Refs)

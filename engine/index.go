@@ -33,12 +33,17 @@ func fileIdentity(path string) (identity, error) {
 		return identity{}, err
 	}
 	defer f.Close()
+	return readIdentity(f, path)
+}
+
+// readIdentity reads the identity of the open file f (named name).
+func readIdentity(f *os.File, name string) (identity, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return identity{}, err
 	}
 	if !fi.Mode().IsRegular() {
-		return identity{}, fmt.Errorf("%s: not a regular file", path)
+		return identity{}, fmt.Errorf("%s: not a regular file", name)
 	}
 	id := identity{Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
 	buf := make([]byte, min(identityWindow, id.Size))

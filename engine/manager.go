@@ -233,7 +233,7 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		return nil, fmt.Errorf("%w: %s: %d containers", ErrInvalid, src.Name(), src.NumContainers())
 	}
 
-	id, idErr := fileIdentity(src.Name())
+	id, idErr := sourceIdentity(src)
 	persist := idErr == nil
 	var key string
 	if persist {

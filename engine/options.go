@@ -12,11 +12,6 @@ import (
 // The bytes are never served.
 var ErrMismatch = errors.New("engine: rebuilt segment does not match layout")
 
-// ErrChanged is returned when a file read again (its state was dropped, or
-// its descriptor closed) is no longer the version first opened. Nothing of
-// the new version is served.
-var ErrChanged = errors.New("engine: file changed since it was opened")
-
 // ErrInvalid is returned for malformed input: a Source whose records are
 // not well-framed BAM, or a layout index file that cannot be trusted.
 var ErrInvalid = errors.New("engine: invalid data")

@@ -178,19 +178,12 @@ func (v fileVersion) String() string {
 	return fmt.Sprintf("device %d inode %d, %d bytes, mtime %d, ctime %d", v.dev, v.ino, v.size, v.mtime, v.ctime)
 }
 
-// versionOf reads the version of the file fh reads, from fstat.
-func versionOf(fh *os.File) (fileVersion, error) {
-	fi, err := fh.Stat()
-	if err != nil {
-		return fileVersion{}, err
-	}
-	if !fi.Mode().IsRegular() {
-		return fileVersion{}, fmt.Errorf("%s: not a regular file", fh.Name())
-	}
+// versionOf is the version of the file fi (an fstat) describes.
+func versionOf(fi os.FileInfo) fileVersion {
 	v := fileVersion{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
 		v.dev, v.ino = uint64(s.Dev), s.Ino
 		v.ctime = s.Ctim.Sec*1e9 + s.Ctim.Nsec
 	}
-	return v, nil
+	return v
 }

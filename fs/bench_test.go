@@ -83,8 +83,8 @@ type countingOpener struct {
 	calls atomic.Int64
 }
 
-func (o *countingOpener) OpenBAM(ctx context.Context, p string) (BAMFile, error) {
-	f, err := o.Opener.OpenBAM(ctx, p)
+func (o *countingOpener) OpenBAM(ctx context.Context, ref CRAMRef) (BAMFile, error) {
+	f, err := o.Opener.OpenBAM(ctx, ref)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"syscall"
@@ -36,10 +37,25 @@ func toErrno(err error) syscall.Errno {
 	return syscall.EIO
 }
 
+// newMountFS is the state of a mount of the tree root (real path
+// srcReal).
+func newMountFS(root *os.Root, srcReal string, op Opener, log *slog.Logger) *mountFS {
+	m := &mountFS{root: root, srcReal: srcReal, op: op, log: log}
+	// ".." escapes any root, and is refused without a system call.
+	if _, err := root.Lstat(".."); err != nil {
+		m.escapes = errors.Unwrap(err)
+	}
+	return m
+}
+
 // fail maps err to an errno and logs one line naming the operation and
 // the file (its path inside the mount). Missing names are routine and
 // logged at debug level only.
 func (m *mountFS) fail(op, file string, err error) syscall.Errno {
+	if m.escapes != nil && errors.Is(err, m.escapes) {
+		// A name that now leads outside the source is not shown.
+		err = fmt.Errorf("%w: %w", errHidden, err)
+	}
 	errno := toErrno(err)
 	level := slog.LevelWarn
 	switch errno {

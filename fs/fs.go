@@ -6,23 +6,44 @@
 // Name mapping, per source directory:
 //
 //   - x.cram (a regular file, or a symbolic link to one inside the source
-//     tree) appears as x.bam and x.bam.bai; the .cram itself is not shown.
+//     tree) appears as x.bam, and its index as x.bam.bai and x.bai, the
+//     names htslib, Picard, GATK and IGV look for (x.bam.csi and x.csi
+//     when it is a CSI; none when the records are not sorted by
+//     coordinate); the .cram itself is not shown.
+//   - A listing reads no CRAM: it names x.bam at once, and the index only
+//     once the Opener knows it (IndexKnower: the CRAM was opened, by a
+//     lookup or --index-on-mount). A lookup of x.bam.bai or x.bai works by
+//     name before that. Every name listed can be looked up.
+//   - A synthetic name longer than 255 bytes (NAME_MAX) is neither listed
+//     nor looked up: a 255-byte x.cram shows x.bam and x.bai only.
 //   - .crai files are hidden.
-//   - A real x.bam or x.bam.bai next to x.cram is hidden: the synthetic
-//     file wins.
+//   - A real x.bam, x.bam.bai or x.bai next to x.cram is hidden: the
+//     synthetic file wins, and x.bam.bai is x.cram's index before it is
+//     x.bam.cram's x.bai.
 //   - Directories and every other regular file pass through unchanged,
 //     read-only, read from the source.
-//   - Symbolic links are followed when their target lies inside the
-//     source tree, and hidden otherwise; a directory link that would
-//     loop back onto one of its own ancestors is hidden too. FIFOs,
-//     sockets and devices are hidden.
+//   - Symbolic links are resolved by the filesystem itself, through the
+//     source root, one component at a time: a link is followed when its
+//     target lies inside the source tree (an absolute target must name a
+//     path below the source's real path), and hidden otherwise, as is a
+//     directory link that loops back onto one of its own ancestors.
+//     FIFOs, sockets and devices, and links to them, are hidden.
+//
+// Nothing outside the source is ever opened or stat-followed: every file
+// and directory is opened through an os.Root of the source, with
+// O_NONBLOCK (a FIFO never blocks a request), and a file is checked on
+// its descriptor (fstat), so a directory swapped for a link to elsewhere
+// while it is read (renameat2 RENAME_EXCHANGE in a loop) cannot make the
+// mount serve another file.
 //
 // Directories are listed lazily and entries carry short kernel timeouts
 // (Options.EntryTimeout, AttrTimeout, default 1 s), so files added,
 // removed or replaced in the source show up within about a second. Inode
-// numbers are derived from the source's device and inode (and, for the
-// synthetic files, the CRAM's size and mtime), so a replaced CRAM gets a
-// new node and never mixes bytes with the old one.
+// numbers are derived from the source's device, inode and path (and, for
+// the synthetic files, the CRAM's size and mtime), so a replaced CRAM gets
+// a new node and never mixes bytes with the old one, and a renamed file
+// is served under its new name. The index has the CRAM's mtime, as the
+// BAM does (htslib warns about an index older than its BAM).
 //
 // A stale mount point (a crashed cramfs left "transport endpoint is not
 // connected") is not recovered silently: Mount fails with ErrStaleMount and
@@ -87,25 +108,47 @@ type IndexExter interface {
 	IndexExt() string
 }
 
-// IndexExtHinter is implemented by Openers that can tell, cheaply and
-// without scanning the CRAM, which index extension (".bai" or ".csi") its
-// BAM will have, or "" when it will have none, so directory listings name
-// it right.
-type IndexExtHinter interface {
-	IndexExtHint(cramPath string) string
+// CRAMRef names one version of a CRAM file of the source tree.
+type CRAMRef struct {
+	// Root is the mount's source tree. A CRAM is opened through it only
+	// (os.Root), so that a directory swapped for a symbolic link while it
+	// is opened cannot lead outside the tree.
+	Root *os.Root
+	// Rel is the slash-separated path of the CRAM below Root, with the
+	// symbolic links it went through resolved.
+	Rel string
+	// Stat is the version wanted, from an lstat through Root: its device,
+	// inode, size and modification time identify it.
+	Stat syscall.Stat_t
 }
 
-// Opener gives the BAMFile for a CRAM path. It caches and shares BAMFiles,
-// and may block while a never-seen file is scanned (the first stat of the
+// ErrChanged is returned (wrapped) by an Opener when the file at a
+// CRAMRef's Rel is not the version its Stat describes; the filesystem
+// then looks at the name again.
+var ErrChanged = errors.New("source file changed")
+
+// Opener gives the BAMFile of a CRAM. It caches and shares BAMFiles, and
+// may block while a never-seen file is scanned (the first stat of the
 // .bam waits for it). Errors from a broken CRAM come back here.
 //
-// Implementations must key their cache by the path and the file's identity
-// (device, inode, size, mtime), so that a CRAM replaced in the source gets
-// a new BAMFile. The filesystem stats the CRAM before and after OpenBAM and
-// retries when the two disagree, and pins each BAMFile to the node of that
-// identity.
+// OpenBAM must open the CRAM through ref.Root only, without blocking on a
+// FIFO or device (refusing anything but a regular file), and check on
+// the opened descriptor (fstat) that it is the version ref.Stat describes,
+// failing with an error matching ErrChanged when it is not. It keys its
+// cache by ref.Rel and that identity (device, inode, size, mtime), so that
+// a CRAM replaced in the source gets a new BAMFile.
 type Opener interface {
-	OpenBAM(ctx context.Context, cramPath string) (BAMFile, error)
+	OpenBAM(ctx context.Context, ref CRAMRef) (BAMFile, error)
+}
+
+// IndexKnower is implemented by Openers that know, without reading the
+// CRAM, which index the BAM of a version will have: KnownIndexExt returns
+// ".bai", ".csi" or "" (no index) with ok set, or ok unset when it does
+// not know yet (typically: the version was never opened). Directory
+// listings name an index only when it is known, so that every name listed
+// can be looked up; it must not block.
+type IndexKnower interface {
+	KnownIndexExt(ref CRAMRef) (ext string, ok bool)
 }
 
 // Options tune a mount. The zero value is usable.
@@ -185,7 +228,7 @@ func Mount(src, mnt string, op Opener, opts Options) (*Server, error) {
 	}
 	readAhead = min(readAhead, maxRead)
 
-	m := &mountFS{root: root, srcReal: srcReal, op: op, log: logger}
+	m := newMountFS(root, srcReal, op, logger)
 	rootNode := &dirNode{m: m, rel: ".", mpath: ".", chain: []string{"."}}
 	negTO := entryTO
 	fo := &fusefs.Options{
@@ -252,6 +295,10 @@ func (s *Server) Unmount() error {
 	s.close()
 	return nil
 }
+
+// Root is the source tree the mount serves, for callers that walk it
+// (cramfs mount --index-on-mount); it is closed when the mount ends.
+func (s *Server) Root() *os.Root { return s.m.root }
 
 func (s *Server) close() { s.closeMu.Do(func() { s.m.root.Close() }) }
 

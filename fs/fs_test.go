@@ -75,9 +75,11 @@ func fakeFor(content []byte, sizeHint int) *fakeBAM {
 	return &fakeBAM{data: data, index: index}
 }
 
-// fakeOpener serves fakeFor(content) for each CRAM, caching by path and
+// fakeOpener serves fakeFor(content) for each CRAM, read through the
+// mount's root and checked on the descriptor, caching by path and
 // identity as the Opener contract asks. CRAMs whose content starts with
-// "BROKEN" fail with errFakeCorrupt.
+// "BROKEN" fail with errFakeCorrupt. Once a version was opened it knows
+// its index (.bai).
 type fakeOpener struct {
 	mu       sync.Mutex
 	cache    map[string]*fakeBAM
@@ -85,24 +87,38 @@ type fakeOpener struct {
 	sizeHint int
 }
 
-func (o *fakeOpener) OpenBAM(ctx context.Context, cramPath string) (BAMFile, error) {
-	st, err := os.Stat(cramPath)
-	if err != nil {
-		return nil, err
-	}
-	sys := st.Sys().(*syscall.Stat_t)
-	key := fmt.Sprintf("%s|%d|%d|%d|%d", cramPath, sys.Dev, sys.Ino, st.Size(), st.ModTime().UnixNano())
+func fakeKey(rel string, st *syscall.Stat_t) string {
+	return fmt.Sprintf("%s|%d|%d|%d|%d", rel, st.Dev, st.Ino, st.Size, st.Mtim.Nano())
+}
+
+func (o *fakeOpener) OpenBAM(ctx context.Context, ref CRAMRef) (BAMFile, error) {
+	key := fakeKey(ref.Rel, &ref.Stat)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if f, ok := o.cache[key]; ok {
 		return f, nil
 	}
-	content, err := os.ReadFile(cramPath)
+	fh, err := ref.Root.OpenFile(ref.Rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", ref.Rel)
+	}
+	if fakeKey(ref.Rel, fi.Sys().(*syscall.Stat_t)) != key {
+		return nil, fmt.Errorf("%s: %w", ref.Rel, ErrChanged)
+	}
+	content, err := io.ReadAll(fh)
 	if err != nil {
 		return nil, err
 	}
 	if bytes.HasPrefix(content, []byte("BROKEN")) {
-		return nil, fmt.Errorf("decoding %s: container at offset 26: %w", cramPath, errFakeCorrupt)
+		return nil, fmt.Errorf("decoding %s: container at offset 26: %w", ref.Rel, errFakeCorrupt)
 	}
 	if o.cache == nil {
 		o.cache = map[string]*fakeBAM{}
@@ -111,6 +127,14 @@ func (o *fakeOpener) OpenBAM(ctx context.Context, cramPath string) (BAMFile, err
 	o.cache[key] = f
 	o.opens++
 	return f, nil
+}
+
+// KnownIndexExt implements IndexKnower: .bai for the versions opened.
+func (o *fakeOpener) KnownIndexExt(ref CRAMRef) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.cache[fakeKey(ref.Rel, &ref.Stat)]
+	return ".bai", ok
 }
 
 // requireFUSE skips (or fails under CI) without a usable FUSE.
@@ -221,8 +245,9 @@ func TestMirror(t *testing.T) {
 		dir  string
 		want []string
 	}{
-		{".", []string{"a.bam", "a.bam.bai", "bad.bam", "bad.bam.bai", "blink.bam", "blink.bam.bai", "link-in.txt", "readme.txt", "sub"}},
-		{"sub", []string{"b.bam", "b.bam.bai", "deep", "deeplink"}},
+		// No CRAM was opened yet: no index is listed (see IndexKnower).
+		{".", []string{"a.bam", "bad.bam", "blink.bam", "link-in.txt", "readme.txt", "sub"}},
+		{"sub", []string{"b.bam", "deep", "deeplink"}},
 		{"sub/deep", []string{"c.txt"}},
 		{"sub/deeplink", []string{"c.txt"}},
 	} {
@@ -274,6 +299,19 @@ func TestMirror(t *testing.T) {
 		must(t, err)
 		if !bytes.Equal(got, want.index) {
 			t.Errorf("%s.bai: content differs from the fake index", tc.bam)
+		}
+	}
+
+	// Once opened, the index is listed under both names; bad.bam's never.
+	for _, tc := range []struct {
+		dir  string
+		want []string
+	}{
+		{".", []string{"a.bai", "a.bam", "a.bam.bai", "bad.bam", "blink.bai", "blink.bam", "blink.bam.bai", "link-in.txt", "readme.txt", "sub"}},
+		{"sub", []string{"b.bai", "b.bam", "b.bam.bai", "deep", "deeplink"}},
+	} {
+		if got := readDirNames(t, filepath.Join(mnt, tc.dir)); !slices.Equal(got, tc.want) {
+			t.Errorf("after opening, ReadDir(%s) = %q, want %q", tc.dir, got, tc.want)
 		}
 	}
 
@@ -428,7 +466,7 @@ func TestBrokenCRAM(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	mnt := mountT(t, src, &fakeOpener{}, Options{Logger: logger})
 
-	if got := readDirNames(t, mnt); !slices.Equal(got, []string{"bad.bam", "bad.bam.bai", "good.bam", "good.bam.bai"}) {
+	if got := readDirNames(t, mnt); !slices.Equal(got, []string{"bad.bam", "good.bam"}) {
 		t.Errorf("ReadDir = %q", got)
 	}
 	for _, name := range []string{"bad.bam", "bad.bam.bai"} {
@@ -648,7 +686,7 @@ func TestStaleMount(t *testing.T) {
 	}
 	must(t, Unmount(mnt))
 	m := mountT(t, src, &fakeOpener{}, Options{})
-	if got := readDirNames(t, m); !slices.Equal(got, []string{"s.bam", "s.bam.bai"}) {
+	if got := readDirNames(t, m); !slices.Equal(got, []string{"s.bam"}) {
 		t.Errorf("after recovery ReadDir = %q", got)
 	}
 	s, err := Mount(src, mnt, &fakeOpener{}, Options{})

@@ -47,7 +47,7 @@ func (p *poisonBAM) View(_ context.Context, off int64, n int) ([][]byte, func(),
 
 type poisonOpener struct{ f *poisonBAM }
 
-func (o poisonOpener) OpenBAM(context.Context, string) (BAMFile, error) { return o.f, nil }
+func (o poisonOpener) OpenBAM(context.Context, CRAMRef) (BAMFile, error) { return o.f, nil }
 
 // TestLentBytesReleasedAfterReply reads a Viewer's BAM through the mount,
 // bypassing the page cache, and checks that every byte is the BAM's: a

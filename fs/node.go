@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -26,6 +25,10 @@ type mountFS struct {
 	srcReal string   // real absolute path of the source
 	op      Opener
 	log     *slog.Logger
+	// escapes is root's error for a name leading outside it (os.Root does
+	// not export it), as when a directory was swapped for a link out of
+	// the source since it was looked up.
+	escapes error
 }
 
 // kind is what a mount entry is made of.
@@ -72,70 +75,140 @@ func identOf(st *syscall.Stat_t) ident {
 // errHidden reports a source name that exists but is not shown.
 var errHidden = fmt.Errorf("name not shown by cramfs: %w", iofs.ErrNotExist)
 
-// resolveSource stats name in the source directory dirRel, following a
-// symbolic link only when its target lies inside the source tree. It
-// returns the resolved relative path and the stat of the target.
+// maxLinks bounds the symbolic links followed resolving one name (the
+// kernel's own limit).
+const maxLinks = 40
+
+// nameMax is the longest file name (NAME_MAX): a synthetic name longer
+// than that could not be copied anywhere, so it is neither listed nor
+// looked up.
+const nameMax = 255
+
+// resolveSource resolves name in the source directory dirRel: it returns
+// the slash path, relative to the source root, of what the name leads to
+// with every symbolic link on the way resolved, and the lstat of that.
+//
+// It reads links and stats names through m.root only, one component at a
+// time, and opens nothing: whatever is swapped in while it runs, it never
+// reaches outside the source. A link leading outside the source (an
+// absolute target not below the source's real path, or more ".." than
+// there are directories) is hidden, as is a dangling one.
 func (m *mountFS) resolveSource(dirRel, name string) (string, syscall.Stat_t, error) {
 	var st syscall.Stat_t
-	rel := path.Join(dirRel, name)
-	fi, err := m.root.Lstat(rel)
-	if err != nil {
-		return "", st, err
+	todo := strings.Split(path.Join(dirRel, name), "/")
+	done := "." // resolved so far: a directory path without links
+	fi, err := m.root.Lstat(done)
+	links := 0
+	for err == nil && len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if done == "." {
+				return "", st, fmt.Errorf("%w: %s leads above the source", errHidden, path.Join(dirRel, name))
+			}
+			done = path.Dir(done)
+			fi, err = m.root.Lstat(done)
+			continue
+		}
+		if !fi.IsDir() {
+			return "", st, fmt.Errorf("%w: %s is not a directory", errHidden, done)
+		}
+		next := path.Join(done, c)
+		nfi, nerr := m.root.Lstat(next)
+		if nerr != nil || nfi.Mode()&os.ModeSymlink == 0 {
+			done, fi, err = next, nfi, nerr
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", st, fmt.Errorf("%w: %s: more than %d symbolic links: %w", errHidden, path.Join(dirRel, name), maxLinks, syscall.ELOOP)
+		}
+		target, err := m.root.Readlink(next)
+		if err != nil {
+			// EINVAL: no longer a link, swapped since the lstat.
+			return "", st, fmt.Errorf("%w: %s changed while resolved: %v", errHidden, next, err)
+		}
+		if path.IsAbs(target) {
+			r, ok := m.inside(target)
+			if !ok {
+				return "", st, fmt.Errorf("%w: symbolic link %s points outside the source (%s)", errHidden, next, target)
+			}
+			done, target = ".", r
+			if fi, err = m.root.Lstat(done); err != nil {
+				break
+			}
+		}
+		todo = append(strings.Split(target, "/"), todo...)
 	}
-	if fi.Mode()&os.ModeSymlink != 0 {
-		resolved, err := filepath.EvalSymlinks(filepath.Join(m.srcReal, filepath.FromSlash(rel)))
-		if err != nil {
-			return "", st, fmt.Errorf("%w: dangling symbolic link %s: %w", errHidden, rel, err)
+	if err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			return "", st, fmt.Errorf("%w: %s: %w", errHidden, path.Join(dirRel, name), err)
 		}
-		if !within(resolved, m.srcReal) {
-			return "", st, fmt.Errorf("%w: symbolic link %s points outside the source (%s)", errHidden, rel, resolved)
-		}
-		r, err := filepath.Rel(m.srcReal, resolved)
-		if err != nil {
-			return "", st, fmt.Errorf("%w: symbolic link %s: %w", errHidden, rel, err)
-		}
-		rel = filepath.ToSlash(r)
-		if fi, err = m.root.Stat(rel); err != nil {
-			return "", st, err
-		}
+		return "", st, err
 	}
 	sys, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return "", st, fmt.Errorf("stat %s: no syscall.Stat_t (%T)", rel, fi.Sys())
+		return "", st, fmt.Errorf("stat %s: no syscall.Stat_t (%T)", done, fi.Sys())
 	}
-	return rel, *sys, nil
+	return done, *sys, nil
+}
+
+// inside returns the absolute path abs relative to the source's real
+// path, when it lies below it (judged on the name alone: nothing outside
+// the source is looked at).
+func (m *mountFS) inside(abs string) (string, bool) {
+	abs = path.Clean(abs)
+	if !within(abs, m.srcReal) {
+		return "", false
+	}
+	r := strings.TrimPrefix(strings.TrimPrefix(abs, m.srcReal), "/")
+	if r == "" {
+		r = "."
+	}
+	return r, true
 }
 
 func isDir(st *syscall.Stat_t) bool { return st.Mode&syscall.S_IFMT == syscall.S_IFDIR }
 func isReg(st *syscall.Stat_t) bool { return st.Mode&syscall.S_IFMT == syscall.S_IFREG }
 
+// synthetic are the names a CRAM x.cram gives, by suffix of the name:
+// x.bam, and its index as x.bam.bai and x.bai (x.bam.csi and x.csi for a
+// CSI), the two names htslib, Picard, GATK and IGV look for. The order
+// decides which CRAM a name belongs to when two could claim it: x.bam.bai
+// is x.cram's before it is x.bam.cram's x.bai.
+var synthetic = [...]struct {
+	suffix string
+	k      kind
+	ext    string // for kindBAI, the index extension the name stands for
+}{
+	{".bam.bai", kindBAI, ".bai"},
+	{".bam.csi", kindBAI, ".csi"},
+	{".bam", kindBAM, ""},
+	{".bai", kindBAI, ".bai"},
+	{".csi", kindBAI, ".csi"},
+}
+
 // child resolves name in directory d by the package's name mapping rules.
 // Names that do not exist or are not shown give an error matching
-// fs.ErrNotExist.
+// fs.ErrNotExist. It opens nothing: it decides from lstats.
 func (m *mountFS) child(d *dirNode, name string) (entry, error) {
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+	if name == "" || name == "." || name == ".." || len(name) > nameMax || strings.ContainsAny(name, "/\x00") {
 		return entry{}, errHidden
 	}
-	for _, s := range [...]struct {
-		suffix string
-		k      kind
-	}{{".bam.bai", kindBAI}, {".bam.csi", kindBAI}, {".bam", kindBAM}} {
+	for _, s := range synthetic {
 		base, ok := strings.CutSuffix(name, s.suffix)
-		if !ok {
+		if !ok || base == "" {
 			continue
 		}
 		rel, st, err := m.resolveSource(d.rel, base+".cram")
 		if err == nil && isReg(&st) {
-			e := entry{kind: s.k, rel: rel, st: st}
-			if s.k == kindBAI {
-				e.ext = s.suffix[len(".bam"):]
-			}
-			return e, nil
+			return entry{kind: s.k, rel: rel, st: st, ext: s.ext}, nil
 		}
 		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
 			return entry{}, err
 		}
-		break
 	}
 	rel, st, err := m.resolveSource(d.rel, name)
 	if err != nil {
@@ -160,6 +233,11 @@ func (m *mountFS) child(d *dirNode, name string) (entry, error) {
 // synthetic files include the CRAM's size and mtime, so that a CRAM
 // replaced in place gets a new node; directories include their mount path,
 // so that a directory reached through a symbolic link is not an alias.
+// Every kind includes the source path the entry resolved to: go-fuse
+// reuses the node of a known inode number, and a node keeps the source
+// path it reads, so a file or directory renamed in the source (or a
+// directory swapped for a link, and back) must not get the node that
+// still reads the old path.
 func inoOf(d *dirNode, name string, e *entry) uint64 {
 	h := fnv.New64a()
 	var buf [8]byte
@@ -173,6 +251,8 @@ func inoOf(d *dirNode, name string, e *entry) uint64 {
 	h.Write([]byte{byte(e.kind)})
 	put(id.dev)
 	put(id.ino)
+	h.Write([]byte(e.rel))
+	h.Write([]byte{0})
 	switch e.kind {
 	case kindDir:
 		h.Write([]byte(path.Join(d.mpath, name)))
@@ -204,33 +284,46 @@ func fillAttr(a *fuse.Attr, st *syscall.Stat_t, size int64, ino uint64) {
 	a.Ctime, a.Ctimensec = uint64(st.Ctim.Sec), uint32(st.Ctim.Nsec)
 }
 
-// openBAM asks the Opener for the BAM of the CRAM e, checking that the
-// CRAM's identity did not change while it was opened (else retrying), and
-// returns the BAM with the entry it belongs to.
+// openBAM asks the Opener for the BAM of the CRAM e, the version e.st
+// describes (checked by the Opener on the descriptor it opens); when the
+// CRAM changed meanwhile, it takes the new version (up to a few tries)
+// and returns the BAM with the entry it belongs to.
 func (m *mountFS) openBAM(ctx context.Context, e entry) (BAMFile, entry, error) {
 	const tries = 3
 	for range tries {
-		f, err := m.op.OpenBAM(ctx, filepath.Join(m.srcReal, filepath.FromSlash(e.rel)))
-		if err != nil {
-			return nil, e, err
+		f, err := m.op.OpenBAM(ctx, m.ref(e))
+		if err == nil && f == nil {
+			err = fmt.Errorf("opener returned no BAM for %s", e.rel)
 		}
-		if f == nil {
-			return nil, e, fmt.Errorf("opener returned no BAM for %s", e.rel)
+		if !errors.Is(err, ErrChanged) {
+			return f, e, err
 		}
 		fi, err := m.root.Stat(e.rel)
 		if err != nil {
 			return nil, e, err
 		}
 		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil, e, fmt.Errorf("stat %s: no syscall.Stat_t", e.rel)
-		}
-		if identOf(st) == identOf(&e.st) {
-			return f, e, nil
+		if !ok || !isReg(st) {
+			return nil, e, fmt.Errorf("%w: %s is no longer a regular file", errHidden, e.rel)
 		}
 		e.st = *st
 	}
 	return nil, e, fmt.Errorf("CRAM %s kept changing while being opened (%d tries): %w", e.rel, tries, syscall.ESTALE)
+}
+
+// ref is the CRAMRef of the CRAM of entry e.
+func (m *mountFS) ref(e entry) CRAMRef { return CRAMRef{Root: m.root, Rel: e.rel, Stat: e.st} }
+
+// knownIndex reports whether the listing may name the index entry e: only
+// when the Opener knows that the CRAM's BAM has an index of that
+// extension, so that the name can be looked up.
+func (m *mountFS) knownIndex(e entry) bool {
+	k, ok := m.op.(IndexKnower)
+	if !ok {
+		return false
+	}
+	ext, ok := k.KnownIndexExt(m.ref(e))
+	return ok && ext == e.ext
 }
 
 // dirNode is a mirrored source directory.
@@ -325,10 +418,21 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 }
 
+// Open flags of source files and directories: O_NONBLOCK so that a FIFO
+// or device swapped in for a file never blocks the open (the descriptor's
+// fstat then refuses it).
+const (
+	fileOpenFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
+	dirOpenFlags  = fileOpenFlags | syscall.O_DIRECTORY
+)
+
 // Readdir implements fs.NodeReaddirer: it lists the source directory and
-// maps the names as Lookup does, without opening any CRAM.
+// maps the names as Lookup does, from lstats only: it opens and reads no
+// CRAM (a FIFO named x.cram is hidden, not opened). An index is listed
+// only once the Opener knows the CRAM has one (see IndexKnower), x.bam
+// always; names longer than NAME_MAX are left out.
 func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno) {
-	f, err := d.m.root.Open(d.rel)
+	f, err := d.m.root.OpenFile(d.rel, dirOpenFlags, 0)
 	if err != nil {
 		return nil, d.m.fail("readdir", d.mpath, err)
 	}
@@ -337,23 +441,20 @@ func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno)
 	if err != nil {
 		return nil, d.m.fail("readdir", d.mpath, err)
 	}
-	cand := make(map[string]struct{}, len(names)+len(names)/2)
+	cand := make(map[string]struct{}, len(names)*2)
 	for _, n := range names {
 		cand[n] = struct{}{}
 		if base, ok := strings.CutSuffix(n, ".cram"); ok {
-			cand[base+".bam"] = struct{}{}
-			ext := ".bai"
-			if h, ok := d.m.op.(IndexExtHinter); ok {
-				ext = h.IndexExtHint(filepath.Join(d.m.srcReal, filepath.FromSlash(path.Join(d.rel, n))))
-			}
-			if ext != "" {
-				cand[base+".bam"+ext] = struct{}{}
+			for _, s := range synthetic {
+				cand[base+s.suffix] = struct{}{}
 			}
 		}
 	}
 	list := make([]string, 0, len(cand))
 	for n := range cand {
-		list = append(list, n)
+		if len(n) <= nameMax {
+			list = append(list, n)
+		}
 	}
 	sort.Strings(list)
 	out := make([]fuse.DirEntry, 0, len(list))
@@ -366,6 +467,9 @@ func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno)
 			if !errors.Is(err, iofs.ErrNotExist) {
 				d.m.fail("readdir", path.Join(d.mpath, n), err)
 			}
+			continue
+		}
+		if e.kind == kindBAI && !d.m.knownIndex(e) {
 			continue
 		}
 		mode := uint32(syscall.S_IFREG)
@@ -538,7 +642,7 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, u
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
 		return nil, 0, n.m.fail("open", n.mpath, syscall.EROFS)
 	}
-	f, err := n.m.root.Open(n.rel)
+	f, err := n.m.root.OpenFile(n.rel, fileOpenFlags, 0)
 	if err != nil {
 		return nil, 0, n.m.fail("open", n.mpath, err)
 	}

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -103,4 +105,22 @@ func indexOne(ctx context.Context, mgr *engine.Manager, copt engine.CRAMOptions,
 		onLayout(v.Layout())
 	}
 	return err
+}
+
+// findCRAMs lists the regular files and links named *.cram below root
+// (a user-given directory; OpenCRAM refuses a link to anything not
+// regular without blocking). FIFOs, sockets and devices are left out.
+func findCRAMs(root string, log *slog.Logger) []string {
+	var out []string
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			log.Warn("walk", "path", p, "err", err)
+			return nil
+		}
+		if (d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0) && strings.HasSuffix(d.Name(), ".cram") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
 }

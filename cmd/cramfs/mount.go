@@ -5,11 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -165,7 +163,7 @@ func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if *indexOnMount {
-		go op.indexAll(ctx, findCRAMs(src, log))
+		go op.indexAll(ctx, srv.Root())
 	}
 	done := make(chan struct{})
 	go func() { srv.Wait(); close(done) }()
@@ -191,22 +189,6 @@ func cmdMount(args []string, stderr io.Writer, log *slog.Logger) error {
 	}
 	<-done
 	return nil
-}
-
-// findCRAMs lists the CRAM files below root.
-func findCRAMs(root string, log *slog.Logger) []string {
-	var out []string
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			log.Warn("walk", "path", p, "err", err)
-			return nil
-		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), ".cram") {
-			out = append(out, p)
-		}
-		return nil
-	})
-	return out
 }
 
 // cmdUnmount unmounts a cramfs mount point.

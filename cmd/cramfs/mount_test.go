@@ -110,6 +110,9 @@ type mountConfig struct {
 	refs      []string
 	cacheSize string // --cache-size
 	level     string // --level
+	// timeout, when set, is the kernel's entry and attribute timeout
+	// (fs.Options), so that names are looked up again that often.
+	timeout time.Duration
 }
 
 // mounted is an in-process mount built the way cmdMount builds it.
@@ -119,7 +122,23 @@ type mounted struct {
 	level    int // --level in effect, as `cramfs convert --level` takes it
 	mgr      *engine.Manager
 	op       *opener
+	root     *os.Root // the mount's source tree
 	log      *syncBuffer
+}
+
+// openBAM opens the BAM of the CRAM rel of the mount's source through the
+// mount's opener, as a lookup would.
+func (m *mounted) openBAM(t *testing.T, rel string) *engine.VirtualBAM {
+	t.Helper()
+	fi, err := m.root.Lstat(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := m.op.OpenBAM(t.Context(), cfs.CRAMRef{Root: m.root, Rel: rel, Stat: *fi.Sys().(*syscall.Stat_t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.(*engine.VirtualBAM)
 }
 
 // mountT mounts src on a fresh temporary directory, with the objects
@@ -167,7 +186,7 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 	mgr := engine.NewManager(engine.Options{Threads: ef.threads, CacheSize: size, Level: level, CacheDir: ef.cacheDir}, log)
 	op := newOpener(mgr, store, engine.CRAMOptions{Reference: store, NoMD: ef.noMD, States: mgr.States()}, log)
 	mnt := t.TempDir()
-	srv, err := cfs.Mount(src, mnt, op, cfs.Options{Logger: log})
+	srv, err := cfs.Mount(src, mnt, op, cfs.Options{Logger: log, EntryTimeout: cfg.timeout, AttrTimeout: cfg.timeout})
 	if err != nil {
 		mgr.Close()
 		store.Close()
@@ -186,7 +205,7 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 			t.Logf("server log:\n%s", logBuf.String())
 		}
 	})
-	return &mounted{mnt: mnt, cacheDir: cacheDir, level: ef.level, mgr: mgr, op: op, log: logBuf}
+	return &mounted{mnt: mnt, cacheDir: cacheDir, level: ef.level, mgr: mgr, op: op, root: srv.Root(), log: logBuf}
 }
 
 // defaultMountLevel is the --level a mount serves by default.
@@ -731,11 +750,7 @@ func concurrentReaders(t *testing.T, cram string, refs []string) {
 	}
 	st := m.mgr.CacheStats()
 	nseg := 0
-	if v, err := m.op.OpenBAM(t.Context(), filepath.Join(src, "x.cram")); err == nil {
-		nseg = len(v.(*engine.VirtualBAM).Layout().Segments)
-	} else {
-		t.Fatal(err)
-	}
+	nseg = len(m.openBAM(t, "x.cram").Layout().Segments)
 	t.Logf("%d bytes, %d segments; cache %+v", size, nseg, st)
 	if st.MaxBytes != 64<<10 {
 		t.Errorf("cache bound %d, want 64K", st.MaxBytes)
@@ -762,8 +777,9 @@ func TestMountCorruptFileIsEIOOthersRead(t *testing.T) {
 	copyFile(t, testdata("cram", "corrupt.ce_1000.3.0.cram"), filepath.Join(src, "corrupt.cram"))
 	m := mountT(t, src, mountConfig{refs: ref})
 
+	// A listing reads no CRAM: before any was opened it names no index.
 	names := readNames(t, m.mnt)
-	wantNames := "ce_1000.3.0.bam ce_1000.3.0.bam.bai ce_5b.3.1-archive.bam ce_5b.3.1-archive.bam.bai corrupt.bam corrupt.bam.bai"
+	wantNames := "ce_1000.3.0.bam ce_5b.3.1-archive.bam corrupt.bam"
 	if names != wantNames {
 		t.Errorf("listing %q, want %q", names, wantNames)
 	}
@@ -783,6 +799,12 @@ func TestMountCorruptFileIsEIOOthersRead(t *testing.T) {
 				t.Errorf("round %d: %s.bam differs from convert at the mount's level", round, n)
 			}
 		}
+	}
+	// Once opened, the good files' indexes are listed, the broken one's not.
+	names = readNames(t, m.mnt)
+	wantNames = "ce_1000.3.0.bai ce_1000.3.0.bam ce_1000.3.0.bam.bai ce_5b.3.1-archive.bai ce_5b.3.1-archive.bam ce_5b.3.1-archive.bam.bai corrupt.bam"
+	if names != wantNames {
+		t.Errorf("listing after reading %q, want %q", names, wantNames)
 	}
 	if !strings.Contains(m.log.String(), "corrupt.bam") {
 		t.Errorf("server log does not name corrupt.bam:\n%s", m.log.String())

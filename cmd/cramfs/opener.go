@@ -2,9 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
 	"log/slog"
 	"os"
+	"path"
+	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -12,7 +19,6 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
-	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
 	"github.com/cramfs/cramfs/fs"
@@ -21,22 +27,14 @@ import (
 // fileKey identifies one version of a CRAM file: a replaced file (new
 // inode, size or mtime) is a different key, so bytes never mix.
 type fileKey struct {
-	path      string
+	rel       string // below the mount's source root
 	dev, ino  uint64
 	size      int64
 	mtimeNsec int64
 }
 
-func statKey(path string) (fileKey, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return fileKey{}, err
-	}
-	k := fileKey{path: path, size: st.Size(), mtimeNsec: st.ModTime().UnixNano()}
-	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		k.dev, k.ino = uint64(s.Dev), s.Ino
-	}
-	return k, nil
+func keyOf(rel string, st *syscall.Stat_t) fileKey {
+	return fileKey{rel: rel, dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtimeNsec: st.Mtim.Nano()}
 }
 
 // opener gives the FUSE layer the virtual BAM of each CRAM, opening each
@@ -89,52 +87,79 @@ func newOpener(mgr *engine.Manager, refs *reference.Store, copt engine.CRAMOptio
 	return &opener{mgr: mgr, refs: refs, copt: copt, log: log, entries: entries, hints: hints}
 }
 
-// OpenBAM implements fs.Opener.
-func (o *opener) OpenBAM(ctx context.Context, path string) (fs.BAMFile, error) {
-	k, err := statKey(path)
-	if err != nil {
-		return nil, err
-	}
+// OpenBAM implements fs.Opener: the CRAM is opened through ref.Root
+// (engine.OpenCRAMAt) and must be the version ref.Stat describes.
+func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error) {
+	k := keyOf(ref.Rel, &ref.Stat)
 	o.mu.Lock()
-	e, _ := o.entries.Get(path)
+	e, _ := o.entries.Get(k.rel)
 	if e != nil && (e.k != k || e.done.Load() && e.err != nil && time.Since(e.when) > failedRetry) {
 		e = nil // an older version (open handles keep theirs), or a failure to retry
 	}
 	if e == nil {
 		e = &openEntry{k: k}
-		o.entries.Add(path, e)
+		o.entries.Add(k.rel, e)
 	}
 	o.mu.Unlock()
-	e.once.Do(func() {
-		defer e.done.Store(true)
-		e.when = time.Now()
-		e.src, e.err = engine.OpenCRAM(path, o.copt)
-		if e.err != nil {
-			return
-		}
-		// The scan is not tied to one request's context: other readers may
-		// be waiting for it too.
-		e.vbam, e.err = o.mgr.Open(context.WithoutCancel(ctx), e.src)
-		if e.err != nil {
-			e.src.Close()
-			return
-		}
-		// A superseded version stays open while a node or handle still
-		// reads it, and is closed once nothing refers to its BAM.
-		runtime.AddCleanup(e.vbam, func(src *engine.CRAM) { src.Close() }, e.src)
-		// From now on listings name the index the file has, or none
-		// (records not sorted by coordinate).
+	e.once.Do(func() { o.open(ctx, ref, k, e) })
+	if e.err != nil && !versionFailure(e.err) {
+		// Not a property of the version wanted: do not remember it.
 		o.mu.Lock()
-		o.hints.Add(path, indexExtHint{k: k, ext: e.vbam.IndexExt()})
-		o.mu.Unlock()
-		if o.onOpen != nil {
-			o.onOpen(e.vbam.Layout())
+		if cur, _ := o.entries.Peek(k.rel); cur == e {
+			o.entries.Remove(k.rel)
 		}
-	})
+		o.mu.Unlock()
+	}
 	if e.err != nil {
 		return nil, e.err // names the file already
 	}
 	return e.vbam, nil
+}
+
+// versionFailure reports whether err, from opening a file version, is a
+// property of that version (a broken CRAM), worth remembering for
+// failedRetry, rather than a failure to reach it by its name: another
+// version found there, a name or directory missing, swapped or not a
+// regular file (as while a directory is swapped for a link in a loop),
+// which the next lookup must try again.
+func versionFailure(err error) bool {
+	var pe *os.PathError
+	return !errors.Is(err, fs.ErrChanged) && !errors.Is(err, engine.ErrNotRegular) && !errors.As(err, &pe)
+}
+
+// open fills e with the BAM of the version k of ref.
+func (o *opener) open(ctx context.Context, ref fs.CRAMRef, k fileKey, e *openEntry) {
+	defer e.done.Store(true)
+	e.when = time.Now()
+	name := filepath.Join(ref.Root.Name(), filepath.FromSlash(ref.Rel))
+	e.src, e.err = engine.OpenCRAMAt(ref.Root, ref.Rel, name, o.copt)
+	if e.err != nil {
+		return
+	}
+	st, ok := e.src.Stat().Sys().(*syscall.Stat_t)
+	if got := keyOf(ref.Rel, st); !ok || got != k {
+		e.src.Close()
+		e.err = fmt.Errorf("%s: %w: wanted inode %d of %d bytes, opened inode %d of %d bytes", name, fs.ErrChanged, k.ino, k.size, got.ino, got.size)
+		return
+	}
+	// The scan is not tied to one request's context: other readers may be
+	// waiting for it too.
+	e.vbam, e.err = o.mgr.Open(context.WithoutCancel(ctx), e.src)
+	if e.err != nil {
+		e.src.Close()
+		return
+	}
+	// A superseded version stays open while a node or handle still reads
+	// it, and is closed once nothing refers to its BAM.
+	runtime.AddCleanup(e.vbam, func(src *engine.CRAM) { src.Close() }, e.src)
+	// From now on listings name the index the file has, or none (records
+	// not sorted by coordinate).
+	o.mu.Lock()
+	o.hints.Add(k.rel, indexExtHint{k: k, ext: e.vbam.IndexExt()})
+	o.mu.Unlock()
+	if o.onOpen != nil {
+		o.onOpen(e.vbam.Layout())
+	}
 }
 
 // Close closes the CRAM files of the current versions; call it after the
@@ -150,45 +175,79 @@ func (o *opener) Close() {
 	o.entries.Purge()
 }
 
-// indexAll opens every CRAM below root in the background, so their
-// layouts are ready before a client asks.
-func (o *opener) indexAll(ctx context.Context, paths []string) {
-	for _, p := range paths {
+// indexAll opens every regular file named *.cram below root in the
+// background, so their layouts are ready before a client asks. It walks
+// the tree through root from lstat information only, never follows a
+// symbolic link and never opens a FIFO, socket or device (a file swapped
+// for one meanwhile is refused by OpenCRAMAt without blocking).
+func (o *opener) indexAll(ctx context.Context, root *os.Root) {
+	o.indexDir(ctx, root, ".", nil)
+}
+
+// dirID is the device and inode of a directory, to skip one that a swap
+// made its own descendant.
+type dirID struct{ dev, ino uint64 }
+
+func (o *opener) indexDir(ctx context.Context, root *os.Root, dir string, above []dirID) {
+	f, err := root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		o.log.Warn("background index: listing failed", "dir", dir, "err", err)
+		return
+	}
+	var ents []iofs.DirEntry
+	fi, err := f.Stat()
+	if err == nil {
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		if st == nil || slices.Contains(above, dirID{uint64(st.Dev), st.Ino}) {
+			f.Close()
+			return
+		}
+		above = append(slices.Clip(above), dirID{uint64(st.Dev), st.Ino})
+		ents, err = f.ReadDir(-1)
+	}
+	f.Close()
+	if err != nil {
+		o.log.Warn("background index: listing failed", "dir", dir, "err", err)
+	}
+	for _, d := range ents {
 		if ctx.Err() != nil {
 			return
 		}
-		if _, err := o.OpenBAM(ctx, p); err != nil {
-			o.log.Warn("background index failed", "file", p, "err", err)
+		rel := path.Join(dir, d.Name())
+		switch {
+		case d.IsDir():
+			o.indexDir(ctx, root, rel, above)
+		case d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".cram"):
+			o.indexFile(ctx, root, rel)
 		}
 	}
 }
 
-// IndexExtHint implements fs.IndexExtHinter: once the file version was
-// opened, the extension of the index it has ("" for none); before that,
-// ".csi" when a reference of the CRAM's header is longer than a BAI can
-// address, else ".bai", from the SAM header alone.
-func (o *opener) IndexExtHint(path string) string {
-	k, err := statKey(path)
-	if err != nil {
-		return ".bai"
+func (o *opener) indexFile(ctx context.Context, root *os.Root, rel string) {
+	fi, err := root.Lstat(rel)
+	if err == nil && !fi.Mode().IsRegular() {
+		return // replaced since it was listed
 	}
-	o.mu.Lock()
-	h, ok := o.hints.Get(path)
-	o.mu.Unlock()
-	if ok && h.k == k {
-		return h.ext
-	}
-	ext := ".bai"
-	if fh, err := os.Open(path); err == nil {
-		// Only the LN fields: a listing of thousands of CRAMs with
-		// GRCh38 headers spent a third of its time parsing them whole.
-		if n, err := decode.ReadMaxRefLength(path, fh, k.size); err == nil && n > 1<<29 {
-			ext = ".csi"
+	if err == nil {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return
 		}
-		fh.Close()
+		_, err = o.OpenBAM(ctx, fs.CRAMRef{Root: root, Rel: rel, Stat: *st})
 	}
+	if err != nil {
+		o.log.Warn("background index failed", "file", rel, "err", err)
+	}
+}
+
+// KnownIndexExt implements fs.IndexKnower: the extension of the index of
+// a file version opened before ("" for none), from memory only.
+func (o *opener) KnownIndexExt(ref fs.CRAMRef) (string, bool) {
 	o.mu.Lock()
-	o.hints.Add(path, indexExtHint{k: k, ext: ext})
-	o.mu.Unlock()
-	return ext
+	defer o.mu.Unlock()
+	h, ok := o.hints.Get(ref.Rel)
+	if !ok || h.k != keyOf(ref.Rel, &ref.Stat) {
+		return "", false
+	}
+	return h.ext, true
 }

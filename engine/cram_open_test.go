@@ -1,0 +1,237 @@
+//go:build linux
+
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+// copyTestCRAM copies the testdata CRAM name to dst.
+func copyTestCRAM(t *testing.T, name, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata", "cram", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openTestRoot(t *testing.T, dir string) *os.Root {
+	t.Helper()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// TestOpenCRAMAtConfined opens CRAMs through a root: links inside it are
+// followed, names and links leading outside it are refused, and the file
+// outside is never what is opened.
+func TestOpenCRAMAtConfined(t *testing.T) {
+	top := t.TempDir()
+	src, out := filepath.Join(top, "src"), filepath.Join(top, "out")
+	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "sub", "x.cram"))
+	copyTestCRAM(t, "ce_5b.3.0-noref.cram", filepath.Join(out, "x.cram"))
+	for link, target := range map[string]string{"in.cram": "sub/x.cram", "esc": out, "rel": "../out"} {
+		if err := os.Symlink(target, filepath.Join(src, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := openTestRoot(t, src)
+	want, err := os.Stat(filepath.Join(src, "sub", "x.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"sub/x.cram", "in.cram"} {
+		c, err := OpenCRAMAt(root, rel, "display/"+rel, CRAMOptions{})
+		if err != nil {
+			t.Fatalf("OpenCRAMAt %s: %v", rel, err)
+		}
+		if !os.SameFile(c.Stat(), want) || c.Name() != "display/"+rel {
+			t.Errorf("OpenCRAMAt %s: opened %v named %q, want sub/x.cram named display/%s", rel, c.Stat(), c.Name(), rel)
+		}
+		c.Close()
+	}
+	for _, rel := range []string{"esc/x.cram", "rel/x.cram", "../out/x.cram", filepath.Join(out, "x.cram")} {
+		if c, err := OpenCRAMAt(root, rel, rel, CRAMOptions{}); err == nil {
+			c.Close()
+			t.Errorf("OpenCRAMAt %s: opened %d bytes outside the root", rel, c.Stat().Size())
+		}
+	}
+}
+
+// notBlocking runs f, which must return within 10 s although fifo has no
+// writer; on timeout the FIFO is opened for writing until f returns.
+func notBlocking(t *testing.T, what, fifo string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+	}
+	for {
+		if fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
+			syscall.Close(fd)
+		}
+		select {
+		case <-done:
+			t.Fatalf("%s blocked on the FIFO for 10 s", what)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestOpenCRAMRefusesNonRegular opens a FIFO, a link to it, a directory
+// and a device as CRAMs, through a root and by path: each is refused with
+// ErrNotRegular at once (the FIFO has no writer: a blocking open would
+// wait for one).
+func TestOpenCRAMRefusesNonRegular(t *testing.T) {
+	src := t.TempDir()
+	fifo := filepath.Join(src, "f.cram")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("f.cram", filepath.Join(src, "l.cram")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(src, "d.cram"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := openTestRoot(t, src)
+	type opening struct {
+		what string
+		open func() (*CRAM, error)
+	}
+	var cases []opening
+	for _, rel := range []string{"f.cram", "l.cram", "d.cram"} {
+		cases = append(cases,
+			opening{"OpenCRAMAt " + rel, func() (*CRAM, error) { return OpenCRAMAt(root, rel, rel, CRAMOptions{}) }},
+			opening{"OpenCRAM " + rel, func() (*CRAM, error) { return OpenCRAM(filepath.Join(src, rel), CRAMOptions{}) }})
+	}
+	cases = append(cases, opening{"OpenCRAM /dev/null", func() (*CRAM, error) { return OpenCRAM("/dev/null", CRAMOptions{}) }})
+	for _, c := range cases {
+		err := notBlocking(t, c.what, fifo, func() error {
+			f, err := c.open()
+			if err == nil {
+				f.Close()
+			}
+			return err
+		})
+		if !errors.Is(err, ErrNotRegular) {
+			t.Errorf("%s: %v, want ErrNotRegular", c.what, err)
+		}
+	}
+}
+
+// TestCRAMReopen has a CRAM's descriptor closed by its FileStates (which
+// keep one) and the CRAM read again: the same version is opened again the
+// way it was first (through the root) and served; a file replaced by
+// rename or truncated in place is refused with ErrChanged.
+func TestCRAMReopen(t *testing.T) {
+	src := t.TempDir()
+	p := filepath.Join(src, "x.cram")
+	copyTestCRAM(t, "ce_1000.3.0-noref.cram", p)
+	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "other.cram"))
+	root := openTestRoot(t, src)
+	states := NewFileStates(1<<30, 1)
+	opt := CRAMOptions{States: states}
+	ctx := context.Background()
+	c, err := OpenCRAMAt(root, "x.cram", p, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want, err := c.AppendContainer(ctx, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Opening or reading another CRAM closes c's descriptor.
+	evict := func() {
+		t.Helper()
+		o, err := OpenCRAMAt(root, "other.cram", "other.cram", opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Close()
+		c.mu.Lock()
+		dropped := c.st == nil
+		c.mu.Unlock()
+		if !dropped {
+			t.Fatal("the CRAM's state was not dropped by a FileStates of one descriptor")
+		}
+	}
+	evict()
+	if got, err := c.AppendContainer(ctx, 0, nil); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read again, unchanged: %d bytes (%v), want the %d first read", len(got), err, len(want))
+	}
+	if fi := c.File(); fi == nil {
+		t.Fatal("no file structure after opening again")
+	}
+
+	evict()
+	copyTestCRAM(t, "ce_5b.3.0-noref.cram", p+".new")
+	if err := os.Rename(p+".new", p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AppendContainer(ctx, 0, nil); !errors.Is(err, ErrChanged) {
+		t.Errorf("read again after a replacement: %v, want ErrChanged", err)
+	}
+	c2, err := OpenCRAMAt(root, "x.cram", p, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.mu.Lock()
+	st := c2.st
+	c2.mu.Unlock()
+	states.remove(st)
+	st.drop()
+	if err := os.Truncate(p, c2.Stat().Size()-100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.AppendContainer(ctx, 0, nil); !errors.Is(err, ErrChanged) {
+		t.Errorf("read again after truncation in place: %v, want ErrChanged", err)
+	}
+}
+
+// TestManagerPinsCRAMByDescriptor opens a CRAM whose display name does not
+// exist: the Manager must still persist its layout, keyed by an identity
+// read from the descriptor, never by opening the name.
+func TestManagerPinsCRAMByDescriptor(t *testing.T) {
+	src := t.TempDir()
+	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "x.cram"))
+	root := openTestRoot(t, src)
+	c, err := OpenCRAMAt(root, "x.cram", "/nonexistent/x.cram", CRAMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cache := t.TempDir()
+	m := NewManager(Options{Threads: 1, CacheDir: cache}, nil)
+	defer m.Close()
+	if _, err := m.Open(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := filepath.Glob(filepath.Join(cache, "*.idx"))
+	if err != nil || len(idx) != 1 {
+		t.Fatalf("layout indexes in the cache dir: %q (%v), want one", idx, err)
+	}
+}
