@@ -83,19 +83,6 @@ func ReadHeader(name string, r io.ReaderAt, size int64) (*SAMHeader, error) {
 	return sh, err
 }
 
-// ReadMaxRefLength reads only the file definition and the SAM header of r
-// and returns the largest @SQ LN, as the header parsed by ReadHeader would
-// give it, without parsing the rest of the header: for callers that only
-// need to know whether a BAI can index the file.
-func ReadMaxRefLength(name string, r io.ReaderAt, size int64) (int64, error) {
-	f := &File{Name: name, r: r, size: size}
-	text, _, err := f.readHeaderText()
-	if err != nil {
-		return 0, err
-	}
-	return MaxRefLength(text), nil
-}
-
 // readHeader reads the file definition into f.Def and parses the SAM
 // header container; it returns the offset of the first data container.
 func (f *File) readHeader() (*SAMHeader, int64, error) {

@@ -138,45 +138,6 @@ func ParseSAMHeader(raw []byte) (*SAMHeader, error) {
 	return h, nil
 }
 
-// MaxRefLength returns the largest LN of the @SQ lines of raw header text
-// (the last LN of a line, as ParseSAMHeader takes it), or 0, scanning only
-// for those fields. It agrees with ParseSAMHeader's Refs on every header
-// that parses.
-func MaxRefLength(raw []byte) int64 {
-	if i := bytes.IndexByte(raw, 0); i >= 0 {
-		raw = raw[:i]
-	}
-	var longest int64
-	for len(raw) > 0 {
-		line := raw
-		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
-			line, raw = raw[:i], raw[i+1:]
-		} else {
-			raw = nil
-		}
-		rest, ok := bytes.CutPrefix(line, []byte("@SQ\t"))
-		if !ok {
-			continue
-		}
-		ln, found := int64(0), false
-		for len(rest) > 0 {
-			field := rest
-			if i := bytes.IndexByte(rest, '\t'); i >= 0 {
-				field, rest = rest[:i], rest[i+1:]
-			} else {
-				rest = nil
-			}
-			if v, ok := bytes.CutPrefix(field, []byte("LN:")); ok {
-				ln, found = parseLeadingInt(v), true
-			}
-		}
-		if found {
-			longest = max(longest, ln)
-		}
-	}
-	return longest
-}
-
 func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // parseLeadingInt parses the leading decimal digits like strtoll.
