@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cramfs/cramfs/engine"
+	cfs "github.com/cramfs/cramfs/fs"
 )
 
 // bigHeaderSAM is a SAM file with a header the size of GRCh38's full
@@ -113,5 +114,73 @@ func TestMountManyBigHeadersStayBounded(t *testing.T) {
 	// The block cache may fill; what is left per file is small.
 	if perFile := (grown - cacheSize) / n; perFile > 16<<10 {
 		t.Errorf("heap grew by %d bytes for %d files: %d bytes a file beyond the cache", grown, n, perFile)
+	}
+}
+
+// TestMountMoreCRAMsThanDescriptors runs the mount binary with a limit of
+// 256 open descriptors (soft and hard, so raising the soft one gains
+// nothing) over 300 CRAMs, and looks up, lists and reads every BAM: the
+// mount keeps at most half its limit of CRAMs open (counted in its
+// /proc/PID/fd), closing the least recently used and opening them again.
+// Before, the 250th CRAM opened failed its lookup with EMFILE.
+func TestMountMoreCRAMsThanDescriptors(t *testing.T) {
+	requireMount(t)
+	const n, limit = 300, 256
+	bin := buildCramfs(t)
+	wrapper := filepath.Join(t.TempDir(), "cramfs-limited")
+	script := fmt.Sprintf("#!/bin/sh\nulimit -n %d || exit 97\nexec %q \"$@\"\n", limit, bin)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cram := testdata("cram", "ce_1000.3.0.cram")
+	src := t.TempDir()
+	mt := time.Unix(1700000000, 0) // one version for all: one scan
+	for i := range n {
+		p := filepath.Join(src, fmt.Sprintf("f%d.cram", i))
+		copyFile(t, cram, p)
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mnt := t.TempDir()
+	p := startMountAt(t, wrapper, src, mnt, "--cache-dir", t.TempDir())
+	want := convertAt(t, defaultMountLevel(t), cram, []string{testdata("ref", "ce.fa")})
+	fdDir := fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid)
+	maxFD := 0
+	for i := range n {
+		name := filepath.Join(mnt, fmt.Sprintf("f%d.bam", i))
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatalf("%s: %v\nmount log:\n%s", name, err, p.stderr.String())
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes, not the %d of cramfs convert", name, len(got), len(want))
+		}
+		if ents, err := os.ReadDir(fdDir); err == nil {
+			maxFD = max(maxFD, len(ents))
+		}
+	}
+	ents, err := os.ReadDir(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bams := 0
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".bam") {
+			bams++
+		}
+	}
+	if bams != n {
+		t.Errorf("the listing names %d BAMs, want %d", bams, n)
+	}
+	t.Logf("at most %d descriptors open in the mount (limit %d)", maxFD, limit)
+	if maxFD > limit/2+16 {
+		t.Errorf("the mount had %d descriptors open; it may keep %d CRAMs", maxFD, limit/2)
+	}
+	if err := cfs.Unmount(mnt); err != nil {
+		t.Fatal(err)
+	}
+	if rc := p.wait(t); rc != 0 {
+		t.Errorf("mount exited %d:\n%s", rc, p.stderr.String())
 	}
 }
