@@ -1,7 +1,6 @@
 package decode
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -171,7 +170,9 @@ func parseHeaderContainer(data []byte, major int) ([]byte, error) {
 	if n < 0 || int(n) > len(raw)-4 {
 		return nil, corruptf("SAM header of %d bytes in a %d-byte block", n, len(raw))
 	}
-	return bytes.Clone(raw[4 : 4+n]), nil
+	// raw is the block's own buffer (decompressed, or the container's
+	// bytes read for it): its text needs no copy.
+	return raw[4 : 4+n : 4+n], nil
 }
 
 // prefix is the read name prefix htslib generates names with: the file's

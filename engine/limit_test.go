@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -100,6 +101,44 @@ func TestContainerMemoryFollowsTheCache(t *testing.T) {
 		o.CacheSize = o.cacheSizeFor(need)
 		if o.ContainerMemory() < need {
 			t.Errorf("%+v: the proposed cache size %d gives %d, less than %d", tc.o, o.CacheSize, o.ContainerMemory(), need)
+		}
+	}
+}
+
+// TestFileStatesDroppedAndReadAgain serves two CRAMs from a Manager that
+// keeps one descriptor and no cache, dropping every file state between
+// reads: the layouts come back from the persisted indexes, the headers'
+// blocks and containers are built again from descriptors opened again,
+// and every byte and index is what the first read gave.
+func TestFileStatesDroppedAndReadAgain(t *testing.T) {
+	store := testdataReference(t)
+	m, _ := newTestManager(t, Options{CacheSize: -1, Readahead: -1, MaxOpenFiles: 1})
+	var vs []*VirtualBAM
+	var want, wantIdx [][]byte
+	for _, name := range []string{"ce_1000.3.0.cram", "ce_5b.3.0.cram"} {
+		c, err := OpenCRAM(filepath.Join(corpus.Root(), "testdata", "cram", name), CRAMOptions{Reference: store, States: m.States()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		v := openT(t, m, c)
+		vs = append(vs, v)
+		want = append(want, readAll(t, v, 1<<16))
+		wantIdx = append(wantIdx, v.Index())
+	}
+	for round := range 3 {
+		for i, v := range vs {
+			m.states.dropAll()
+			if got := readAll(t, v, 7000); !bytes.Equal(got, want[i]) {
+				t.Fatalf("round %d, file %d read again: %d bytes differ from the %d first read", round, i, len(got), len(want[i]))
+			}
+			m.states.dropAll()
+			if got := v.Index(); !bytes.Equal(got, wantIdx[i]) {
+				t.Fatalf("round %d, file %d: index read again differs", round, i)
+			}
+			if _, files := m.States().Stats(); files > 1 {
+				t.Fatalf("%d descriptors held, bound 1", files)
+			}
 		}
 	}
 }

@@ -225,7 +225,15 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 	if err != nil {
 		return nil, err
 	}
-	hdr, hdrSeg, err := m.compressHeader(src, hdrRaw)
+	c, err := m.getComp()
+	if err != nil {
+		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+	}
+	// Only measured here: the header's blocks are a segment of the cache,
+	// built (and checked against hdrSeg) when they are read, so that a
+	// listing of many files does not fill the cache with headers.
+	_, hdrSeg, err := compressHeader(c, src, nil, hdrRaw)
+	m.putComp(c)
 	if err != nil {
 		return nil, err
 	}
@@ -249,11 +257,12 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		return nil, m.explainSize(err)
 	}
 	idx := r.(*indexFile)
-	ls := m.keep(key, idx, hdr, persist)
+	ls := m.keep(key, idx, persist)
 	cacheID := key
 	if !persist {
 		cacheID = fmt.Sprintf("%s#%d", key, m.anonSeq.Add(1))
 	}
+
 	maxSeg := idx.Layout.maxSegment()
 	m.noteSegmentSize(maxSeg)
 	v := &VirtualBAM{
@@ -300,33 +309,32 @@ func headerOf(src Source) ([]byte, error) {
 	return h, nil
 }
 
-// compressHeader returns the BGZF blocks of the BAM header hdrRaw and
-// their segment.
-func (m *Manager) compressHeader(src Source, hdrRaw []byte) ([]byte, Segment, error) {
-	c, err := m.getComp()
+// headerSegment is the segment number of the header's blocks in the
+// cache.
+const headerSegment = -1
+
+// compressHeader appends the BGZF blocks of the BAM header hdrRaw of src,
+// made by c, to dst, and returns them with their segment.
+func compressHeader(c *bgzf.Compressor, src Source, dst, hdrRaw []byte) ([]byte, Segment, error) {
+	start := len(dst)
+	dst, err := compressSegment(c, dst, hdrRaw)
 	if err != nil {
-		return nil, Segment{}, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+		return dst[:start], Segment{}, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
 	}
-	hdr, err := compressSegment(c, nil, hdrRaw)
-	m.putComp(c)
+	digest, err := segmentDigest(dst[start:])
 	if err != nil {
-		return nil, Segment{}, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
+		return dst[:start], Segment{}, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
 	}
-	digest, err := segmentDigest(hdr)
-	if err != nil {
-		return nil, Segment{}, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
-	}
-	return hdr, Segment{CompLen: int64(len(hdr)), RawLen: int64(len(hdrRaw)), Digest: digest}, nil
+	return dst, Segment{CompLen: int64(len(dst) - start), RawLen: int64(len(hdrRaw)), Digest: digest}, nil
 }
 
-// layoutState is the layout, index and header blocks of one file version:
-// in the Manager's FileStates when the layout can be read again from its
-// index key, else pinned by its VirtualBAMs.
+// layoutState is the layout and index of one file version: in the
+// Manager's FileStates when the layout can be read again from its index
+// key, else pinned by its VirtualBAMs.
 type layoutState struct {
 	m   *Manager
 	key string
 	idx *indexFile
-	hdr []byte // the header's BGZF blocks
 	resident
 }
 
@@ -342,11 +350,11 @@ func (ls *layoutState) drop() {
 	m.mu.Unlock()
 }
 
-// keep returns the state of the file version key, made of idx and hdr
-// unless it is held already; a persisted one goes into m.states.
-func (m *Manager) keep(key string, idx *indexFile, hdr []byte, persist bool) *layoutState {
-	ls := &layoutState{m: m, key: key, idx: idx, hdr: hdr}
-	ls.resident.bytes = int64(256 + len(hdr) + len(idx.BAI) + len(idx.Layout.Segments)*int(unsafe.Sizeof(Segment{})))
+// keep returns the state of the file version key, made of idx unless it
+// is held already; a persisted one goes into m.states.
+func (m *Manager) keep(key string, idx *indexFile, persist bool) *layoutState {
+	ls := &layoutState{m: m, key: key, idx: idx}
+	ls.resident.bytes = int64(256 + len(idx.BAI) + len(idx.Layout.Segments)*int(unsafe.Sizeof(Segment{})))
 	if !persist {
 		return ls
 	}
@@ -362,7 +370,8 @@ func (m *Manager) keep(key string, idx *indexFile, hdr []byte, persist bool) *la
 }
 
 // layoutState returns the state of v's file version, read again (the
-// persisted index, else a scan) if it was dropped.
+// persisted index, checked against what v was opened with, else a scan)
+// if it was dropped.
 func (m *Manager) layoutState(ctx context.Context, v *VirtualBAM) (*layoutState, error) {
 	m.mu.Lock()
 	ls := m.layouts[v.key]
@@ -374,18 +383,7 @@ func (m *Manager) layoutState(ctx context.Context, v *VirtualBAM) (*layoutState,
 	// Other readers may wait for this one: not tied to its context.
 	ctx = context.WithoutCancel(ctx)
 	r, err, _ := m.opens.Do("state:"+v.key, func() (any, error) {
-		hdrRaw, err := headerOf(v.src)
-		if err != nil {
-			return nil, err
-		}
-		hdr, hdrSeg, err := m.compressHeader(v.src, hdrRaw)
-		if err != nil {
-			return nil, err
-		}
-		if hdrSeg != v.hdrSeg {
-			return nil, fmt.Errorf("%w: %s: header read again gives %+v, not %+v", ErrChanged, v.src.Name(), hdrSeg, v.hdrSeg)
-		}
-		idx, err := m.layoutFor(ctx, v.src, v.key, true, v.fid, hdrRaw, hdrSeg)
+		idx, err := m.layoutFor(ctx, v.src, v.key, true, v.fid, nil, v.hdrSeg)
 		if err != nil {
 			return nil, m.explainSize(err)
 		}
@@ -393,7 +391,7 @@ func (m *Manager) layoutState(ctx context.Context, v *VirtualBAM) (*layoutState,
 			return nil, fmt.Errorf("%w: %s: layout read again is of %d bytes, not %d", ErrChanged, v.src.Name(), idx.Layout.Size, v.size)
 		}
 		m.log.Debug("file state read again", "file", v.src.Name())
-		return m.keep(v.key, idx, hdr, true), nil
+		return m.keep(v.key, idx, true), nil
 	})
 	if err != nil {
 		return nil, err
@@ -419,7 +417,8 @@ func (m *Manager) validFor(idx *indexFile, src Source, id identity, hdrSeg Segme
 }
 
 // layoutFor finds a trustworthy layout for src: in memory, on disk, or
-// by scanning (then persisting it).
+// by scanning (then persisting it). hdrRaw, the BAM header, is read from
+// src when the scan needs it and it is nil.
 func (m *Manager) layoutFor(ctx context.Context, src Source, key string, persist bool, id identity, hdrRaw []byte, hdrSeg Segment) (*indexFile, error) {
 	var path string
 	if persist {
@@ -440,6 +439,12 @@ func (m *Manager) layoutFor(ctx context.Context, src Source, key string, persist
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			m.log.Info("layout index unusable; rebuilding", "file", src.Name(), "index", path, "err", err)
+		}
+	}
+	if hdrRaw == nil {
+		var err error
+		if hdrRaw, err = headerOf(src); err != nil {
+			return nil, err
 		}
 	}
 	idx, err := m.scan(ctx, src, hdrRaw, hdrSeg)
@@ -602,6 +607,31 @@ func (m *Manager) explainSize(err error) error {
 		err, m.opts.Threads, mib(m.opts.CacheSize), mib(m.opts.ContainerMemory()), mib(m.opts.cacheSizeFor(se.Need)))
 }
 
+// buildHeader builds the header's blocks of src again and checks them
+// against want, the header segment src was opened with.
+func (m *Manager) buildHeader(src Source, want Segment) (*cache.Buf, error) {
+	raw, err := headerOf(src)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.getComp()
+	if err != nil {
+		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+	}
+	defer m.putComp(c)
+	buf := m.pool.Get(int(want.CompLen))
+	var got Segment
+	buf.B, got, err = compressHeader(c, src, buf.B[:0], raw)
+	if err == nil && got != want {
+		err = fmt.Errorf("%w: %s: header built again gives %+v, not %+v", ErrChanged, src.Name(), got, want)
+	}
+	if err != nil {
+		buf.Release()
+		return nil, err
+	}
+	return buf, nil
+}
+
 // building is one segment build in flight, shared by every caller that
 // asks for the segment meanwhile.
 type building struct {
@@ -642,6 +672,9 @@ func (m *Manager) build(ctx context.Context, src Source, i int, c *bgzf.Compress
 // buildSegment rebuilds segment i of src and checks it against want. The
 // Buf it returns holds one reference, the caller's.
 func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segment) (*cache.Buf, error) {
+	if i == headerSegment {
+		return m.buildHeader(src, want)
+	}
 	if err := m.acquire(ctx); err != nil {
 		return nil, err
 	}

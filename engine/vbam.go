@@ -131,7 +131,12 @@ func (v *VirtualBAM) ReadAtContext(ctx context.Context, p []byte, off int64) (in
 		var c int
 		switch {
 		case off < l.Header.CompLen:
-			c = copy(p[n:], ls.hdr[off:])
+			b, err := v.segmentUnless(ctx, l.Header, headerSegment, nil)
+			if err != nil {
+				return n, err
+			}
+			c = copy(p[n:], b.B[off:])
+			b.Release()
 		case off >= eof:
 			c = copy(p[n:], bgzf.EOF[off-eof:])
 		default:
@@ -181,7 +186,13 @@ func (v *VirtualBAM) View(ctx context.Context, off int64, n int) (parts [][]byte
 		var p []byte
 		switch {
 		case off < hdrEnd:
-			p = ls.hdr[off:min(end, hdrEnd)]
+			b, err := v.segmentUnless(ctx, l.Header, headerSegment, nil)
+			if err != nil {
+				release()
+				return nil, noRelease, err
+			}
+			held = append(held, b)
+			p = b.B[off:min(end, hdrEnd)]
 		case off >= eof:
 			p = bgzf.EOF[off-eof : end-eof]
 		default:

@@ -111,9 +111,12 @@ func TestMountManyBigHeadersStayBounded(t *testing.T) {
 	if limit := int64(8 << 20); bytesHeld > limit {
 		t.Errorf("file states hold %d bytes, more than their %d bound", bytesHeld, limit)
 	}
-	// The block cache may fill; what is left per file is small.
-	if perFile := (grown - cacheSize) / n; perFile > 16<<10 {
-		t.Errorf("heap grew by %d bytes for %d files: %d bytes a file beyond the cache", grown, n, perFile)
+	// The block cache (which the states are counted in) may fill, and the
+	// decoders, compressors and FUSE buffers take a few MiB whatever the
+	// number of files; what is left per file is small.
+	const fixed = 8 << 20
+	if perFile := (grown - cacheSize - fixed) / n; perFile > 8<<10 {
+		t.Errorf("heap grew by %d bytes for %d files: %d bytes a file beyond the cache and %d fixed", grown, n, perFile, fixed)
 	}
 }
 
