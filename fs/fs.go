@@ -102,8 +102,8 @@ type Viewer interface {
 
 // IndexExter is implemented by BAMFiles whose index may be a CSI (SAMv1
 // §5, CSIv1) or missing: IndexExt returns ".csi" for a CSI, which the
-// mount names x.bam.csi instead of x.bam.bai, and "" when there is no
-// index, which the mount then does not show.
+// mount names x.bam.csi and x.csi instead of x.bam.bai and x.bai, and ""
+// when there is no index, which the mount then does not show.
 type IndexExter interface {
 	IndexExt() string
 }

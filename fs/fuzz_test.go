@@ -88,3 +88,59 @@ func FuzzNameMapping(f *testing.F) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// FuzzResolveLink makes a symbolic link sub/l with an arbitrary target in a
+// fixture tree (with links of its own, and a directory outside it) and
+// resolves it as the mount does: the result never lies outside the source
+// and, when the link is followed, it is where the kernel's own resolution
+// leads (filepath.EvalSymlinks); a link that leaves the source is hidden.
+func FuzzResolveLink(f *testing.F) {
+	top, err := filepath.EvalSymlinks(f.TempDir())
+	must(f, err)
+	src, out := filepath.Join(top, "src"), filepath.Join(top, "out")
+	writeFile(f, filepath.Join(src, "sub", "deep", "x.cram"), "x")
+	writeFile(f, filepath.Join(src, "y.txt"), "y")
+	writeFile(f, filepath.Join(out, "secret.cram"), "s")
+	for link, target := range map[string]string{
+		"up": "..", "dl": "sub/deep", "abs": filepath.Join(src, "sub"), "outl": out, "self": "self",
+	} {
+		must(f, os.Symlink(target, filepath.Join(src, link)))
+	}
+	root, err := os.OpenRoot(src)
+	must(f, err)
+	f.Cleanup(func() { root.Close() })
+	m := newMountFS(root, src, &fakeOpener{}, discardLogger())
+	for _, s := range []string{"deep/x.cram", "../y.txt", "../../out/secret.cram", "/etc/passwd", src + "/y.txt",
+		"../dl/x.cram", "../up/up/y.txt", "../abs/deep/../../y.txt", "../outl/secret.cram", "../outl/../src/y.txt",
+		"../self", "l", ".", "deep/", "//" + src[1:] + "/y.txt"} {
+		f.Add(s)
+	}
+	link := filepath.Join(src, "sub", "l")
+	f.Fuzz(func(t *testing.T, target string) {
+		if target == "" || len(target) > 512 || strings.ContainsRune(target, 0) {
+			return
+		}
+		os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			t.Skip(err)
+		}
+		rel, st, err := m.resolveSource("sub", "l")
+		if err != nil {
+			if !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+				t.Fatalf("target %q: %v, want a not-exist error", target, err)
+			}
+			return
+		}
+		if rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
+			t.Fatalf("target %q resolves outside the source: %q", target, rel)
+		}
+		kernel, err := filepath.EvalSymlinks(link)
+		if err != nil || kernel != filepath.Join(src, filepath.FromSlash(rel)) {
+			t.Fatalf("target %q resolves to %q, the kernel's resolution to %q (%v)", target, rel, kernel, err)
+		}
+		fi, err := root.Lstat(rel)
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 || fi.Sys().(*syscall.Stat_t).Ino != st.Ino {
+			t.Fatalf("target %q: resolved %q is not the file stat'ed (%v)", target, rel, err)
+		}
+	})
+}

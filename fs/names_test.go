@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -150,5 +151,20 @@ func TestRenamedSourceDirectory(t *testing.T) {
 			got, err := os.ReadFile(filepath.Join(mnt, n))
 			return err == nil && bytes.Equal(got, content)
 		})
+	}
+}
+
+// TestStatfs answers statfs with the numbers of the source's filesystem,
+// read through the source root.
+func TestStatfs(t *testing.T) {
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "x.cram"), "x")
+	mnt := mountT(t, src, &fakeOpener{}, Options{})
+	var got, want syscall.Statfs_t
+	must(t, syscall.Statfs(mnt, &got))
+	must(t, syscall.Statfs(src, &want))
+	if got.Bsize != want.Bsize || got.Blocks != want.Blocks || got.Files != want.Files {
+		t.Errorf("statfs of the mount: bsize %d blocks %d files %d; of the source: %d %d %d",
+			got.Bsize, got.Blocks, got.Files, want.Bsize, want.Blocks, want.Files)
 	}
 }

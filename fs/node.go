@@ -95,8 +95,11 @@ const nameMax = 255
 // there are directories) is hidden, as is a dangling one.
 func (m *mountFS) resolveSource(dirRel, name string) (string, syscall.Stat_t, error) {
 	var st syscall.Stat_t
-	todo := strings.Split(path.Join(dirRel, name), "/")
-	done := "." // resolved so far: a directory path without links
+	// dirRel was resolved when its node was made; should it have changed
+	// since, the root still confines every access (and a dirRel that is
+	// now a link is not a directory: hidden).
+	todo := strings.Split(name, "/")
+	done := path.Clean(dirRel) // resolved so far: a directory path without links
 	fi, err := m.root.Lstat(done)
 	links := 0
 	for err == nil && len(todo) > 0 {
@@ -143,8 +146,10 @@ func (m *mountFS) resolveSource(dirRel, name string) (string, syscall.Stat_t, er
 		todo = append(strings.Split(target, "/"), todo...)
 	}
 	if err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return "", st, fmt.Errorf("%w: %s: %w", errHidden, path.Join(dirRel, name), err)
+		// A name, or link target, that leads nowhere: hidden like a
+		// dangling link, with ENOENT whatever the errno was.
+		if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ENAMETOOLONG) {
+			return "", st, fmt.Errorf("%w: %s: %v", errHidden, path.Join(dirRel, name), err)
 		}
 		return "", st, err
 	}
@@ -358,8 +363,14 @@ func (d *dirNode) Getattr(ctx context.Context, _ fusefs.FileHandle, out *fuse.At
 
 // Statfs implements fs.NodeStatfser with the source filesystem's numbers.
 func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	// Through the root's directory, not the path, which may have changed.
+	f, err := d.m.root.OpenFile(".", dirOpenFlags, 0)
+	if err != nil {
+		return d.m.fail("statfs", d.mpath, err)
+	}
+	defer f.Close()
 	var s syscall.Statfs_t
-	if err := syscall.Statfs(d.m.srcReal, &s); err != nil {
+	if err := syscall.Fstatfs(int(f.Fd()), &s); err != nil {
 		return d.m.fail("statfs", d.mpath, err)
 	}
 	out.FromStatfsT(&s)

@@ -130,15 +130,22 @@ type mounted struct {
 // mount's opener, as a lookup would.
 func (m *mounted) openBAM(t *testing.T, rel string) *engine.VirtualBAM {
 	t.Helper()
-	fi, err := m.root.Lstat(rel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := m.op.OpenBAM(t.Context(), cfs.CRAMRef{Root: m.root, Rel: rel, Stat: *fi.Sys().(*syscall.Stat_t)})
+	v, err := m.op.OpenBAM(t.Context(), cramRef(t, m.root, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return v.(*engine.VirtualBAM)
+}
+
+// cramRef is the fs.CRAMRef of the CRAM rel (no links) below root, as a
+// lookup makes it.
+func cramRef(t *testing.T, root *os.Root, rel string) cfs.CRAMRef {
+	t.Helper()
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfs.CRAMRef{Root: root, Rel: rel, Stat: *fi.Sys().(*syscall.Stat_t)}
 }
 
 // mountT mounts src on a fresh temporary directory, with the objects

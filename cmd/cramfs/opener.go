@@ -97,6 +97,8 @@ func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error
 		e = nil // an older version (open handles keep theirs), or a failure to retry
 	}
 	if e == nil {
+		// An older version of the path is forgotten (open handles keep
+		// theirs); its hint no longer matches the key asked.
 		e = &openEntry{k: k}
 		o.entries.Add(k.rel, e)
 	}
@@ -133,6 +135,10 @@ func (o *opener) open(ctx context.Context, ref fs.CRAMRef, k fileKey, e *openEnt
 	e.when = time.Now()
 	name := filepath.Join(ref.Root.Name(), filepath.FromSlash(ref.Rel))
 	e.src, e.err = engine.OpenCRAMAt(ref.Root, ref.Rel, name, o.copt)
+	if errors.Is(e.err, engine.ErrNotRegular) {
+		// ref.Stat was a regular file: what is there now is another one.
+		e.err = fmt.Errorf("%w: %w", fs.ErrChanged, e.err)
+	}
 	if e.err != nil {
 		return
 	}
@@ -175,11 +181,12 @@ func (o *opener) Close() {
 	o.entries.Purge()
 }
 
-// indexAll opens every regular file named *.cram below root in the
-// background, so their layouts are ready before a client asks. It walks
-// the tree through root from lstat information only, never follows a
-// symbolic link and never opens a FIFO, socket or device (a file swapped
-// for one meanwhile is refused by OpenCRAMAt without blocking).
+// indexAll opens every regular file named *.cram below root, or link so
+// named to one inside root, in the background, so their layouts are ready
+// before a client asks. It walks the tree through root, does not descend
+// into linked directories and never opens a FIFO, socket or device (a
+// file swapped for one meanwhile is refused by OpenCRAMAt without
+// blocking).
 func (o *opener) indexAll(ctx context.Context, root *os.Root) {
 	o.indexDir(ctx, root, ".", nil)
 }
@@ -217,25 +224,30 @@ func (o *opener) indexDir(ctx context.Context, root *os.Root, dir string, above 
 		switch {
 		case d.IsDir():
 			o.indexDir(ctx, root, rel, above)
-		case d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".cram"):
+		case strings.HasSuffix(d.Name(), ".cram") && (d.Type().IsRegular() || d.Type()&iofs.ModeSymlink != 0):
 			o.indexFile(ctx, root, rel)
 		}
 	}
 }
 
+// indexFile opens the CRAM rel, or what the link rel leads to inside root
+// (root.Stat refuses links out of it), when that is a regular file. The
+// layout scanned is persisted by content, so a lookup through the link,
+// keyed by the resolved path, loads it back instead of scanning again.
 func (o *opener) indexFile(ctx context.Context, root *os.Root, rel string) {
-	fi, err := root.Lstat(rel)
-	if err == nil && !fi.Mode().IsRegular() {
-		return // replaced since it was listed
-	}
-	if err == nil {
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return
-		}
-		_, err = o.OpenBAM(ctx, fs.CRAMRef{Root: root, Rel: rel, Stat: *st})
-	}
+	fi, err := root.Stat(rel)
 	if err != nil {
+		o.log.Debug("background index: not followed", "file", rel, "err", err)
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		return // a FIFO, device or directory: never opened
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return
+	}
+	if _, err = o.OpenBAM(ctx, fs.CRAMRef{Root: root, Rel: rel, Stat: *st}); err != nil {
 		o.log.Warn("background index failed", "file", rel, "err", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cramfs/cramfs/engine"
+	cfs "github.com/cramfs/cramfs/fs"
 )
 
 // The tests in this file are a hostile user's attacks on a mount (issue
@@ -301,8 +305,8 @@ func fifoBound(t *testing.T, what, fifo string, f func() error) {
 }
 
 // TestMountFIFONamedCRAM puts a FIFO named a.cram, and a link b.cram to
-// it, next to a CRAM: listing and lookups return at once and hide them,
-// and --index-on-mount goes past them to index the CRAM.
+// it, next to CRAMs: listing and lookups return at once and hide them,
+// and --index-on-mount goes past them to index the CRAMs.
 func TestMountFIFONamedCRAM(t *testing.T) {
 	requireMount(t)
 	ref := []string{testdata("ref", "ce.fa")}
@@ -311,6 +315,9 @@ func TestMountFIFONamedCRAM(t *testing.T) {
 	must(t, unix.Mkfifo(fifo, 0o644))
 	must(t, os.Symlink("a.cram", filepath.Join(src, "b.cram")))
 	copyFile(t, testdata("cram", "ce_1000.3.0.cram"), filepath.Join(src, "z.cram"))
+	must(t, os.Mkdir(filepath.Join(src, "store"), 0o755))
+	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "store", "blob"))
+	must(t, os.Symlink("store/blob", filepath.Join(src, "c.cram")))
 	m := mountT(t, src, mountConfig{refs: ref})
 	fifoBound(t, "listing", fifo, func() error {
 		ents, err := os.ReadDir(m.mnt)
@@ -318,8 +325,8 @@ func TestMountFIFONamedCRAM(t *testing.T) {
 		for _, e := range ents {
 			names = append(names, e.Name())
 		}
-		if err == nil && !slices.Equal(names, []string{"z.bam"}) {
-			err = fmt.Errorf("listed %q, want [z.bam]", names)
+		if want := []string{"c.bam", "store", "z.bam"}; err == nil && !slices.Equal(names, want) {
+			err = fmt.Errorf("listed %q, want %q", names, want)
 		}
 		return err
 	})
@@ -333,18 +340,19 @@ func TestMountFIFONamedCRAM(t *testing.T) {
 		return err
 	})
 
-	// --index-on-mount meets a.cram first, then b.cram, then z.cram.
+	// --index-on-mount meets a.cram first, then b.cram, c.cram (a link to
+	// a CRAM: indexed too) and z.cram.
 	bin := buildCramfs(t)
 	cache := t.TempDir()
 	p := startMount(t, bin, src, "--cache-dir", cache, "--index-on-mount")
 	fifoBound(t, "--index-on-mount", fifo, func() error {
 		for end := time.Now().Add(8 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			idx, err := filepath.Glob(filepath.Join(cache, "*.idx"))
-			if err != nil || len(idx) == 1 {
+			if err != nil || len(idx) == 2 {
 				return err
 			}
 			if time.Now().After(end) {
-				return fmt.Errorf("%d layout indexes in the cache dir, want 1 (z.cram's): %q", len(idx), idx)
+				return fmt.Errorf("%d layout indexes in the cache dir, want 2 (c.cram's and z.cram's): %q", len(idx), idx)
 			}
 		}
 	})
@@ -473,4 +481,35 @@ func TestConvertIndexRefuseFIFO(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestOpenerFileSwappedForFIFO asks the opener for a CRAM version that a
+// FIFO replaced since its lstat (as in a lookup racing a rename): the
+// answer is fs.ErrChanged at once, which makes the filesystem look again,
+// and it is not remembered: once the file is back, the same version opens.
+func TestOpenerFileSwappedForFIFO(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.cram")
+	copyFile(t, testdata("cram", "ce_1000.3.0-noref.cram"), p)
+	root, err := os.OpenRoot(dir)
+	must(t, err)
+	defer root.Close()
+	ref := cramRef(t, root, "x.cram")
+	mgr := engine.NewManager(engine.Options{Threads: 1, CacheDir: t.TempDir()}, nil)
+	defer mgr.Close()
+	op := newOpener(mgr, nil, engine.CRAMOptions{}, slog.New(slog.DiscardHandler))
+	defer op.Close()
+
+	must(t, os.Rename(p, p+".keep"))
+	must(t, unix.Mkfifo(p, 0o644))
+	fifoBound(t, "OpenBAM of a FIFO", p, func() error {
+		if _, err := op.OpenBAM(t.Context(), ref); !errors.Is(err, cfs.ErrChanged) || !errors.Is(err, engine.ErrNotRegular) {
+			return fmt.Errorf("OpenBAM: %v, want fs.ErrChanged and engine.ErrNotRegular", err)
+		}
+		return nil
+	})
+	must(t, os.Rename(p+".keep", p))
+	if _, err := op.OpenBAM(t.Context(), ref); err != nil {
+		t.Errorf("OpenBAM once the file is back: %v", err)
+	}
 }
