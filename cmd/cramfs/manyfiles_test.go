@@ -2,16 +2,19 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cramfs/cramfs/engine"
 	cfs "github.com/cramfs/cramfs/fs"
+	"github.com/cramfs/cramfs/internal/hostile"
 )
 
 // bigHeaderSAM is a SAM file with a header the size of GRCh38's full
@@ -185,5 +188,46 @@ func TestMountMoreCRAMsThanDescriptors(t *testing.T) {
 	}
 	if rc := p.wait(t); rc != 0 {
 		t.Errorf("mount exited %d:\n%s", rc, p.stderr.String())
+	}
+}
+
+// TestMountRefusesContainerOverBudget mounts, with --cache-size 16M, a
+// CRAM whose block declares 1 GiB of decoded data (decoding it took
+// 2.7 GiB before): its stat fails with EIO, the log names the block and
+// the --cache-size that would allow it, and the other file is served.
+func TestMountRefusesContainerOverBudget(t *testing.T) {
+	requireMount(t)
+	orig, err := os.ReadFile(testdata("cram", "ce_1000.3.0.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, _, err := hostile.DeclareRawSize(orig, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	for name, b := range map[string][]byte{"big.cram": big, "ok.cram": orig} {
+		if err := os.WriteFile(filepath.Join(src, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mnt := t.TempDir()
+	p := startMountAt(t, buildCramfs(t), src, mnt, "--cache-size", "16M", "--cache-dir", t.TempDir())
+	_, err = os.Stat(filepath.Join(mnt, "big.bam"))
+	if !errors.Is(err, syscall.EIO) {
+		t.Errorf("stat of the CRAM over the budget: %v, want EIO", err)
+	}
+	if _, err := os.ReadFile(filepath.Join(mnt, "ok.bam")); err != nil {
+		t.Errorf("the other CRAM: %v", err)
+	}
+	if err := cfs.Unmount(mnt); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t)
+	log := p.stderr.String()
+	for _, want := range []string{"holds 1073741824 bytes decoded", "--cache-size 4097M would allow this one"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("mount log lacks %q:\n%s", want, log)
+		}
 	}
 }
