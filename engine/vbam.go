@@ -20,8 +20,9 @@ type VirtualBAM struct {
 	// dependencies
 	m   *Manager
 	src Source
-	// constant after Manager.Open; the layout, index and header blocks
-	// are the Manager's, in its FileStates (see state)
+	// constant after Manager.Open; the layout and index are the
+	// Manager's, in its FileStates (see state), the header's blocks a
+	// segment of its cache
 	id     string   // identity of the file in the block cache
 	key    string   // index key of the layout
 	fid    identity // of the file when opened
@@ -53,8 +54,8 @@ func (v *VirtualBAM) Name() string { return v.src.Name() }
 // Size returns the exact size of the virtual BAM in bytes.
 func (v *VirtualBAM) Size() int64 { return v.size }
 
-// state returns the layout, index and header blocks of the file, read
-// again (from memory, the persisted index or a scan) if they were dropped.
+// state returns the layout and index of the file, read again (the
+// persisted index, else a scan) if they were dropped.
 func (v *VirtualBAM) state(ctx context.Context) (*layoutState, error) {
 	if v.pinned != nil {
 		return v.pinned, nil
