@@ -235,3 +235,50 @@ func TestManagerPinsCRAMByDescriptor(t *testing.T) {
 		t.Fatalf("layout indexes in the cache dir: %q (%v), want one", idx, err)
 	}
 }
+
+// TestCRAMIdentityAfterDescriptorClosed: the identity of a CRAM whose
+// descriptor its FileStates closed is read from the descriptor opened
+// again (the same identity as first taken), and a file replaced by rename
+// meanwhile gives ErrChanged, never the new file's identity.
+func TestCRAMIdentityAfterDescriptorClosed(t *testing.T) {
+	src := t.TempDir()
+	p := filepath.Join(src, "x.cram")
+	copyTestCRAM(t, "ce_1000.3.0-noref.cram", p)
+	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "other.cram"))
+	root := openTestRoot(t, src)
+	opt := CRAMOptions{States: NewFileStates(1<<30, 1)}
+	c, err := OpenCRAMAt(root, "x.cram", p, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want, err := c.fileIdentity(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evict := func() {
+		t.Helper()
+		o, err := OpenCRAMAt(root, "other.cram", "other.cram", opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Close()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.st != nil {
+			t.Fatal("the CRAM's state was not dropped by a FileStates of one descriptor")
+		}
+	}
+	evict()
+	if got, err := c.fileIdentity(true); err != nil || got != want {
+		t.Fatalf("identity after the descriptor was closed: %+v (%v), want %+v", got, err, want)
+	}
+	evict()
+	copyTestCRAM(t, "ce_5b.3.0-noref.cram", p+".new")
+	if err := os.Rename(p+".new", p); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.fileIdentity(true); !errors.Is(err, ErrChanged) {
+		t.Fatalf("identity after a replacement: %+v (%v), want ErrChanged", got, err)
+	}
+}
