@@ -374,6 +374,9 @@ func (c *CRAM) load() (*loaded, error) {
 	st.rebuildOpt = st.dopt
 	st.rebuildOpt.IgnoreMD5 = true
 	st.resident = resident{bytes: stateBytes(f), file: true}
+	if st.rs != nil {
+		st.resident.bytes += st.rs.urBytes()
+	}
 	return st, nil
 }
 
@@ -603,6 +606,16 @@ func newRefSource(s *reference.Store, refs []decode.RefSeq, urs map[string]strin
 		}
 	}
 	return r
+}
+
+// urBytes estimates the memory of r's UR: lookups (a copy of each name
+// and value, and the map entry).
+func (r *refSource) urBytes() int64 {
+	var n int64
+	for name, ur := range r.urs {
+		n += int64(len(name)+len(ur)) + 48
+	}
+	return n
 }
 
 func (r *refSource) contig(id int) (*reference.Contig, error) {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -281,4 +283,52 @@ func TestCRAMIdentityAfterDescriptorClosed(t *testing.T) {
 	if got, err := c.fileIdentity(true); !errors.Is(err, ErrChanged) {
 		t.Fatalf("identity after a replacement: %+v (%v), want ErrChanged", got, err)
 	}
+}
+
+// TestCRAMStateCountsURLookups: with a reference store, a CRAM's state
+// holds its @SQ UR: lookups (a copy of every name and UR: value, about
+// 400 KB for a GRCh38 header whose lines all carry one); they count in
+// the bytes its FileStates bound, not only the header they come from.
+func TestCRAMStateCountsURLookups(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.cram")
+	copyTestCRAM(t, "corner_header.3.0.cram", p)
+	store, err := reference.Open([]string{filepath.Join(corpus.Root(), "testdata", "ref", "ce.fa")}, reference.Options{NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	held := func(opt CRAMOptions) int64 {
+		t.Helper()
+		opt.States = NewFileStates(1<<30, 4)
+		c, err := OpenCRAM(p, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		n, _ := opt.States.Stats()
+		return n
+	}
+	urs := reference.HeaderURs(mustFile(t, p).HeaderText)
+	var want int64
+	for name, ur := range urs {
+		want += int64(len(name) + len(ur))
+	}
+	if len(urs) == 0 {
+		t.Fatal("the fixture's header has no UR: tags")
+	}
+	without, with := held(CRAMOptions{}), held(CRAMOptions{Reference: store})
+	if with-without < want {
+		t.Errorf("state of %d bytes with a reference store, %d without: the %d bytes of %d UR: lookups are not counted", with, without, want, len(urs))
+	}
+}
+
+// mustFile opens the CRAM at p and returns its file structure.
+func mustFile(t *testing.T, p string) *decode.File {
+	t.Helper()
+	c, err := OpenCRAM(p, CRAMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.File()
 }
