@@ -30,6 +30,10 @@ type DecoderOptions struct {
 	// IgnoreMD5 skips the slice reference MD5 check (htslib's
 	// ignore_md5); for fuzzing and salvage, never the default.
 	IgnoreMD5 bool
+	// MaxContainerMemory, when positive, refuses (with a *SizeError) a
+	// container whose declared sizes say that decoding it needs more
+	// bytes, before anything of that size is allocated. 0: no limit.
+	MaxContainerMemory int64
 }
 
 // Decoder decodes the containers of one File into Records, reusing its
@@ -271,12 +275,18 @@ func (d *Decoder) decodeContainer(i int) error {
 
 func (d *Decoder) container(h *ContainerHeader) error {
 	major := d.f.Def.Major
+	if err := checkLength(h, d.opt.MaxContainerMemory); err != nil {
+		return err
+	}
 	var err error
 	d.cbuf, err = d.f.readContainerData(h, d.cbuf)
 	if err != nil {
 		return err
 	}
 	data := d.cbuf
+	if err := checkNeed(h, data, major, d.opt.MaxContainerMemory); err != nil {
+		return err
+	}
 	pos := 0
 	chBlock, err := parseBlock(data, &pos, major)
 	if err != nil {

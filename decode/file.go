@@ -1,7 +1,6 @@
 package decode
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -86,6 +85,21 @@ func ReadHeader(name string, r io.ReaderAt, size int64) (*SAMHeader, error) {
 // readHeader reads the file definition into f.Def and parses the SAM
 // header container; it returns the offset of the first data container.
 func (f *File) readHeader() (*SAMHeader, int64, error) {
+	text, end, err := f.readHeaderText()
+	if err != nil {
+		return nil, 0, err
+	}
+	sh, err := ParseSAMHeader(text)
+	if err != nil {
+		return nil, 0, &Error{File: f.Name, Offset: fileDefinitionSize, ContentID: -1, Err: err}
+	}
+	return sh, end, nil
+}
+
+// readHeaderText reads the file definition into f.Def and returns the SAM
+// header text of the header container and the offset of the first data
+// container.
+func (f *File) readHeaderText() ([]byte, int64, error) {
 	wrap := func(off int64, err error) error { return &Error{File: f.Name, Offset: off, ContentID: -1, Err: err} }
 	var def [fileDefinitionSize]byte
 	if n, err := f.r.ReadAt(def[:], 0); n < len(def) {
@@ -111,11 +125,7 @@ func (f *File) readHeader() (*SAMHeader, int64, error) {
 	if err != nil {
 		return nil, 0, wrap(off, err)
 	}
-	sh, err := ParseSAMHeader(text)
-	if err != nil {
-		return nil, 0, wrap(off, err)
-	}
-	return sh, next, nil
+	return text, next, nil
 }
 
 // maxBlockHeader bounds a block header: method, content type and three
@@ -231,7 +241,9 @@ func parseHeaderContainer(data []byte, major int) ([]byte, error) {
 	if n < 0 || int(n) > len(raw)-4 {
 		return nil, corruptf("SAM header of %d bytes in a %d-byte block", n, len(raw))
 	}
-	return bytes.Clone(raw[4 : 4+n]), nil
+	// raw is the block's own buffer (decompressed, or the container's
+	// bytes read for it): its text needs no copy.
+	return raw[4 : 4+n : 4+n], nil
 }
 
 // prefix is the read name prefix htslib generates names with: the file's

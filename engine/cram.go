@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
@@ -24,6 +25,13 @@ type CRAMOptions struct {
 	NoMD bool
 	// AllowMissingEOF accepts a file without its EOF container.
 	AllowMissingEOF bool
+	// MaxContainerMemory, when positive, refuses to decode a container
+	// needing more memory (decode.ErrTooLarge); Options.ContainerMemory is
+	// a Manager's. 0: no limit.
+	MaxContainerMemory int64
+	// States, when set, holds the state of every file opened with it
+	// within its bounds; nil keeps each file's state until Close.
+	States *FileStates
 	// Decoders, when set, lends decoders to every file opened with it, so
 	// that their buffers (about a container's worth of decoded data each)
 	// are bounded by the pool's size rather than by the number of open
@@ -167,23 +175,63 @@ const (
 	rootOpenFlags = pathOpenFlags | syscall.O_NOFOLLOW
 )
 
-// CRAM is a CRAM file as an engine Source.
+// CRAM is a CRAM file as an engine Source. What it holds of the file (the
+// descriptor, the parsed header, the container table, the reference
+// lookups) is its state: kept in CRAMOptions.States when set, which may
+// drop it, and then rebuilt on demand by opening the file again the same
+// way (through the same root), which must give the version first opened
+// (else ErrChanged).
 type CRAM struct {
+	// dependencies
+	decoders *DecoderPool
+	states   *FileStates // nil: the state lives as long as the CRAM
 	// constant after OpenCRAM: where the file is, so that a re-open is
 	// confined the same way (root nil: rel is a path opened as given)
 	root *os.Root
 	rel  string
-	path string      // the name in messages
+	path string // the name in messages
+	opt  CRAMOptions
 	stat os.FileInfo // fstat of the descriptor first opened: the version served
-	// constant after OpenCRAM
-	file   *os.File
-	f      *decode.File
-	header []byte
-	dopt   decode.DecoderOptions
+	ver  fileVersion // the same, as compared on a re-open
+	n    int         // data containers
+
+	mu     sync.Mutex // guards st and closed, and every state's users and dropped
+	st     *cramState // nil while dropped
+	closed bool
+}
+
+// cramState is what a CRAM rebuilds after it was dropped.
+type cramState struct {
+	c    *CRAM
+	file *os.File
+	f    *decode.File
+	dopt decode.DecoderOptions
 	// rebuildOpt is dopt without the slice MD5 checks (Rebuilder).
 	rebuildOpt decode.DecoderOptions
-	// dependency
-	decoders *DecoderPool
+	rs         *refSource // nil without a reference store
+
+	users   int  // guarded by c.mu
+	dropped bool // guarded by c.mu: file is closed once users is 0
+	resident
+}
+
+func (st *cramState) res() *resident { return &st.resident }
+
+// drop implements stateEntry.
+func (st *cramState) drop() {
+	c := st.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st == st {
+		c.st = nil
+	}
+	if st.dropped {
+		return // dropped by Close and by its FileStates
+	}
+	st.dropped = true
+	if st.users == 0 {
+		st.file.Close()
+	}
 }
 
 // OpenCRAM opens the CRAM file at path (a user-given name: links are
@@ -203,39 +251,19 @@ func OpenCRAMAt(root *os.Root, rel, name string, opt CRAMOptions) (*CRAM, error)
 }
 
 func openCRAM(c *CRAM, opt CRAMOptions) (*CRAM, error) {
-	fh, fi, err := c.openFile()
-	if err != nil {
-		return nil, err
-	}
-	f, err := decode.Open(c.path, fh, fi.Size(), decode.OpenOptions{AllowMissingEOF: opt.AllowMissingEOF})
-	if err != nil {
-		fh.Close()
-		return nil, err
-	}
-	c.file, c.stat, c.f, c.decoders = fh, fi, f, opt.Decoders
+	c.opt, c.decoders, c.states = opt, opt.Decoders, opt.States
 	if c.decoders == nil {
 		c.decoders = NewDecoderPool(runtime.GOMAXPROCS(0))
 	}
-	c.dopt = decode.DecoderOptions{NoMD: opt.NoMD}
-	var rs *refSource
-	if opt.Reference != nil {
-		rs = newRefSource(opt.Reference, f.Refs, reference.HeaderURs(f.HeaderText))
-		c.dopt.Reference = rs
+	st, err := c.load()
+	if err != nil {
+		return nil, err
 	}
-	c.rebuildOpt = c.dopt
-	c.rebuildOpt.IgnoreMD5 = true
-	refs := make([]bam.Reference, len(f.Refs))
-	for i, r := range f.Refs {
-		refs[i] = bam.Reference{Name: r.Name, Length: r.Length}
-		// Like htslib, a FASTA contig of the same name but another length
-		// replaces the @SQ length in the binary header (not in the text).
-		if rs != nil {
-			if n := rs.Length(i); n >= 0 {
-				refs[i].Length = n
-			}
-		}
+	c.stat, c.ver, c.n = st.stat, st.ver, len(st.f.Containers)
+	c.st = &st.cramState
+	if c.states != nil {
+		c.states.touch(c.st)
 	}
-	c.header = bam.AppendHeader(nil, f.HeaderText, refs)
 	return c, nil
 }
 
@@ -284,102 +312,251 @@ func fileType(m os.FileMode) string {
 	return "file of mode " + m.String()
 }
 
-// reopen opens the file again the way OpenCRAM or OpenCRAMAt did (through
-// the same root), for a caller that closed descriptors to bound their
-// number, and checks on the new descriptor that it is the version first
-// opened (device, inode, size, mtime), else ErrChanged.
-func (c *CRAM) reopen() (*os.File, error) {
-	fh, fi, err := c.openFile()
-	if err != nil {
-		return nil, err
-	}
-	if !os.SameFile(fi, c.stat) || fi.Size() != c.stat.Size() || !fi.ModTime().Equal(c.stat.ModTime()) {
-		fh.Close()
-		return nil, fmt.Errorf("%s: %w: opened %d bytes of %v, found %d bytes of %v (or another inode)",
-			c.path, ErrChanged, c.stat.Size(), c.stat.ModTime(), fi.Size(), fi.ModTime())
-	}
-	return fh, nil
-}
-
 // Stat is the fstat of the descriptor opened: the version of the file
 // that c serves, whatever its name points to now.
 func (c *CRAM) Stat() os.FileInfo { return c.stat }
 
 // fileIdentity implements fileSource, from the descriptor the CRAM is
-// read through.
+// read through (opened again, and checked to be the version first
+// opened, if its state was dropped).
 func (c *CRAM) fileIdentity(withDev bool) (identity, error) {
-	return descriptorIdentity(c.file, withDev)
+	st, err := c.acquire()
+	if err != nil {
+		return identity{}, err
+	}
+	defer c.release(st)
+	return descriptorIdentity(st.file, withDev)
 }
 
 // variant implements fileSource: MD and NM tags are generated or not.
 func (c *CRAM) variant() string {
-	if c.dopt.NoMD {
+	if c.opt.NoMD {
 		return "md=0"
 	}
 	return "md=1"
 }
 
-// Close releases the file.
-func (c *CRAM) Close() error { return c.file.Close() }
+// loaded is a state with the version of the file it was read from.
+type loaded struct {
+	cramState
+	stat os.FileInfo
+	ver  fileVersion
+}
 
-// File is the decoded file structure.
-func (c *CRAM) File() *decode.File { return c.f }
+// load opens the file and reads its state; once the CRAM is open, the
+// file must be the version first opened (device, inode, size, mtime and
+// ctime of the new descriptor).
+func (c *CRAM) load() (*loaded, error) {
+	fh, fi, err := c.openFile()
+	if err != nil {
+		return nil, err
+	}
+	ver := versionOf(fi)
+	if c.stat != nil && ver != c.ver {
+		fh.Close()
+		return nil, fmt.Errorf("%s: %w: opened again to read it after its descriptor was closed, it is %v, not the %v first opened", c.path, ErrChanged, ver, c.ver)
+	}
+	f, err := decode.Open(c.path, fh, ver.size, decode.OpenOptions{AllowMissingEOF: c.opt.AllowMissingEOF})
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	if c.stat != nil && len(f.Containers) != c.n {
+		fh.Close()
+		return nil, fmt.Errorf("%s: %w: opened again with %d containers, %d first", c.path, ErrChanged, len(f.Containers), c.n)
+	}
+	st := &loaded{cramState: cramState{c: c, file: fh, f: f}, stat: fi, ver: ver}
+	st.dopt = decode.DecoderOptions{NoMD: c.opt.NoMD, MaxContainerMemory: c.opt.MaxContainerMemory}
+	if c.opt.Reference != nil {
+		st.rs = newRefSource(c.opt.Reference, f.Refs, reference.HeaderURs(f.HeaderText))
+		st.dopt.Reference = st.rs
+	}
+	st.rebuildOpt = st.dopt
+	st.rebuildOpt.IgnoreMD5 = true
+	st.resident = resident{bytes: stateBytes(f), file: true}
+	if st.rs != nil {
+		st.resident.bytes += st.rs.urBytes()
+	}
+	return st, nil
+}
+
+// stateBytes estimates the memory of f and its reference lookups.
+func stateBytes(f *decode.File) int64 {
+	n := int64(512 + len(f.HeaderText))
+	for _, r := range f.Refs {
+		n += int64(len(r.Name)+len(r.M5)) + 96 // the RefSeq, its strings, refSource's slots
+	}
+	for _, g := range f.ReadGroups {
+		n += int64(len(g)) + 16
+	}
+	for _, h := range f.Containers {
+		n += int64(unsafe.Sizeof(h)) + 4*int64(len(h.Landmarks))
+	}
+	return n
+}
+
+// acquire returns the CRAM's state, rebuilt if it was dropped, for use
+// until release.
+func (c *CRAM) acquire() (*cramState, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w", c.path, os.ErrClosed)
+	}
+	st := c.st
+	if st == nil {
+		l, err := c.load()
+		if err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
+		st = &l.cramState
+		c.st = st
+	}
+	st.users++
+	c.mu.Unlock()
+	if c.states != nil {
+		c.states.touch(st)
+	}
+	return st, nil
+}
+
+// release ends a use of st begun by acquire.
+func (c *CRAM) release(st *cramState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.users--
+	if st.users == 0 && st.dropped {
+		st.file.Close()
+	}
+}
+
+// Close releases the file. Later calls fail with os.ErrClosed.
+func (c *CRAM) Close() error {
+	c.mu.Lock()
+	st := c.st
+	c.closed, c.st = true, nil
+	c.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	if c.states != nil {
+		c.states.remove(st)
+	}
+	st.drop()
+	return nil
+}
+
+// File is the decoded file structure (read again if it was dropped; nil
+// if that fails).
+func (c *CRAM) File() *decode.File {
+	st, err := c.acquire()
+	if err != nil {
+		return nil
+	}
+	defer c.release(st)
+	return st.f
+}
 
 // Name implements Source.
 func (c *CRAM) Name() string { return c.path }
 
-// Header implements Source.
-func (c *CRAM) Header() []byte { return c.header }
+// Header implements Source; nil when the file cannot be read again.
+func (c *CRAM) Header() []byte {
+	h, _ := c.ReadHeader()
+	return h
+}
+
+// ReadHeader returns the uncompressed BAM header, built from the CRAM's
+// SAM header and references.
+func (c *CRAM) ReadHeader() ([]byte, error) {
+	st, err := c.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer c.release(st)
+	refs := make([]bam.Reference, len(st.f.Refs))
+	for i, r := range st.f.Refs {
+		refs[i] = bam.Reference{Name: r.Name, Length: r.Length}
+		// Like htslib, a FASTA contig of the same name but another length
+		// replaces the @SQ length in the binary header (not in the text).
+		if st.rs != nil {
+			if n := st.rs.Length(i); n >= 0 {
+				refs[i].Length = n
+			}
+		}
+	}
+	return bam.AppendHeader(nil, st.f.HeaderText, refs), nil
+}
 
 // NumContainers implements Source.
-func (c *CRAM) NumContainers() int { return len(c.f.Containers) }
+func (c *CRAM) NumContainers() int { return c.n }
 
-// ContainerOffset implements Source.
-func (c *CRAM) ContainerOffset(i int) int64 { return c.f.Containers[i].Offset }
+// ContainerOffset implements Source; -1 when the file cannot be read
+// again.
+func (c *CRAM) ContainerOffset(i int) int64 {
+	st, err := c.acquire()
+	if err != nil {
+		return -1
+	}
+	defer c.release(st)
+	return st.f.Containers[i].Offset
+}
 
 // AppendContainer implements Source.
 func (c *CRAM) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
-	return c.appendContainer(ctx, i, &c.dopt, dst, nil, nil)
+	return c.appendContainer(ctx, i, false, dst, nil, nil)
 }
 
 // AppendContainerBlocks implements BlockAppender.
 func (c *CRAM) AppendContainerBlocks(ctx context.Context, i int, comp *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error) {
-	return c.appendContainerBlocks(ctx, i, &c.dopt, comp, dst, each)
+	return c.appendContainerBlocks(ctx, i, false, comp, dst, each)
 }
 
 // RebuildContainerBlocks implements Rebuilder: the slice reference MD5s
 // are not computed again (3-4% of a build's CPU).
 func (c *CRAM) RebuildContainerBlocks(ctx context.Context, i int, comp *bgzf.Compressor, dst []byte) ([]byte, int64, error) {
-	return c.appendContainerBlocks(ctx, i, &c.rebuildOpt, comp, dst, nil)
+	return c.appendContainerBlocks(ctx, i, true, comp, dst, nil)
 }
 
-func (c *CRAM) appendContainerBlocks(ctx context.Context, i int, opt *decode.DecoderOptions, comp *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error) {
+func (c *CRAM) appendContainerBlocks(ctx context.Context, i int, rebuild bool, comp *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error) {
 	start := len(dst)
-	buf, err := c.appendContainer(ctx, i, opt, comp.Begin(dst), comp, each)
+	buf, err := c.appendContainer(ctx, i, rebuild, comp.Begin(dst), comp, each)
 	if err == nil {
 		var raw int64
 		if dst, raw, err = comp.End(buf); err == nil {
 			return dst, raw, nil
 		}
-		err = fmt.Errorf("%s: container at byte %d: BGZF: %w", c.path, c.f.Containers[i].Offset, err)
+		err = fmt.Errorf("%s: container at byte %d: BGZF: %w", c.path, c.ContainerOffset(i), err)
 	}
 	return dst[:start], 0, err
 }
 
-// appendContainer appends the BAM records of container i to dst. When
-// comp is not nil, dst is the buffer of a run of comp's blocks: each
-// record is reported to each (if set) and full blocks are cut after it.
-func (c *CRAM) appendContainer(ctx context.Context, i int, opt *decode.DecoderOptions, dst []byte, comp *bgzf.Compressor, each func([]byte, int64, int64) error) ([]byte, error) {
+// appendContainer appends the BAM records of container i to dst, with the
+// slice MD5 checks unless rebuild. When comp is not nil, dst is the buffer
+// of a run of comp's blocks: each record is reported to each (if set) and
+// full blocks are cut after it.
+func (c *CRAM) appendContainer(ctx context.Context, i int, rebuild bool, dst []byte, comp *bgzf.Compressor, each func([]byte, int64, int64) error) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return dst, err
 	}
-	pd := c.decoders.get(c.f, *opt)
+	st, err := c.acquire()
+	if err != nil {
+		return dst, err
+	}
+	defer c.release(st)
+	opt := st.dopt
+	if rebuild {
+		opt = st.rebuildOpt
+	}
+	pd := c.decoders.get(st.f, opt)
 	defer c.decoders.put(pd)
-	err := pd.d.ContainerFunc(i, func(j int, r *decode.Record) error {
+	off := st.f.Containers[i].Offset
+	err = pd.d.ContainerFunc(i, func(j int, r *decode.Record) error {
 		at := len(dst)
 		var err error
 		if dst, err = bam.AppendRecord(dst, r); err != nil {
-			return fmt.Errorf("%s: container at byte %d: record %d (%s): %w", c.path, c.f.Containers[i].Offset, j, r.Name, err)
+			return fmt.Errorf("%s: container at byte %d: record %d (%s): %w", c.path, off, j, r.Name, err)
 		}
 		if comp == nil {
 			return nil
@@ -391,7 +568,7 @@ func (c *CRAM) appendContainer(ctx context.Context, i int, opt *decode.DecoderOp
 			}
 		}
 		if dst, err = comp.Cut(dst); err != nil {
-			return fmt.Errorf("%s: container at byte %d: BGZF: %w", c.path, c.f.Containers[i].Offset, err)
+			return fmt.Errorf("%s: container at byte %d: BGZF: %w", c.path, off, err)
 		}
 		return nil
 	})
@@ -429,6 +606,16 @@ func newRefSource(s *reference.Store, refs []decode.RefSeq, urs map[string]strin
 		}
 	}
 	return r
+}
+
+// urBytes estimates the memory of r's UR: lookups (a copy of each name
+// and value, and the map entry).
+func (r *refSource) urBytes() int64 {
+	var n int64
+	for name, ur := range r.urs {
+		n += int64(len(name)+len(ur)) + 48
+	}
+	return n
 }
 
 func (r *refSource) contig(id int) (*reference.Contig, error) {

@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -140,50 +143,74 @@ func TestOpenCRAMRefusesNonRegular(t *testing.T) {
 	}
 }
 
-// TestCRAMReopen re-opens a CRAM the way it was opened: the same version
-// is accepted, a file replaced by rename or rewritten in place is not.
+// TestCRAMReopen has a CRAM's descriptor closed by its FileStates (which
+// keep one) and the CRAM read again: the same version is opened again the
+// way it was first (through the root) and served; a file replaced by
+// rename or truncated in place is refused with ErrChanged.
 func TestCRAMReopen(t *testing.T) {
 	src := t.TempDir()
 	p := filepath.Join(src, "x.cram")
 	copyTestCRAM(t, "ce_1000.3.0-noref.cram", p)
+	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "other.cram"))
 	root := openTestRoot(t, src)
-	c, err := OpenCRAMAt(root, "x.cram", p, CRAMOptions{})
+	states := NewFileStates(1<<30, 1)
+	opt := CRAMOptions{States: states}
+	ctx := context.Background()
+	c, err := OpenCRAMAt(root, "x.cram", p, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	fh, err := c.reopen()
+	want, err := c.AppendContainer(ctx, 0, nil)
 	if err != nil {
-		t.Fatalf("reopen of the unchanged file: %v", err)
+		t.Fatal(err)
 	}
-	if fi, err := fh.Stat(); err != nil || !os.SameFile(fi, c.Stat()) {
-		t.Errorf("reopen opened %v (%v), not the file first opened", fi, err)
+	// Opening or reading another CRAM closes c's descriptor.
+	evict := func() {
+		t.Helper()
+		o, err := OpenCRAMAt(root, "other.cram", "other.cram", opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Close()
+		c.mu.Lock()
+		dropped := c.st == nil
+		c.mu.Unlock()
+		if !dropped {
+			t.Fatal("the CRAM's state was not dropped by a FileStates of one descriptor")
+		}
 	}
-	fh.Close()
+	evict()
+	if got, err := c.AppendContainer(ctx, 0, nil); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read again, unchanged: %d bytes (%v), want the %d first read", len(got), err, len(want))
+	}
+	if fi := c.File(); fi == nil {
+		t.Fatal("no file structure after opening again")
+	}
 
+	evict()
 	copyTestCRAM(t, "ce_5b.3.0-noref.cram", p+".new")
 	if err := os.Rename(p+".new", p); err != nil {
 		t.Fatal(err)
 	}
-	if fh, err := c.reopen(); !errors.Is(err, ErrChanged) {
-		if fh != nil {
-			fh.Close()
-		}
-		t.Errorf("reopen after a replacement: %v, want ErrChanged", err)
+	if _, err := c.AppendContainer(ctx, 0, nil); !errors.Is(err, ErrChanged) {
+		t.Errorf("read again after a replacement: %v, want ErrChanged", err)
 	}
-	c2, err := OpenCRAMAt(root, "x.cram", p, CRAMOptions{})
+	c2, err := OpenCRAMAt(root, "x.cram", p, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c2.Close()
+	c2.mu.Lock()
+	st := c2.st
+	c2.mu.Unlock()
+	states.remove(st)
+	st.drop()
 	if err := os.Truncate(p, c2.Stat().Size()-100); err != nil {
 		t.Fatal(err)
 	}
-	if fh, err := c2.reopen(); !errors.Is(err, ErrChanged) {
-		if fh != nil {
-			fh.Close()
-		}
-		t.Errorf("reopen after truncation in place: %v, want ErrChanged", err)
+	if _, err := c2.AppendContainer(ctx, 0, nil); !errors.Is(err, ErrChanged) {
+		t.Errorf("read again after truncation in place: %v, want ErrChanged", err)
 	}
 }
 
@@ -209,4 +236,99 @@ func TestManagerPinsCRAMByDescriptor(t *testing.T) {
 	if err != nil || len(idx) != 1 {
 		t.Fatalf("layout indexes in the cache dir: %q (%v), want one", idx, err)
 	}
+}
+
+// TestCRAMIdentityAfterDescriptorClosed: the identity of a CRAM whose
+// descriptor its FileStates closed is read from the descriptor opened
+// again (the same identity as first taken), and a file replaced by rename
+// meanwhile gives ErrChanged, never the new file's identity.
+func TestCRAMIdentityAfterDescriptorClosed(t *testing.T) {
+	src := t.TempDir()
+	p := filepath.Join(src, "x.cram")
+	copyTestCRAM(t, "ce_1000.3.0-noref.cram", p)
+	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "other.cram"))
+	root := openTestRoot(t, src)
+	opt := CRAMOptions{States: NewFileStates(1<<30, 1)}
+	c, err := OpenCRAMAt(root, "x.cram", p, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want, err := c.fileIdentity(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evict := func() {
+		t.Helper()
+		o, err := OpenCRAMAt(root, "other.cram", "other.cram", opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Close()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.st != nil {
+			t.Fatal("the CRAM's state was not dropped by a FileStates of one descriptor")
+		}
+	}
+	evict()
+	if got, err := c.fileIdentity(true); err != nil || got != want {
+		t.Fatalf("identity after the descriptor was closed: %+v (%v), want %+v", got, err, want)
+	}
+	evict()
+	copyTestCRAM(t, "ce_5b.3.0-noref.cram", p+".new")
+	if err := os.Rename(p+".new", p); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.fileIdentity(true); !errors.Is(err, ErrChanged) {
+		t.Fatalf("identity after a replacement: %+v (%v), want ErrChanged", got, err)
+	}
+}
+
+// TestCRAMStateCountsURLookups: with a reference store, a CRAM's state
+// holds its @SQ UR: lookups (a copy of every name and UR: value, about
+// 400 KB for a GRCh38 header whose lines all carry one); they count in
+// the bytes its FileStates bound, not only the header they come from.
+func TestCRAMStateCountsURLookups(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.cram")
+	copyTestCRAM(t, "corner_header.3.0.cram", p)
+	store, err := reference.Open([]string{filepath.Join(corpus.Root(), "testdata", "ref", "ce.fa")}, reference.Options{NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	held := func(opt CRAMOptions) int64 {
+		t.Helper()
+		opt.States = NewFileStates(1<<30, 4)
+		c, err := OpenCRAM(p, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		n, _ := opt.States.Stats()
+		return n
+	}
+	urs := reference.HeaderURs(mustFile(t, p).HeaderText)
+	var want int64
+	for name, ur := range urs {
+		want += int64(len(name) + len(ur))
+	}
+	if len(urs) == 0 {
+		t.Fatal("the fixture's header has no UR: tags")
+	}
+	without, with := held(CRAMOptions{}), held(CRAMOptions{Reference: store})
+	if with-without < want {
+		t.Errorf("state of %d bytes with a reference store, %d without: the %d bytes of %d UR: lookups are not counted", with, without, want, len(urs))
+	}
+}
+
+// mustFile opens the CRAM at p and returns its file structure.
+func mustFile(t *testing.T, p string) *decode.File {
+	t.Helper()
+	c, err := OpenCRAM(p, CRAMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.File()
 }

@@ -111,7 +111,12 @@ func TestCountDecoders(t *testing.T) {
 			t.Fatalf("cache %d: footprint %d after a container, %d change reports", cacheSize, one, changes)
 		}
 		// Two decoders lent at once: the pool keeps one, drops the other.
-		a, b := pool.get(c.f, c.dopt), pool.get(c.f, c.dopt)
+		st, err := c.acquire()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := pool.get(st.f, st.dopt), pool.get(st.f, st.dopt)
+		c.release(st)
 		if err := b.d.ContainerFunc(0, func(int, *decode.Record) error { return nil }); err != nil {
 			t.Fatal(err)
 		}

@@ -275,7 +275,7 @@ func TestReadahead(t *testing.T) {
 		}
 		off += int64(n)
 	}
-	next := v.segmentAt(off)
+	next := l.segmentAt(off)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		ahead := 0
@@ -876,7 +876,8 @@ func TestReadaheadRamp(t *testing.T) {
 	src := newFakeSource(fixture(t, "synth"), "")
 	m, _ := newTestManager(t, Options{Threads: 2})
 	v := openT(t, m, src)
-	segs := v.Layout().Segments
+	lay := v.Layout()
+	segs := lay.Segments
 	maxAhead := v.readahead
 	if maxAhead < 3 {
 		t.Fatalf("readahead resolved to %d; the test needs at least 3", maxAhead)
@@ -893,7 +894,7 @@ func TestReadaheadRamp(t *testing.T) {
 	}
 	read()
 	read()
-	c := v.segmentAt(off) // where the window of the last read starts
+	c := lay.segmentAt(off) // where the window of the last read starts
 	time.Sleep(100 * time.Millisecond)
 	for i := c + 1; i < len(segs); i++ {
 		if built(i) {
@@ -903,7 +904,7 @@ func TestReadaheadRamp(t *testing.T) {
 	for range 4 * rampReads * maxAhead {
 		read()
 	}
-	c = v.segmentAt(off)
+	c = lay.segmentAt(off)
 	// The window counts segments that hold data; empty ones are skipped.
 	var window []int
 	beyond := c

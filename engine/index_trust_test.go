@@ -337,6 +337,39 @@ func TestDigestMismatchDropsLayout(t *testing.T) {
 	}
 }
 
+// TestDroppedLayoutNotReloadedAsAnother: two VirtualBAMs of one file
+// version share its layout in the FileStates. Once a rebuilt segment of
+// one disagrees with it, the other, reading the layout again, finds the
+// file scanned to another layout: it fails with ErrMismatch and is Stale
+// rather than serving the new layout's segments at its own offsets under
+// the old layout's cache keys; a new Open serves the new bytes.
+func TestDroppedLayoutNotReloadedAsAnother(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	src.flipOn, src.flipIdx = 2, 4 // the scan sees the true bytes, every later decode other ones
+	m, _ := newTestManager(t, Options{Readahead: -1})
+	v := openT(t, m, src)
+	v2 := openT(t, m, src) // the same layout, loaded from memory
+	seg := v.Layout().Segments[4]
+	if _, err := v.ReadAt(make([]byte, 64), seg.Offset); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("read of the changed segment: %v, want ErrMismatch", err)
+	}
+	// v keeps the layout it served: the segments before still read.
+	if _, err := v.ReadAt(make([]byte, 64), 0); err != nil {
+		t.Fatalf("stale VirtualBAM, its header: %v", err)
+	}
+	if _, err := v2.ReadAt(make([]byte, 64), v2.Size()-64); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("the other VirtualBAM of the dropped layout: %v, want ErrMismatch", err)
+	}
+	if !v2.Stale() {
+		t.Error("the other VirtualBAM is not Stale")
+	}
+	v3 := openT(t, m, src)
+	got := readAll(t, v3, 1<<16)
+	if bytes.Equal(got, src.expected(t, 1)) {
+		t.Fatal("the new open serves the old bytes")
+	}
+}
+
 // TestStaleTempsRemoved: temporary index files left by a killed writer
 // (older than staleTempAge) are removed when a Manager starts; a recent
 // one, possibly a live writer's, and index files stay.

@@ -15,11 +15,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/cramfs/cramfs/cache"
+	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/encode/bai"
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/encode/csi"
@@ -54,9 +56,13 @@ type Manager struct {
 	// state each build takes what its Add evicted).
 	pool *cache.Pool
 
+	// states holds the per-file state of open files (see FileStates),
+	// its bytes counted against the cache.
+	states *FileStates
+
 	opens    singleflight.Group // one layout scan per file
 	mu       sync.Mutex
-	layouts  map[string]*indexFile   // by index key, for files with an identity
+	layouts  map[string]*layoutState // by index key, those held in states; guarded by mu
 	building map[cache.Key]*building // segment builds in flight, guarded by mu
 	warnOnce sync.Once
 	anonSeq  atomic.Uint64
@@ -90,14 +96,17 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 		log.Debug("cache directory not cleaned", "dir", opts.CacheDir, "err", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	states := NewFileStates(opts.stateBytes(), opts.MaxOpenFiles)
+	states.count(c)
 	return &Manager{
+		states:   states,
 		opts:     opts,
 		log:      log,
 		cache:    c,
 		sem:      make(chan struct{}, opts.Threads),
 		comps:    make(chan *bgzf.Compressor, opts.Threads),
 		raws:     make(chan []byte, opts.Threads),
-		layouts:  make(map[string]*indexFile),
+		layouts:  make(map[string]*layoutState),
 		pool:     cache.NewPool(opts.CacheSize / 16),
 		building: make(map[cache.Key]*building),
 		ctx:      ctx,
@@ -106,8 +115,12 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 	}
 }
 
-// Close stops readahead. Open VirtualBAMs still serve reads.
-func (m *Manager) Close() { m.cancel() }
+// Close stops readahead and drops the file states, closing the descriptors
+// not in use. Open VirtualBAMs still serve reads.
+func (m *Manager) Close() {
+	m.cancel()
+	m.states.dropAll()
+}
 
 // CountDecoders makes the memory of p's decoders count against the cache
 // budget, so that the budget bounds the decoded data of the containers
@@ -146,19 +159,24 @@ func (m *Manager) noteSegmentSize(n int64) {
 }
 
 // segmentsThatFit returns how many segments of size seg the cache can
-// hold beside the decoders counted in it (a segment's storage is a
+// hold beside the decoders and the file states counted in it (a segment's storage is a
 // sixteenth larger than its bytes, see cache.Pool.Get).
 func (m *Manager) segmentsThatFit(seg int64) int {
 	if seg <= 0 {
 		return math.MaxInt
 	}
-	free := m.opts.CacheSize
+	stateBytes, _ := m.states.Stats()
+	free := m.opts.CacheSize - stateBytes
 	if p := m.decoders.Load(); p != nil {
 		_, counted := p.Footprint()
 		free -= counted
 	}
 	return int(max(free, 0) / (seg + seg/16))
 }
+
+// States returns the FileStates of the Manager: CRAMs opened with it as
+// CRAMOptions.States share the bounds and the budget of the layouts.
+func (m *Manager) States() *FileStates { return m.states }
 
 // Options returns the options in effect, defaults resolved.
 func (m *Manager) Options() Options { return m.opts }
@@ -213,24 +231,22 @@ func (m *Manager) putRaw(b []byte) {
 // container once (or loads the persisted layout index); concurrent Opens of
 // the same file share one scan.
 func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
-	hdrRaw := src.Header()
-	if len(hdrRaw) == 0 {
-		return nil, fmt.Errorf("%w: %s: empty BAM header", ErrInvalid, src.Name())
+	hdrRaw, err := headerOf(src)
+	if err != nil {
+		return nil, err
 	}
 	c, err := m.getComp()
 	if err != nil {
 		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
 	}
-	hdr, err := compressSegment(c, nil, hdrRaw)
+	// Only measured here: the header's blocks are a segment of the cache,
+	// built (and checked against hdrSeg) when they are read, so that a
+	// listing of many files does not fill the cache with headers.
+	_, hdrSeg, err := compressHeader(c, src, nil, hdrRaw)
 	m.putComp(c)
 	if err != nil {
-		return nil, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
+		return nil, err
 	}
-	hdrDigest, err := segmentDigest(hdr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
-	}
-	hdrSeg := Segment{CompLen: int64(len(hdr)), RawLen: int64(len(hdrRaw)), Digest: hdrDigest}
 	if src.NumContainers() < 0 {
 		return nil, fmt.Errorf("%w: %s: %d containers", ErrInvalid, src.Name(), src.NumContainers())
 	}
@@ -249,34 +265,172 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		return m.layoutFor(ctx, src, key, depends, id, hdrRaw, hdrSeg)
 	})
 	if err != nil {
-		return nil, err
+		return nil, m.explainSize(err)
 	}
 	idx := r.(*indexFile)
+	ls := m.keep(key, idx, persist)
 	// Segments are cached per layout: after a layout was dropped and the
 	// file scanned again, a segment of the old layout is never served.
-	cacheID := key + "/" + layoutTag(&idx.Layout)
+	cacheID := key + "/" + ls.tag
 	layoutKey := key
 	if !persist {
 		cacheID = fmt.Sprintf("%s#%d", key, m.anonSeq.Add(1))
 		layoutKey = ""
 	}
+
 	maxSeg := idx.Layout.maxSegment()
 	m.noteSegmentSize(maxSeg)
-	return &VirtualBAM{
+	v := &VirtualBAM{
 		m:         m,
 		src:       src,
 		id:        cacheID,
 		key:       layoutKey,
-		hdr:       hdr,
-		layout:    idx.Layout,
-		bai:       idx.BAI,
+		depends:   depends,
+		tag:       ls.tag,
+		fid:       id,
+		hdrSeg:    hdrSeg,
+		size:      idx.Layout.Size,
 		hasBAI:    idx.HasBAI,
 		csi:       idx.CSI,
 		lastEnd:   -1,
 		ahead:     make(map[int]bool),
 		maxSeg:    maxSeg,
 		readahead: m.opts.readahead(maxSeg),
-	}, nil
+	}
+	if !persist {
+		v.pinned = ls
+	}
+	return v, nil
+}
+
+// headerReader is a Source whose header can fail to be read (a CRAM read
+// again after its state was dropped).
+type headerReader interface {
+	ReadHeader() ([]byte, error)
+}
+
+// headerOf returns the uncompressed BAM header of src.
+func headerOf(src Source) ([]byte, error) {
+	var h []byte
+	if hr, ok := src.(headerReader); ok {
+		var err error
+		if h, err = hr.ReadHeader(); err != nil {
+			return nil, err
+		}
+	} else {
+		h = src.Header()
+	}
+	if len(h) == 0 {
+		return nil, fmt.Errorf("%w: %s: empty BAM header", ErrInvalid, src.Name())
+	}
+	return h, nil
+}
+
+// headerSegment is the segment number of the header's blocks in the
+// cache.
+const headerSegment = -1
+
+// compressHeader appends the BGZF blocks of the BAM header hdrRaw of src,
+// made by c, to dst, and returns them with their segment.
+func compressHeader(c *bgzf.Compressor, src Source, dst, hdrRaw []byte) ([]byte, Segment, error) {
+	start := len(dst)
+	dst, err := compressSegment(c, dst, hdrRaw)
+	if err != nil {
+		return dst[:start], Segment{}, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
+	}
+	digest, err := segmentDigest(dst[start:])
+	if err != nil {
+		return dst[:start], Segment{}, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
+	}
+	return dst, Segment{CompLen: int64(len(dst) - start), RawLen: int64(len(hdrRaw)), Digest: digest}, nil
+}
+
+// layoutState is the layout and index of one file version: in the
+// Manager's FileStates when the layout can be read again from its index
+// key, else pinned by its VirtualBAMs.
+type layoutState struct {
+	m   *Manager
+	key string
+	idx *indexFile
+	tag string // layoutTag of idx.Layout
+	resident
+}
+
+func (ls *layoutState) res() *resident { return &ls.resident }
+
+// drop implements stateEntry.
+func (ls *layoutState) drop() {
+	m := ls.m
+	m.mu.Lock()
+	if m.layouts[ls.key] == ls {
+		delete(m.layouts, ls.key)
+	}
+	m.mu.Unlock()
+}
+
+// keep returns the state of the file version key, made of idx unless it
+// is held already; a persisted one goes into m.states.
+func (m *Manager) keep(key string, idx *indexFile, persist bool) *layoutState {
+	ls := &layoutState{m: m, key: key, idx: idx, tag: layoutTag(&idx.Layout)}
+	ls.resident.bytes = int64(256 + len(idx.BAI) + len(idx.Layout.Segments)*int(unsafe.Sizeof(Segment{})))
+	if !persist {
+		return ls
+	}
+	m.mu.Lock()
+	if old := m.layouts[key]; old != nil && old.idx == idx {
+		ls = old
+	} else {
+		m.layouts[key] = ls
+	}
+	m.mu.Unlock()
+	m.states.touch(ls)
+	return ls
+}
+
+// layoutState returns the state of v's file version, read again (the
+// persisted index, checked against what v was opened with, else a scan)
+// if it was dropped. Once v is Stale without its layout (dropLayout found
+// it no longer held), or the layout held is another (scanned again since
+// v's was found wrong), every use fails with ErrMismatch and nothing is
+// read again.
+func (m *Manager) layoutState(ctx context.Context, v *VirtualBAM) (*layoutState, error) {
+	m.mu.Lock()
+	ls := m.layouts[v.key]
+	m.mu.Unlock()
+	if ls == nil && !v.stale.Load() {
+		// Other readers may wait for this one: not tied to its context.
+		r, err, _ := m.opens.Do("state:"+v.key, func() (any, error) {
+			return m.reloadLayout(context.WithoutCancel(ctx), v)
+		})
+		if err != nil {
+			if errors.Is(err, ErrChanged) {
+				v.stale.Store(true)
+			}
+			return nil, err
+		}
+		ls = r.(*layoutState)
+	}
+	if ls == nil || ls.tag != v.tag {
+		v.stale.Store(true)
+		return nil, fmt.Errorf("%w: %s: its layout was found wrong and dropped; the file must be opened again", ErrMismatch, v.src.Name())
+	}
+	m.states.touch(ls)
+	return ls, nil
+}
+
+// reloadLayout reads the layout of v's file version again, from memory,
+// the persisted index or a scan of the file (which must still be the
+// version v was opened with), and keeps it.
+func (m *Manager) reloadLayout(ctx context.Context, v *VirtualBAM) (*layoutState, error) {
+	idx, err := m.layoutFor(ctx, v.src, v.key, v.depends, v.fid, nil, v.hdrSeg)
+	if err != nil {
+		return nil, m.explainSize(err)
+	}
+	if idx.Layout.Size != v.size || idx.HasBAI != v.hasBAI || idx.CSI != v.csi {
+		return nil, fmt.Errorf("%w: %s: layout read again is of %d bytes, not %d", ErrChanged, v.src.Name(), idx.Layout.Size, v.size)
+	}
+	m.log.Debug("file state read again", "file", v.src.Name())
+	return m.keep(v.key, idx, true), nil
 }
 
 // errNoFile is identify's answer for a Source that reads no file.
@@ -335,12 +489,19 @@ func indexName(key string) string { return key + ".idx" }
 
 // layoutFor finds a trustworthy layout for src: in memory, on disk, or by
 // scanning (then persisting it). depends is "" for a Source whose layout
-// is not persisted.
+// is not persisted. hdrRaw, the BAM header, is read from src when the
+// scan needs it and it is nil. The caller keeps the layout (Manager.keep).
 func (m *Manager) layoutFor(ctx context.Context, src Source, key, depends string, id identity, hdrRaw []byte, hdrSeg Segment) (*indexFile, error) {
 	persist := depends != ""
 	if persist {
 		if idx := m.loadLayout(src, key, depends, id, hdrSeg); idx != nil {
 			return idx, nil
+		}
+	}
+	if hdrRaw == nil {
+		var err error
+		if hdrRaw, err = headerOf(src); err != nil {
+			return nil, err
 		}
 	}
 	idx, err := m.scan(ctx, src, hdrRaw, hdrSeg)
@@ -361,10 +522,9 @@ func (m *Manager) layoutFor(ctx context.Context, src Source, key, depends string
 	idx.ID = id
 	if err := writeIndex(m.opts.CacheDir, indexName(key), idx, m.opts.SharedCache); err != nil {
 		m.warnOnce.Do(func() {
-			m.log.Warn("cannot persist layout indexes; keeping them in memory", "dir", m.opts.CacheDir, "err", err)
+			m.log.Warn("cannot persist layout indexes; keeping them in memory while they fit, scanning files again after", "dir", m.opts.CacheDir, "err", err)
 		})
 	}
-	m.remember(key, idx)
 	return idx, nil
 }
 
@@ -373,10 +533,10 @@ func (m *Manager) layoutFor(ctx context.Context, src Source, key, depends string
 // An index refused is logged, with why.
 func (m *Manager) loadLayout(src Source, key, depends string, id identity, hdrSeg Segment) *indexFile {
 	m.mu.Lock()
-	idx := m.layouts[key]
+	ls := m.layouts[key]
 	m.mu.Unlock()
-	if idx != nil && m.validFor(idx, src, depends, id, hdrSeg) == nil {
-		return idx
+	if ls != nil && m.validFor(ls.idx, src, depends, id, hdrSeg) == nil {
+		return ls.idx
 	}
 	idx, err := loadIndex(m.opts.CacheDir, indexName(key), m.opts.SharedCache)
 	if err == nil {
@@ -385,7 +545,6 @@ func (m *Manager) loadLayout(src Source, key, depends string, id identity, hdrSe
 	switch {
 	case err == nil:
 		m.log.Debug("layout index loaded", "file", src.Name(), "index", indexName(key))
-		m.remember(key, idx)
 		return idx
 	case errors.Is(err, fs.ErrNotExist):
 	case errors.Is(err, errUntrustedDir):
@@ -401,25 +560,26 @@ func (m *Manager) loadLayout(src Source, key, depends string, id identity, hdrSe
 	return nil
 }
 
-func (m *Manager) remember(key string, idx *indexFile) {
-	m.mu.Lock()
-	m.layouts[key] = idx
-	m.mu.Unlock()
-}
-
 // dropLayout forgets the layout v serves, in memory and on disk, once a
 // segment rebuilt for v disagreed with it: the file changed in a way its
-// identity did not show, or the layout was wrong. v's reads of that
-// segment keep failing, but the next Open of the file scans it again.
+// identity did not show, or the layout was wrong. v's reads keep failing
+// (see VirtualBAM.Stale), but the next Open of the file scans it again.
 func (m *Manager) dropLayout(v *VirtualBAM) {
 	if !v.stale.CompareAndSwap(false, true) || v.key == "" {
 		return
 	}
 	m.mu.Lock()
-	if idx := m.layouts[v.key]; idx != nil && v.key+"/"+layoutTag(&idx.Layout) == v.id {
+	ls := m.layouts[v.key]
+	if ls != nil && ls.tag == v.tag {
+		v.dropped.Store(ls) // before it leaves layouts, for v's readers
 		delete(m.layouts, v.key)
+	} else {
+		ls = nil // dropped from the states, or scanned since: not v's
 	}
 	m.mu.Unlock()
+	if ls != nil {
+		m.states.remove(ls)
+	}
 	path := filepath.Join(m.opts.CacheDir, indexName(v.key))
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		m.log.Warn("cannot remove a layout index found wrong", "file", v.src.Name(), "index", path, "err", err)
@@ -559,6 +719,43 @@ consume:
 	return idx, nil
 }
 
+// explainSize adds to a container refused for its size (decode.ErrTooLarge)
+// the cache size that would let it be decoded.
+func (m *Manager) explainSize(err error) error {
+	var se *decode.SizeError
+	if !errors.As(err, &se) {
+		return err
+	}
+	mib := func(n int64) int64 { return (n + 1<<20 - 1) >> 20 }
+	return fmt.Errorf("%w; with %d threads (-@) and a %d MiB cache (--cache-size) a container may take %d MiB to decode: --cache-size %dM would allow this one",
+		err, m.opts.Threads, mib(m.opts.CacheSize), mib(m.opts.ContainerMemory()), mib(m.opts.cacheSizeFor(se.Need)))
+}
+
+// buildHeader builds the header's blocks of src again and checks them
+// against want, the header segment src was opened with.
+func (m *Manager) buildHeader(src Source, want Segment) (*cache.Buf, error) {
+	raw, err := headerOf(src)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.getComp()
+	if err != nil {
+		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+	}
+	defer m.putComp(c)
+	buf := m.pool.Get(int(want.CompLen))
+	var got Segment
+	buf.B, got, err = compressHeader(c, src, buf.B[:0], raw)
+	if err == nil && got != want {
+		err = fmt.Errorf("%w: %s: header built again gives %+v, not %+v", ErrChanged, src.Name(), got, want)
+	}
+	if err != nil {
+		buf.Release()
+		return nil, err
+	}
+	return buf, nil
+}
+
 // building is one segment build in flight, shared by every caller that
 // asks for the segment meanwhile.
 type building struct {
@@ -599,6 +796,9 @@ func (m *Manager) build(ctx context.Context, src Source, i int, c *bgzf.Compress
 // buildSegment rebuilds segment i of src and checks it against want. The
 // Buf it returns holds one reference, the caller's.
 func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segment) (*cache.Buf, error) {
+	if i == headerSegment {
+		return m.buildHeader(src, want)
+	}
 	if err := m.acquire(ctx); err != nil {
 		return nil, err
 	}
@@ -619,7 +819,7 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 	rawLen, err := m.build(ctx, src, i, c, buf, true)
 	if err != nil {
 		buf.Release()
-		return nil, err // Source errors name the file and container
+		return nil, m.explainSize(err) // Source errors name the file and container
 	}
 	comp := buf.B
 	crc, err := segmentDigest(comp)

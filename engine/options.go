@@ -8,8 +8,9 @@ import (
 )
 
 // ErrMismatch is returned when a segment rebuilt on demand does not match
-// the layout recorded by the scan (length, raw length or segmentDigest of its BGZF blocks).
-// The bytes are never served.
+// the layout recorded by the scan (length, raw length or segmentDigest of its BGZF blocks),
+// and by a VirtualBAM whose layout was found so and is no longer held
+// (VirtualBAM.Stale). The bytes are never served.
 var ErrMismatch = errors.New("engine: rebuilt segment does not match layout")
 
 // ErrChanged is returned (wrapped) when a CRAM file changed under the
@@ -52,6 +53,10 @@ type Options struct {
 	// the device number leaves the file identity (NFS clients number
 	// devices differently).
 	SharedCache bool
+	// MaxOpenFiles bounds the CRAM descriptors held open by the CRAMs
+	// sharing the Manager's States; the least recently used are closed and
+	// opened again on demand. 0 means DefaultMaxOpenFiles.
+	MaxOpenFiles int
 	// Readahead is how many segments are built ahead of a sequential
 	// reader. 0 chooses per file: as many as fit in a quarter of the
 	// cache, at least Threads and at most 4×Threads (with only Threads
@@ -59,6 +64,20 @@ type Options struct {
 	// one of two workers idle half of the time); negative disables
 	// readahead.
 	Readahead int
+}
+
+// DefaultMaxOpenFiles is the bound on CRAM descriptors when
+// Options.MaxOpenFiles is 0.
+const DefaultMaxOpenFiles = 512
+
+// minStateBytes is the least memory the per-file state of open files may
+// take (see stateBytes).
+const minStateBytes = 8 << 20
+
+// stateBytes bounds the per-file state of open files (FileStates): an
+// eighth of the cache, in which it is counted, and at least minStateBytes.
+func (o Options) stateBytes() int64 {
+	return max(o.CacheSize/8, minStateBytes)
 }
 
 // withDefaults resolves the zero values of o.
@@ -80,6 +99,9 @@ func (o Options) withDefaults() Options {
 	if o.Readahead < 0 {
 		o.Readahead = -1
 	}
+	if o.MaxOpenFiles <= 0 {
+		o.MaxOpenFiles = DefaultMaxOpenFiles
+	}
 	if o.CacheDir == "" {
 		o.CacheDir = defaultCacheDir()
 	}
@@ -95,6 +117,30 @@ func defaultCacheDir() string {
 		return filepath.Join(h, ".cache", "cramfs")
 	}
 	return filepath.Join(os.TempDir(), "cramfs-cache")
+}
+
+// MinContainerMemory is the memory a container may always take to decode,
+// whatever the cache size: the 100,000-read containers of CRAM 3.1's
+// archive profile need about 70 MiB.
+const MinContainerMemory = 128 << 20
+
+// ContainerMemory is the most memory one container may need to decode (its
+// bytes, its blocks decoded and its records): its worker's share of half
+// the cache, the part the decoders may take (see Manager.CountDecoders),
+// and at least MinContainerMemory. A CRAM opened with it as
+// CRAMOptions.MaxContainerMemory refuses larger containers, so that a
+// mount's memory stays within max(CacheSize, 2*Threads*MinContainerMemory)
+// and its headroom.
+func (o Options) ContainerMemory() int64 {
+	o = o.withDefaults()
+	return max(o.CacheSize/int64(2*o.Threads), MinContainerMemory)
+}
+
+// cacheSizeFor returns the smallest cache size whose ContainerMemory is at
+// least need.
+func (o Options) cacheSizeFor(need int64) int64 {
+	o = o.withDefaults()
+	return need * int64(2*o.Threads)
 }
 
 // readahead resolves Options.Readahead for a file whose largest segment

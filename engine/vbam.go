@@ -18,23 +18,33 @@ import (
 // built segment by segment as they are read, identical on every read. It
 // is safe for concurrent use.
 type VirtualBAM struct {
-	m      *Manager
-	src    Source
-	id     string // identity of the file and its layout in the block cache
-	key    string // index key of the layout; "" when it is not persisted
-	hdr    []byte // the header's BGZF blocks
-	layout Layout
-	bai    []byte
-	hasBAI bool
-	csi    bool // bai holds a CSI
+	// dependencies
+	m   *Manager
+	src Source
+	// constant after Manager.Open; the layout and index are the
+	// Manager's, in its FileStates (see state), the header's blocks a
+	// segment of its cache
+	id      string   // identity of the file and its layout in the block cache
+	key     string   // index key of the layout; "" when it is not persisted
+	depends string   // what the bytes depend on besides the file (dependsOn)
+	tag     string   // layoutTag of the layout
+	fid     identity // of the file when opened
+	hdrSeg  Segment  // the header's blocks, to check a rebuild
+	size    int64
+	hasBAI  bool
+	csi     bool         // the index is a CSI
+	pinned  *layoutState // for a file without identity, whose layout cannot be read again; else nil
 	// readahead is how many segments are built ahead of a sequential
 	// reader (Options.Readahead resolved for this file).
 	readahead int
 	maxSeg    int64 // the largest segment's BGZF bytes
 
 	// stale is set once a rebuilt segment disagreed with the layout (see
-	// Manager.dropLayout).
-	stale atomic.Bool
+	// Manager.dropLayout), which then keeps in dropped the layout it took
+	// from the Manager, so that the segments that still match it are
+	// served.
+	stale   atomic.Bool
+	dropped atomic.Pointer[layoutState]
 
 	mu      sync.Mutex
 	lastEnd int64 // where the previous read ended; -1 before any
@@ -53,24 +63,50 @@ func (v *VirtualBAM) Name() string { return v.src.Name() }
 
 // Stale reports whether a segment rebuilt for v disagreed with its
 // layout: the file changed under it. v keeps failing the reads of that
-// segment; a new Open of the file scans it again and serves the new
-// version, so callers that share VirtualBAMs should open anew.
+// segment (ErrMismatch); a new Open of the file scans it again and serves
+// the new version, so callers that share VirtualBAMs should open anew.
 func (v *VirtualBAM) Stale() bool { return v.stale.Load() }
 
 // Size returns the exact size of the virtual BAM in bytes.
-func (v *VirtualBAM) Size() int64 { return v.layout.Size }
+func (v *VirtualBAM) Size() int64 { return v.size }
 
-// Layout returns a copy of the segment layout.
-func (v *VirtualBAM) Layout() Layout { return v.layout.clone() }
+// state returns the layout and index of the file, read again (the
+// persisted index, else a scan) if they were dropped.
+func (v *VirtualBAM) state(ctx context.Context) (*layoutState, error) {
+	if v.pinned != nil {
+		return v.pinned, nil
+	}
+	if ls := v.dropped.Load(); ls != nil {
+		return ls, nil
+	}
+	return v.m.layoutState(ctx, v)
+}
+
+// Layout returns a copy of the segment layout (the zero Layout, with the
+// error logged, when it cannot be read again).
+func (v *VirtualBAM) Layout() Layout {
+	ls, err := v.state(context.Background())
+	if err != nil {
+		v.m.log.Error("layout unavailable", "file", v.src.Name(), "err", err)
+		return Layout{}
+	}
+	return ls.idx.Layout.clone()
+}
 
 // Index returns the BAI index (SAMv1 §5.2) of the virtual BAM, or nil when
-// none could be built (records not sorted by coordinate). The slice is
-// shared: callers must not modify it.
+// none could be built (records not sorted by coordinate) or, with the
+// error logged, when it cannot be read again. The slice is shared:
+// callers must not modify it.
 func (v *VirtualBAM) Index() []byte {
 	if !v.hasBAI {
 		return nil
 	}
-	return v.bai
+	ls, err := v.state(context.Background())
+	if err != nil {
+		v.m.log.Error("index unavailable", "file", v.src.Name(), "err", err)
+		return nil
+	}
+	return ls.idx.BAI
 }
 
 // IndexExt is the file name extension of Index: ".bai", or ".csi" when a
@@ -96,30 +132,40 @@ func (v *VirtualBAM) ReadAtContext(ctx context.Context, p []byte, off int64) (in
 	if off < 0 {
 		return 0, fmt.Errorf("%w: %s: negative offset %d", ErrInvalid, v.src.Name(), off)
 	}
-	size := v.layout.Size
+	size := v.size
 	if off >= size {
 		return 0, io.EOF
 	}
 	if len(p) == 0 {
 		return 0, nil
 	}
-	v.noteRead(off, min(size, off+int64(len(p))))
-	eof := v.layout.eofOffset()
+	ls, err := v.state(ctx)
+	if err != nil {
+		return 0, err
+	}
+	l := &ls.idx.Layout
+	v.noteRead(l, off, min(size, off+int64(len(p))))
+	eof := l.eofOffset()
 	n := 0
 	for n < len(p) && off < size {
 		var c int
 		switch {
-		case off < v.layout.Header.CompLen:
-			c = copy(p[n:], v.hdr[off:])
-		case off >= eof:
-			c = copy(p[n:], bgzf.EOF[off-eof:])
-		default:
-			i := v.segmentAt(off)
-			b, err := v.segment(ctx, i)
+		case off < l.Header.CompLen:
+			b, err := v.segmentUnless(ctx, l.Header, headerSegment, nil)
 			if err != nil {
 				return n, err
 			}
-			c = copy(p[n:], b.B[off-v.layout.Segments[i].Offset:])
+			c = copy(p[n:], b.B[off:])
+			b.Release()
+		case off >= eof:
+			c = copy(p[n:], bgzf.EOF[off-eof:])
+		default:
+			i := l.segmentAt(off)
+			b, err := v.segment(ctx, l, i)
+			if err != nil {
+				return n, err
+			}
+			c = copy(p[n:], b.B[off-l.Segments[i].Offset:])
 			b.Release()
 		}
 		n += c
@@ -138,13 +184,18 @@ func (v *VirtualBAM) ReadAtContext(ctx context.Context, p []byte, off int64) (in
 // release is called (exactly once; it is never nil): callers must not
 // modify them. Reads through View count as reads for readahead.
 func (v *VirtualBAM) View(ctx context.Context, off int64, n int) (parts [][]byte, release func(), err error) {
-	size := v.layout.Size
+	size := v.size
 	if off < 0 || n <= 0 || off > size-int64(n) {
 		return nil, noRelease, fmt.Errorf("%w: %s: view of %d bytes at %d, size %d", ErrInvalid, v.src.Name(), n, off, size)
 	}
+	ls, err := v.state(ctx)
+	if err != nil {
+		return nil, noRelease, err
+	}
+	l := &ls.idx.Layout
 	end := off + int64(n)
-	v.noteRead(off, end)
-	hdrEnd, eof := v.layout.Header.CompLen, v.layout.eofOffset()
+	v.noteRead(l, off, end)
+	hdrEnd, eof := l.Header.CompLen, l.eofOffset()
 	var held []*cache.Buf
 	release = func() {
 		for _, b := range held {
@@ -155,13 +206,19 @@ func (v *VirtualBAM) View(ctx context.Context, off int64, n int) (parts [][]byte
 		var p []byte
 		switch {
 		case off < hdrEnd:
-			p = v.hdr[off:min(end, hdrEnd)]
+			b, err := v.segmentUnless(ctx, l.Header, headerSegment, nil)
+			if err != nil {
+				release()
+				return nil, noRelease, err
+			}
+			held = append(held, b)
+			p = b.B[off:min(end, hdrEnd)]
 		case off >= eof:
 			p = bgzf.EOF[off-eof : end-eof]
 		default:
-			i := v.segmentAt(off)
-			seg := v.layout.Segments[i]
-			b, err := v.segment(ctx, i)
+			i := l.segmentAt(off)
+			seg := l.Segments[i]
+			b, err := v.segment(ctx, l, i)
 			if err != nil {
 				release()
 				return nil, noRelease, err
@@ -182,16 +239,16 @@ func noRelease() {}
 
 // segmentAt returns the segment holding offset off, which must lie
 // between the header and the EOF block.
-func (v *VirtualBAM) segmentAt(off int64) int {
-	segs := v.layout.Segments
+func (l *Layout) segmentAt(off int64) int {
+	segs := l.Segments
 	return sort.Search(len(segs), func(i int) bool { return segs[i].End() > off })
 }
 
-// segment returns the BGZF bytes of segment i with a reference the caller
-// must release, from the cache or built once however many callers (of any
-// VirtualBAM of the same file) ask at the same time.
-func (v *VirtualBAM) segment(ctx context.Context, i int) (*cache.Buf, error) {
-	return v.segmentUnless(ctx, i, nil)
+// segment returns the BGZF bytes of segment i of l with a reference the
+// caller must release, from the cache or built once however many callers
+// (of any VirtualBAM of the same file) ask at the same time.
+func (v *VirtualBAM) segment(ctx context.Context, l *Layout, i int) (*cache.Buf, error) {
+	return v.segmentUnless(ctx, l.Segments[i], i, nil)
 }
 
 // errSkipped is segmentUnless's answer when skip said not to build.
@@ -201,13 +258,13 @@ var errSkipped = errors.New("segment build skipped")
 // cached nor being built and skip (if set) reports true, it builds
 // nothing and returns errSkipped. skip is called with the Manager's lock
 // held, so a segment dropped from the cache after skip said no is seen.
-func (v *VirtualBAM) segmentUnless(ctx context.Context, i int, skip func() bool) (*cache.Buf, error) {
+func (v *VirtualBAM) segmentUnless(ctx context.Context, want Segment, i int, skip func() bool) (*cache.Buf, error) {
 	key := cache.Key{File: v.id, Segment: i}
 	for attempt := 0; ; attempt++ {
 		if b, ok := v.m.cache.Get(key); ok {
 			return b, nil
 		}
-		b, err := v.buildOrWait(ctx, key, i, skip)
+		b, err := v.buildOrWait(ctx, key, want, i, skip)
 		if err == nil {
 			return b, nil
 		}
@@ -222,7 +279,7 @@ func (v *VirtualBAM) segmentUnless(ctx context.Context, i int, skip func() bool)
 
 // buildOrWait builds segment i, or waits for the build already in flight,
 // and returns it with a reference for the caller.
-func (v *VirtualBAM) buildOrWait(ctx context.Context, key cache.Key, i int, skip func() bool) (*cache.Buf, error) {
+func (v *VirtualBAM) buildOrWait(ctx context.Context, key cache.Key, want Segment, i int, skip func() bool) (*cache.Buf, error) {
 	m := v.m
 	m.mu.Lock()
 	if b, ok := m.building[key]; ok {
@@ -262,7 +319,7 @@ func (v *VirtualBAM) buildOrWait(ctx context.Context, key cache.Key, i int, skip
 	m.building[key] = b
 	m.mu.Unlock()
 
-	buf, err := m.buildSegment(ctx, v.src, i, v.layout.Segments[i])
+	buf, err := m.buildSegment(ctx, v.src, i, want)
 	if err == nil {
 		m.cache.Add(key, buf)
 	} else if errors.Is(err, ErrMismatch) {
@@ -304,7 +361,7 @@ const (
 // the cache then dropped segments that later regions came back for.) Reads
 // that arrive slightly out of order (the kernel's concurrent readahead
 // requests) keep the run going.
-func (v *VirtualBAM) noteRead(off, end int64) {
+func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 	v.mu.Lock()
 	seq := off == v.lastEnd
 	win := v.m.reorder
@@ -317,7 +374,7 @@ func (v *VirtualBAM) noteRead(off, end int64) {
 	}
 	v.lastEnd = end
 	run := v.run
-	segs := v.layout.Segments
+	segs := l.Segments
 	// The segment read is in use: a jump, or a read going back, restarts
 	// the count of segments the run has passed from it. Only a jump
 	// starts a new run (another reader, or a seek): reads going back a
@@ -365,13 +422,13 @@ func (v *VirtualBAM) noteRead(off, end int64) {
 			continue
 		}
 		todo--
-		v.prefetch(i, runID)
+		v.prefetch(segs[i], i, runID)
 	}
 }
 
-// prefetch builds segment i in the background, for the run of reads
+// prefetch builds segment i (want) in the background, for the run of reads
 // runID, unless it is cached or already being prefetched.
-func (v *VirtualBAM) prefetch(i int, runID uint64) {
+func (v *VirtualBAM) prefetch(want Segment, i int, runID uint64) {
 	if v.m.ctx.Err() != nil || v.m.cache.Contains(cache.Key{File: v.id, Segment: i}) {
 		return
 	}
@@ -398,7 +455,7 @@ func (v *VirtualBAM) prefetch(i int, runID uint64) {
 		if v.behind(i, runID) {
 			return
 		}
-		b, err := v.segmentUnless(v.m.ctx, i, func() bool { return v.behind(i, runID) })
+		b, err := v.segmentUnless(v.m.ctx, want, i, func() bool { return v.behind(i, runID) })
 		if err != nil {
 			if !errors.Is(err, context.Canceled) && !errors.Is(err, errSkipped) {
 				v.m.log.Debug("readahead failed", "file", v.src.Name(), "segment", i, "err", err)

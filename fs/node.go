@@ -424,7 +424,7 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	ino = inoOf(d, name, &e)
 	n := &bamNode{m: d.m, rel: e.rel, mpath: mp, st: e.st, f: f, bai: e.kind == kindBAI}
 	if n.bai {
-		n.index = f.Index()
+		n.indexLen = int64(len(f.Index()))
 	}
 	fillAttr(&out.Attr, &e.st, n.size(), ino)
 	return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
@@ -503,7 +503,9 @@ type bamNode struct {
 	st    syscall.Stat_t // the CRAM version this node serves
 	f     BAMFile
 	bai   bool
-	index []byte // f.Index(), when bai
+	// indexLen is len(f.Index()) when bai. The bytes are asked for at
+	// each read: a BAMFile may drop them while the kernel keeps the node.
+	indexLen int64
 }
 
 var (
@@ -514,7 +516,7 @@ var (
 
 func (n *bamNode) size() int64 {
 	if n.bai {
-		return int64(len(n.index))
+		return n.indexLen
 	}
 	return n.f.Size()
 }
@@ -554,7 +556,11 @@ func (n *bamNode) Read(ctx context.Context, _ fusefs.FileHandle, dest []byte, of
 	}
 	want := int(min(int64(len(dest)), size-off))
 	if n.bai {
-		return fuse.ReadResultData(n.index[off : off+int64(want)]), 0
+		index := n.f.Index()
+		if int64(len(index)) != size {
+			return nil, n.m.fail("read", n.mpath, fmt.Errorf("index of %s: %d bytes, %d when looked up: %w", n.rel, len(index), size, syscall.EIO))
+		}
+		return fuse.ReadResultData(index[off : off+int64(want)]), 0
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, n.m.fail("read", n.mpath, err)

@@ -62,7 +62,7 @@ func (m *relMount) heldCRAMs() int {
 	m.op.mu.Lock()
 	defer m.op.mu.Unlock()
 	n := 0
-	for _, e := range m.op.entries {
+	for _, e := range m.op.entries.Values() {
 		if e.src != nil && e.err == nil {
 			n++
 		}
@@ -143,7 +143,7 @@ func relMountAt(t *testing.T, src, mnt string, refs []string, eopt engine.Option
 		eopt.Level = 1
 	}
 	mgr := engine.NewManager(eopt, log)
-	op := newOpener(mgr, store, engine.CRAMOptions{Reference: store}, log)
+	op := newOpener(mgr, store, engine.CRAMOptions{Reference: store, States: mgr.States()}, log)
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{Logger: log})
 	if err != nil {
 		mgr.Close()

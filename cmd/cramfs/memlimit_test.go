@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"runtime/debug"
+	"syscall"
 	"testing"
 
 	"github.com/cramfs/cramfs/decode/reference"
@@ -53,5 +54,52 @@ func TestMemoryLimitFollowsDecoders(t *testing.T) {
 	lim.noteLayout(engine.Layout{Segments: []engine.Segment{{RawLen: 4 << 20}}})
 	if got, want := debug.SetMemoryLimit(-1), int64(2*4<<20+limitHeadroom+2*workerHeadroom)+total-counted; got != want {
 		t.Fatalf("limit %d after a file with 4 MiB containers, want %d", got, want)
+	}
+}
+
+// TestEngineFlagsLimitContainers checks that mount and index open CRAMs
+// with the container limit of their cache size and threads, so that a
+// container needing more memory is refused rather than decoded beyond
+// the budget.
+func TestEngineFlagsLimitContainers(t *testing.T) {
+	ef := engineFlags{cacheSize: "4G", threads: 2, cacheDir: t.TempDir()}
+	store, mgr, copt, err := ef.open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	defer mgr.Close()
+	if want := int64(1 << 30); copt.MaxContainerMemory != want || mgr.Options().ContainerMemory() != want {
+		t.Fatalf("--cache-size 4G -@ 2: containers limited to %d bytes (manager: %d), want %d", copt.MaxContainerMemory, mgr.Options().ContainerMemory(), want)
+	}
+}
+
+// TestOpenFilesBoundRaisesSoftLimit lowers the soft limit on descriptors
+// (the hard one is left alone: it cannot be raised back): the mount's
+// start raises it back to the hard limit, and lets the engine keep half
+// of it, at most engine.DefaultMaxOpenFiles, CRAMs open.
+func TestOpenFilesBoundRaisesSoftLimit(t *testing.T) {
+	var orig syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &orig); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Setrlimit(syscall.RLIMIT_NOFILE, &orig) })
+	if orig.Max < 128 {
+		t.Skipf("hard limit %d on descriptors", orig.Max)
+	}
+	lim := syscall.Rlimit{Cur: 64, Max: orig.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	n := openFilesBound(nil)
+	var got syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Cur != orig.Max {
+		t.Errorf("soft limit %d after the mount's start, want the hard limit %d", got.Cur, orig.Max)
+	}
+	if want := int(min(orig.Max/2, engine.DefaultMaxOpenFiles)); n != want {
+		t.Errorf("hard limit %d: %d CRAMs may stay open, want %d", orig.Max, n, want)
 	}
 }

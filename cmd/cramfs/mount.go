@@ -37,7 +37,7 @@ type engineFlags struct {
 func (e *engineFlags) register(fs *pflag.FlagSet) {
 	registerRefs(fs, &e.refs)
 	fs.StringVar(&e.cacheDir, "cache-dir", "", "keep the persisted layout indexes in `DIR` (default $XDG_CACHE_HOME/cramfs)")
-	fs.StringVar(&e.cacheSize, "cache-size", "256M", "memory budget, `SIZE` bytes (K, M, G suffixes), of the BGZF blocks kept, the builds in flight and (up to half) the decoders")
+	fs.StringVar(&e.cacheSize, "cache-size", "256M", "memory budget, `SIZE` bytes (K, M, G suffixes), of the BGZF blocks kept, the builds in flight, the open files' state (up to an eighth) and the decoders (up to half)")
 	fs.BoolVar(&e.sharedCache, "shared-cache", false, "trust layout indexes of --cache-dir written by other users of its group (see README)")
 	registerThreads(fs, &e.threads)
 	fs.IntVar(&e.level, "level", 0, "BGZF compression `LEVEL` of the served BAM, 0 (stored blocks, fastest to read) to 9")
@@ -65,12 +65,41 @@ func (e *engineFlags) open(log *slog.Logger) (*reference.Store, *engine.Manager,
 	if size == 0 {
 		size = -1
 	}
-	mgr := engine.NewManager(engine.Options{Threads: e.threads, CacheSize: size, Level: level, CacheDir: e.cacheDir, SharedCache: e.sharedCache, Readahead: e.readahead}, log)
+	mgr := engine.NewManager(engine.Options{Threads: e.threads, CacheSize: size, Level: level, CacheDir: e.cacheDir, SharedCache: e.sharedCache, Readahead: e.readahead, MaxOpenFiles: openFilesBound(log)}, log)
 	// One set of decoders for every file: their memory follows the thread
 	// count, not the number of files read.
 	decoders := engine.NewDecoderPool(max(e.threads, 1))
 	mgr.CountDecoders(decoders)
-	return store, mgr, engine.CRAMOptions{Reference: store, NoMD: e.noMD, Decoders: decoders}, nil
+	// A container needing more memory than the budget allows is refused,
+	// with the --cache-size that would allow it, rather than served beyond it.
+	// Every file's state beyond a small constant is held in the manager's
+	// bounded FileStates, its bytes counted against the cache.
+	copt := engine.CRAMOptions{Reference: store, NoMD: e.noMD, Decoders: decoders, MaxContainerMemory: mgr.Options().ContainerMemory(), States: mgr.States()}
+	return store, mgr, copt, nil
+}
+
+// openFilesBound raises the soft limit on open descriptors to the hard
+// one and returns how many CRAM descriptors the engine may hold: half of
+// the limit (the rest is for FUSE, the cache directory and files being
+// opened), at most engine.DefaultMaxOpenFiles. A tree of more CRAMs than
+// the limit then has its least recently used CRAMs closed, instead of
+// failing lookups with EMFILE.
+func openFilesBound(log *slog.Logger) int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0 // the engine's default
+	}
+	if lim.Cur < lim.Max {
+		raised := syscall.Rlimit{Cur: lim.Max, Max: lim.Max}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err != nil {
+			if log != nil {
+				log.Warn("cannot raise the open file limit", "soft", lim.Cur, "hard", lim.Max, "err", err)
+			}
+		} else {
+			lim = raised
+		}
+	}
+	return int(max(min(lim.Cur/2, engine.DefaultMaxOpenFiles), 1))
 }
 
 // parseSize reads a byte count with an optional K, M, G or T suffix.

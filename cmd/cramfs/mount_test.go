@@ -191,7 +191,7 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 		t.Fatal(err)
 	}
 	mgr := engine.NewManager(engine.Options{Threads: ef.threads, CacheSize: size, Level: level, CacheDir: ef.cacheDir, SharedCache: ef.sharedCache}, log)
-	op := newOpener(mgr, store, engine.CRAMOptions{Reference: store, NoMD: ef.noMD}, log)
+	op := newOpener(mgr, store, engine.CRAMOptions{Reference: store, NoMD: ef.noMD, States: mgr.States()}, log)
 	mnt := t.TempDir()
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{Logger: log, EntryTimeout: cfg.timeout, AttrTimeout: cfg.timeout})
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
 	"github.com/cramfs/cramfs/fs"
@@ -38,7 +40,10 @@ func keyOf(rel string, st *syscall.Stat_t) fileKey {
 }
 
 // opener gives the FUSE layer the virtual BAM of each CRAM, opening each
-// version of a file once and sharing it between all readers.
+// version of a file once and sharing it between all readers. It remembers
+// the current version of up to maxEntries paths (and the index extension
+// of as many): a path forgotten is opened again, its layout read back
+// from the cache directory.
 type opener struct {
 	// dependencies
 	mgr  *engine.Manager
@@ -51,12 +56,22 @@ type opener struct {
 	// problems once per file.
 	states *fileStates
 
-	mu      sync.Mutex // guards entries and hints
-	entries map[fileKey]*openEntry
-	hints   map[fileKey]string // index extension per file version
+	mu      sync.Mutex                           // guards entries and hints
+	entries *simplelru.LRU[string, *openEntry]   // by path, its current version
+	hints   *simplelru.LRU[string, indexExtHint] // by path
+}
+
+// maxEntries bounds the paths an opener remembers.
+const maxEntries = 4096
+
+// indexExtHint is the index extension of one file version.
+type indexExtHint struct {
+	k   fileKey
+	ext string
 }
 
 type openEntry struct {
+	k    fileKey
 	once sync.Once
 	// done is set once the fields below are final; the retry check reads
 	// them only then (they are written inside once.Do without o.mu).
@@ -72,7 +87,9 @@ type openEntry struct {
 const failedRetry = 30 * time.Second
 
 func newOpener(mgr *engine.Manager, refs *reference.Store, copt engine.CRAMOptions, log *slog.Logger) *opener {
-	return &opener{mgr: mgr, refs: refs, copt: copt, log: log, entries: map[fileKey]*openEntry{}, hints: map[fileKey]string{}}
+	entries, _ := simplelru.NewLRU[string, *openEntry](maxEntries, nil) // only fails for a size <= 0
+	hints, _ := simplelru.NewLRU[string, indexExtHint](maxEntries, nil)
+	return &opener{mgr: mgr, refs: refs, copt: copt, log: log, entries: entries, hints: hints}
 }
 
 // OpenBAM implements fs.Opener: the CRAM is opened through ref.Root
@@ -80,30 +97,26 @@ func newOpener(mgr *engine.Manager, refs *reference.Store, copt engine.CRAMOptio
 func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error) {
 	k := keyOf(ref.Rel, &ref.Stat)
 	o.mu.Lock()
-	e := o.entries[k]
-	if e != nil && e.done.Load() && (e.err != nil && time.Since(e.when) > failedRetry || e.vbam != nil && e.vbam.Stale()) {
-		// A failure is tried again after a while; a BAM whose layout
-		// was found wrong (see engine.VirtualBAM.Stale) is opened anew.
+	e, _ := o.entries.Get(k.rel)
+	if e != nil && (e.k != k || e.done.Load() && (e.err != nil && time.Since(e.when) > failedRetry || e.vbam != nil && e.vbam.Stale())) {
+		// An older version (open handles keep theirs), a failure to try
+		// again, or a BAM whose layout was found wrong (see
+		// engine.VirtualBAM.Stale): opened anew.
 		e = nil
 	}
 	if e == nil {
-		e = &openEntry{}
-		o.entries[k] = e
-		// Drop older versions of the same file; open handles keep theirs.
-		for old := range o.entries {
-			if old.rel == k.rel && old != k {
-				delete(o.entries, old)
-				delete(o.hints, old)
-			}
-		}
+		// An older version of the path is forgotten (open handles keep
+		// theirs); its hint no longer matches the key asked.
+		e = &openEntry{k: k}
+		o.entries.Add(k.rel, e)
 	}
 	o.mu.Unlock()
 	e.once.Do(func() { o.open(ctx, ref, k, e) })
 	if e.err != nil && !versionFailure(e.err) {
 		// Not a property of the version wanted: do not remember it.
 		o.mu.Lock()
-		if o.entries[k] == e {
-			delete(o.entries, k)
+		if cur, _ := o.entries.Peek(k.rel); cur == e {
+			o.entries.Remove(k.rel)
 		}
 		o.mu.Unlock()
 	}
@@ -162,7 +175,7 @@ func (o *opener) open(ctx context.Context, ref fs.CRAMRef, k fileKey, e *openEnt
 	// From now on listings name the index the file has, or none (records
 	// not sorted by coordinate).
 	o.mu.Lock()
-	o.hints[k] = e.vbam.IndexExt()
+	o.hints.Add(k.rel, indexExtHint{k: k, ext: e.vbam.IndexExt()})
 	o.mu.Unlock()
 	if o.onOpen != nil {
 		o.onOpen(e.vbam.Layout())
@@ -174,12 +187,12 @@ func (o *opener) open(ctx context.Context, ref fs.CRAMRef, k fileKey, e *openEnt
 func (o *opener) Close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for k, e := range o.entries {
+	for _, e := range o.entries.Values() {
 		if e.done.Load() && e.src != nil {
 			e.src.Close()
 		}
-		delete(o.entries, k)
 	}
+	o.entries.Purge()
 }
 
 // indexAll opens every regular file named *.cram below root, or link so
@@ -260,6 +273,9 @@ func (o *opener) indexFile(ctx context.Context, root *os.Root, rel string) {
 func (o *opener) KnownIndexExt(ref fs.CRAMRef) (string, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	ext, ok := o.hints[keyOf(ref.Rel, &ref.Stat)]
-	return ext, ok
+	h, ok := o.hints.Get(ref.Rel)
+	if !ok || h.k != keyOf(ref.Rel, &ref.Stat) {
+		return "", false
+	}
+	return h.ext, true
 }

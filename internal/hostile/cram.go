@@ -416,3 +416,29 @@ func (l *layout) fixCRCs(b []byte) {
 		}
 	}
 }
+
+// DeclareRawSize returns orig with the largest compressed block of its
+// first data container claiming raw decoded bytes (CRCs recomputed), and
+// that block's content ID: a file whose block sizes say it needs that much
+// memory to decode, without being that large.
+func DeclareRawSize(orig []byte, raw int64) ([]byte, int32, error) {
+	l, err := parse(orig)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(l.containers) < 3 {
+		return nil, 0, fmt.Errorf("%w: no data container", ErrLayout)
+	}
+	c := &l.containers[1]
+	bi := -1
+	for i, b := range c.blocks {
+		if b.method != 0 && (bi < 0 || b.raw.val > c.blocks[bi].raw.val) {
+			bi = i
+		}
+	}
+	if bi < 0 {
+		return nil, 0, fmt.Errorf("%w: no compressed block in the first data container", ErrLayout)
+	}
+	out := l.rebuild(orig, 1, func(_ *headerSpec, bs []blockSpec) { bs[bi].raw = raw })
+	return out, int32(c.blocks[bi].cid.val), nil
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cramfs/cramfs/engine"
+	cfs "github.com/cramfs/cramfs/fs"
+	"github.com/cramfs/cramfs/internal/hostile"
+)
+
+// bigHeaderSAM is a SAM file with a header the size of GRCh38's full
+// analysis set (3,366 @SQ lines with M5, AS and UR: about 500 KB) and a few
+// reads on its first reference.
+func bigHeaderSAM() string {
+	var sb strings.Builder
+	sb.WriteString("@HD\tVN:1.6\tSO:coordinate\n")
+	for i := 1; i <= 3366; i++ {
+		fmt.Fprintf(&sb, "@SQ\tSN:chrUn_KI27%05dv1_decoy\tLN:%d\tM5:%032x\tAS:GRCh38\tUR:file:///refs/GRCh38_full_analysis_set_plus_decoy_hla.fa\n", i, 100000+i*977, i)
+	}
+	for j := 1; j <= 8; j++ {
+		fmt.Fprintf(&sb, "r%d\t0\tchrUn_KI2700001v1_decoy\t%d\t60\t10M\t*\t0\t0\tACGTACGTAC\tIIIIIIIIII\n", j, j*100)
+	}
+	return sb.String()
+}
+
+// bigHeaderCRAMs returns a source directory of n copies of one CRAM made
+// of bigHeaderSAM, each with its own mtime and so its own file version.
+func bigHeaderCRAMs(t *testing.T, n int) string {
+	t.Helper()
+	_, src, cram := cramFromSAM(t, "f0", bigHeaderSAM())
+	b, err := os.ReadFile(cram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(cram); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		p := filepath.Join(src, fmt.Sprintf("f%d.cram", i))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mt := time.Unix(1700000000+int64(i), 0)
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return src
+}
+
+// heapInUse is the live heap after collections.
+func heapInUse() int64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// TestMountManyBigHeadersStayBounded looks up and reads every BAM and BAI
+// of a mount of 300 CRAMs with GRCh38-sized headers. What each file keeps
+// once read is a small constant: its header, layout and index are dropped
+// under the budget and read again on demand, and at most MaxOpenFiles
+// CRAM descriptors are open at any time (counted in /proc/self/fd). Each
+// file kept about 2 MB and its descriptor before.
+func TestMountManyBigHeadersStayBounded(t *testing.T) {
+	const n, maxOpen, cacheSize = 300, 32, 16 << 20
+	src := bigHeaderCRAMs(t, n)
+	m := relMountAt(t, src, t.TempDir(), nil, engine.Options{Threads: 2, CacheSize: cacheSize, Level: 1, CacheDir: t.TempDir(), MaxOpenFiles: maxOpen})
+	fdBefore := relFD(t)
+	heapBefore := heapInUse()
+	var first [2][]byte
+	maxFD := 0
+	for i := range n {
+		for k, ext := range []string{".bam", ".bam.bai"} {
+			p := filepath.Join(m.mnt, fmt.Sprintf("f%d%s", i, ext))
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first[k] = b
+			} else if !bytes.Equal(b, first[k]) {
+				t.Fatalf("%s: %d bytes, not the %d of f0%s (the same CRAM)", p, len(b), len(first[k]), ext)
+			}
+		}
+		maxFD = max(maxFD, relFD(t)-fdBefore)
+	}
+	// Read again from the first: every state was dropped since.
+	for i := range 3 {
+		if b, err := os.ReadFile(filepath.Join(m.mnt, fmt.Sprintf("f%d.bam", i))); err != nil || !bytes.Equal(b, first[0]) {
+			t.Fatalf("f%d.bam read again: %d bytes, %v", i, len(b), err)
+		}
+	}
+	grown := heapInUse() - heapBefore
+	bytesHeld, files := m.mgr.States().Stats()
+	t.Logf("%d files: heap grew by %d KiB (%d KiB a file); states hold %d KiB and %d descriptors; at most %d more descriptors open",
+		n, grown>>10, grown/n>>10, bytesHeld>>10, files, maxFD)
+	if maxFD > maxOpen+4 {
+		t.Errorf("up to %d more descriptors open while reading, want at most %d CRAMs (+4)", maxFD, maxOpen)
+	}
+	if files > maxOpen {
+		t.Errorf("file states hold %d descriptors, more than %d", files, maxOpen)
+	}
+	if limit := int64(8 << 20); bytesHeld > limit {
+		t.Errorf("file states hold %d bytes, more than their %d bound", bytesHeld, limit)
+	}
+	// The block cache (which the states are counted in) may fill, and the
+	// decoders, compressors and FUSE buffers take a few MiB whatever the
+	// number of files; what is left per file is small.
+	const fixed = 8 << 20
+	if perFile := (grown - cacheSize - fixed) / n; perFile > 8<<10 {
+		t.Errorf("heap grew by %d bytes for %d files: %d bytes a file beyond the cache and %d fixed", grown, n, perFile, fixed)
+	}
+}
+
+// TestMountMoreCRAMsThanDescriptors runs the mount binary with a limit of
+// 256 open descriptors (soft and hard, so raising the soft one gains
+// nothing) over 300 CRAMs, and looks up, lists and reads every BAM: the
+// mount keeps at most half its limit of CRAMs open (counted in its
+// /proc/PID/fd), closing the least recently used and opening them again.
+// Before, the 250th CRAM opened failed its lookup with EMFILE.
+func TestMountMoreCRAMsThanDescriptors(t *testing.T) {
+	requireMount(t)
+	const n, limit = 300, 256
+	bin := buildCramfs(t)
+	wrapper := filepath.Join(t.TempDir(), "cramfs-limited")
+	script := fmt.Sprintf("#!/bin/sh\nulimit -n %d || exit 97\nexec %q \"$@\"\n", limit, bin)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cram := testdata("cram", "ce_1000.3.0.cram")
+	src := t.TempDir()
+	mt := time.Unix(1700000000, 0) // one version for all: one scan
+	for i := range n {
+		p := filepath.Join(src, fmt.Sprintf("f%d.cram", i))
+		copyFile(t, cram, p)
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mnt := t.TempDir()
+	p := startMountAt(t, wrapper, src, mnt, "--cache-dir", t.TempDir())
+	want := convertAt(t, defaultMountLevel(t), cram, []string{testdata("ref", "ce.fa")})
+	fdDir := fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid)
+	maxFD := 0
+	for i := range n {
+		name := filepath.Join(mnt, fmt.Sprintf("f%d.bam", i))
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatalf("%s: %v\nmount log:\n%s", name, err, p.stderr.String())
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes, not the %d of cramfs convert", name, len(got), len(want))
+		}
+		if ents, err := os.ReadDir(fdDir); err == nil {
+			maxFD = max(maxFD, len(ents))
+		}
+	}
+	ents, err := os.ReadDir(mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bams := 0
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".bam") {
+			bams++
+		}
+	}
+	if bams != n {
+		t.Errorf("the listing names %d BAMs, want %d", bams, n)
+	}
+	t.Logf("at most %d descriptors open in the mount (limit %d)", maxFD, limit)
+	if maxFD > limit/2+16 {
+		t.Errorf("the mount had %d descriptors open; it may keep %d CRAMs", maxFD, limit/2)
+	}
+	if err := cfs.Unmount(mnt); err != nil {
+		t.Fatal(err)
+	}
+	if rc := p.wait(t); rc != 0 {
+		t.Errorf("mount exited %d:\n%s", rc, p.stderr.String())
+	}
+}
+
+// TestMountRefusesContainerOverBudget mounts, with --cache-size 16M, a
+// CRAM whose block declares 1 GiB of decoded data (decoding it took
+// 2.7 GiB before): its stat fails with EIO, the log names the block and
+// the --cache-size that would allow it, and the other file is served.
+func TestMountRefusesContainerOverBudget(t *testing.T) {
+	requireMount(t)
+	orig, err := os.ReadFile(testdata("cram", "ce_1000.3.0.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, _, err := hostile.DeclareRawSize(orig, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	for name, b := range map[string][]byte{"big.cram": big, "ok.cram": orig} {
+		if err := os.WriteFile(filepath.Join(src, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mnt := t.TempDir()
+	p := startMountAt(t, buildCramfs(t), src, mnt, "--cache-size", "16M", "--cache-dir", t.TempDir())
+	_, err = os.Stat(filepath.Join(mnt, "big.bam"))
+	if !errors.Is(err, syscall.EIO) {
+		t.Errorf("stat of the CRAM over the budget: %v, want EIO", err)
+	}
+	if _, err := os.ReadFile(filepath.Join(mnt, "ok.bam")); err != nil {
+		t.Errorf("the other CRAM: %v", err)
+	}
+	if err := cfs.Unmount(mnt); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t)
+	log := p.stderr.String()
+	for _, want := range []string{"holds 1073741824 bytes decoded", "--cache-size 4097M would allow this one"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("mount log lacks %q:\n%s", want, log)
+		}
+	}
+}
