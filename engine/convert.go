@@ -146,7 +146,7 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err = w.Write(bgzf.EOF)
+	_, err = io.WriteString(w, bgzf.EOF)
 	return err
 }
 

@@ -5,7 +5,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 )
 
 // bigSource is a Source of one container of n bytes.
@@ -47,7 +47,7 @@ func TestConvertWritesInPieces(t *testing.T) {
 		if w.largest > WritePiece {
 			t.Errorf("level %d: a single Write of %d bytes, want at most %d", level, w.largest, WritePiece)
 		}
-		raw, err := bgzf.DecompressAll(w.Bytes())
+		raw, err := bgzftest.DecompressAll(w.Bytes())
 		if err != nil {
 			t.Fatal(err)
 		}

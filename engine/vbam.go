@@ -157,7 +157,7 @@ func (v *VirtualBAM) View(ctx context.Context, off int64, n int) (parts [][]byte
 		case off < hdrEnd:
 			p = v.hdr[off:min(end, hdrEnd)]
 		case off >= eof:
-			p = bgzf.EOF[off-eof : end-eof]
+			p = []byte(bgzf.EOF[off-eof : end-eof])
 		default:
 			i := v.segmentAt(off)
 			seg := v.layout.Segments[i]

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -57,12 +57,12 @@ func TestConvertFindsReferenceThroughUR(t *testing.T) {
 	if rc != 0 {
 		t.Fatalf("cramfs convert without -T: exit %d: %s", rc, stderr)
 	}
-	got, err := bgzf.DecompressAll(out)
+	got, err := bgzftest.DecompressAll(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := mustSamtools(t, "view", "-u", "--no-PG", cram) // samtools too reads the UR: file
-	if wantRaw, err := bgzf.DecompressAll(want); err != nil || !bytes.Equal(got, wantRaw) {
+	if wantRaw, err := bgzftest.DecompressAll(want); err != nil || !bytes.Equal(got, wantRaw) {
 		t.Fatalf("BAM through UR: differs from samtools' (%d and %d bytes, %v)", len(got), len(wantRaw), err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -226,7 +227,7 @@ func TestHandBuiltMatchesSamtools(t *testing.T) {
 	if err := os.WriteFile(sam, []byte(want.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	oracle, err := bgzf.DecompressAll(run(t, st, "view", "-u", "--no-PG", sam))
+	oracle, err := bgzftest.DecompressAll(run(t, st, "view", "-u", "--no-PG", sam))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func TestParseHeaderRefsMatchesSamtools(t *testing.T) {
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		oracle, err := bgzf.DecompressAll(run(t, st, "view", "-u", "--no-PG", p))
+		oracle, err := bgzftest.DecompressAll(run(t, st, "view", "-u", "--no-PG", p))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
-// Package bgzf writes and reads BGZF, the blocked gzip format of BAM files
-// (SAMv1 §4.1). Blocks are cut like htslib 1.16 cuts them: at most
-// MaxBlockData uncompressed bytes each, one raw deflate stream per block.
+// Package bgzf writes BGZF, the blocked gzip format of BAM files (SAMv1
+// §4.1). Blocks are cut like htslib 1.16 cuts them: at most MaxBlockData
+// uncompressed bytes each, one raw deflate stream per block. Nothing in
+// the module reads BGZF but its tests (internal/bgzftest).
 package bgzf
 
 import (
@@ -29,18 +30,13 @@ const (
 	maxDeflate = MaxBlockSize - headerLen - footerLen
 )
 
-// ErrCorrupt is returned, wrapped, for a malformed BGZF stream.
-var ErrCorrupt = errors.New("bgzf: corrupt stream")
-
 // ErrLevel is returned, wrapped, for an unsupported compression level.
 var ErrLevel = errors.New("bgzf: invalid compression level")
 
-// EOF is the 28-byte empty block that ends a BGZF file (SAMv1 §4.1.2).
-var EOF = []byte{
-	0x1f, 0x8b, 0x08, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0x06, 0x00,
-	0x42, 0x43, 0x02, 0x00, 0x1b, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00,
-	0x00, 0x00, 0x00, 0x00,
-}
+// EOF is the 28-byte empty block that ends a BGZF file (SAMv1 §4.1.2): a
+// string, so that no caller can change it.
+const EOF = "\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x06\x00" +
+	"BC\x02\x00\x1b\x00\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00"
 
 // blockHeader is the fixed part of every block header (SAMv1 §4.1): gzip
 // magic, CM=8, FLG=FEXTRA, MTIME=0, XFL=0, OS=255, XLEN=6, then the BC
@@ -231,7 +227,7 @@ func (w *Writer) Close() error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if err := w.emit(EOF); err != nil {
+	if err := w.emit([]byte(EOF)); err != nil {
 		return err
 	}
 	w.err = errors.New("bgzf: writer closed")
