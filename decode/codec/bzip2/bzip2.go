@@ -29,20 +29,6 @@ import (
 // differs from the expected one.
 var ErrCorrupt = errors.New("bzip2: corrupt stream")
 
-// Decode decodes the bzip2 stream src, which must expand to exactly
-// rawSize bytes, into a new slice; it is AppendDecode(nil, src, rawSize),
-// except that an empty output is a non-nil empty slice.
-func Decode(src []byte, rawSize int) ([]byte, error) {
-	out, err := AppendDecode(nil, src, rawSize)
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		out = []byte{}
-	}
-	return out, nil
-}
-
 // AppendDecode decodes the bzip2 stream src, which must expand to exactly
 // rawSize bytes, appends the bytes to dst and returns the extended slice.
 // Bytes after the stream's end-of-stream marker are ignored. It allocates

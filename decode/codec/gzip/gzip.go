@@ -53,21 +53,6 @@ const maxRatio = 1032
 
 var statePool = sync.Pool{New: func() any { return new(state) }}
 
-// Decode decodes the gzip data src, which must expand to exactly rawSize
-// bytes (any length if rawSize is -1), into a new slice; it is
-// AppendDecode(nil, src, rawSize), except that an empty output is a
-// non-nil empty slice.
-func Decode(src []byte, rawSize int) ([]byte, error) {
-	out, err := AppendDecode(nil, src, rawSize)
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		out = []byte{}
-	}
-	return out, nil
-}
-
 // AppendDecode decodes the gzip data src (RFC 1952), which must expand to
 // exactly rawSize bytes, or to any length if rawSize is -1, appends the
 // bytes to dst and returns the extended slice. It decodes straight into
