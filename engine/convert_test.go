@@ -39,7 +39,7 @@ func TestConvertWritesInPieces(t *testing.T) {
 		data[i] = byte(i * 7 / 5)
 	}
 	src := bigSource{data: data}
-	for _, level := range []int{0, 1} {
+	for _, level := range []Level{Stored, 1} {
 		var w pieceWriter
 		if err := Convert(context.Background(), src, &w, ConvertOptions{Threads: 2, Level: level}); err != nil {
 			t.Fatal(err)

@@ -48,12 +48,12 @@ func openT(t testing.TB, m *Manager, src Source) *VirtualBAM {
 func TestWholeFileEqualsIndependentCompression(t *testing.T) {
 	cases := []struct {
 		fixture string
-		level   int // Options.Level
-		bgzf    int // level handed to the compressor
+		level   Level // Options.Level
+		bgzf    int   // level handed to the compressor
 		chunk   int
 	}{
 		{"synth", 0, 1, 1 << 16},
-		{"synth", -1, 0, 128 << 10},
+		{"synth", Stored, 0, 128 << 10},
 		{"synth", 6, 6, 4096},
 		{"small", 0, 1, 7919},
 		{"unsorted", 0, 1, 100},

@@ -139,9 +139,6 @@ func relMountAt(t *testing.T, src, mnt string, refs []string, eopt engine.Option
 	}
 	lg := &relLog{}
 	log := slog.New(slog.NewTextHandler(lg, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if eopt.Level == 0 {
-		eopt.Level = 1
-	}
 	mgr := engine.NewManager(eopt, log)
 	op := newOpener(mgr, store, engine.CRAMOptions{Reference: store}, log)
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{Logger: log})

@@ -182,9 +182,9 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 	if size == 0 {
 		size = -1
 	}
-	level := ef.level
-	if level == 0 {
-		level = -1 // as engineFlags.open: the engine's stored blocks
+	level, err := engine.LevelOf(ef.level)
+	if err != nil {
+		t.Fatal(err)
 	}
 	store, err := reference.Open(ef.refs, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent", NoEnv: true})
 	if err != nil {
