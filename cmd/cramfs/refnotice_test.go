@@ -234,18 +234,3 @@ func TestMountReferenceNoticeOnRead(t *testing.T) {
 	}
 	waitNotice(t, q, cram, "x.bam", "not found", "UR:"+refCopy, "-T FASTA")
 }
-
-// unmountProc stops a mount process the way a user does, with `cramfs
-// unmount`, and waits for it to exit.
-func unmountProc(t *testing.T, p *mountProc) error {
-	t.Helper()
-	if rc, stderr, _ := runCmd(t, "unmount", p.mnt); rc != 0 {
-		return errors.New(stderr)
-	}
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		return errors.New("cramfs mount did not exit after unmount")
-	}
-}
