@@ -145,7 +145,8 @@ func (o *opener) open(ctx context.Context, ref fs.CRAMRef, k fileKey, e *openEnt
 	st, ok := e.src.Stat().Sys().(*syscall.Stat_t)
 	if got := keyOf(ref.Rel, st); !ok || got != k {
 		e.src.Close()
-		e.err = fmt.Errorf("%s: %w: wanted inode %d of %d bytes, opened inode %d of %d bytes", name, fs.ErrChanged, k.ino, k.size, got.ino, got.size)
+		e.err = fmt.Errorf("%s: %w: wanted inode %d of %d bytes (mtime %d, ctime %d), opened inode %d of %d bytes (mtime %d, ctime %d)",
+			name, fs.ErrChanged, k.ino, k.size, k.mtimeNsec, k.ctimeNsec, got.ino, got.size, got.mtimeNsec, got.ctimeNsec)
 		return
 	}
 	// The scan is not tied to one request's context: other readers may be

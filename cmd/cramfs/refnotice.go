@@ -69,6 +69,11 @@ type fileState struct {
 	reads, bytesRead atomic.Int64 // read requests served and their bytes
 }
 
+// name is the path of k's file as the user gave the source.
+func (n *fileStates) name(k fileKey) string {
+	return filepath.Join(n.src, filepath.FromSlash(k.rel))
+}
+
 func newFileStates(w io.Writer, src string) *fileStates {
 	return &fileStates{w: w, src: src, files: map[string]*fileState{}}
 }
@@ -120,8 +125,7 @@ func (n *fileStates) report(st *fileState, err error, msg string, isRef bool) {
 	}
 	st.noticed = true
 	bam := strings.TrimSuffix(path.Base(st.key.rel), ".cram") + ".bam"
-	fmt.Fprintf(n.w, "cramfs mount: %s: cannot serve %s, its reads fail with EIO: %s\n",
-		filepath.Join(n.src, filepath.FromSlash(st.key.rel)), bam, msg)
+	fmt.Fprintf(n.w, "cramfs mount: %s: cannot serve %s, its reads fail with EIO: %s\n", n.name(st.key), bam, msg)
 }
 
 // noticedBAM is a file's virtual BAM whose reads are counted and whose

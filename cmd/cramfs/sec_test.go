@@ -486,7 +486,8 @@ func TestConvertIndexRefuseFIFO(t *testing.T) {
 // TestOpenerFileSwappedForFIFO asks the opener for a CRAM version that a
 // FIFO replaced since its lstat (as in a lookup racing a rename): the
 // answer is fs.ErrChanged at once, which makes the filesystem look again,
-// and it is not remembered: once the file is back, the same version opens.
+// and it is not remembered: once the file is back, it opens when looked up
+// again (the renames set its ctime, so it is a new version to the opener).
 func TestOpenerFileSwappedForFIFO(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.cram")
@@ -509,7 +510,10 @@ func TestOpenerFileSwappedForFIFO(t *testing.T) {
 		return nil
 	})
 	must(t, os.Rename(p+".keep", p))
-	if _, err := op.OpenBAM(t.Context(), ref); err != nil {
+	if _, err := op.OpenBAM(t.Context(), ref); !errors.Is(err, cfs.ErrChanged) {
+		t.Errorf("OpenBAM of the lstat before the renames: %v, want fs.ErrChanged", err)
+	}
+	if _, err := op.OpenBAM(t.Context(), cramRef(t, root, "x.cram")); err != nil {
 		t.Errorf("OpenBAM once the file is back: %v", err)
 	}
 }

@@ -59,7 +59,7 @@ func (n *fileStates) snapshot() []fileStatus {
 	defer n.mu.Unlock()
 	out := make([]fileStatus, 0, len(n.files))
 	for _, st := range n.files {
-		out = append(out, fileStatus{Path: st.key.rel, Size: st.size, Index: st.indexExt, Segments: st.segments,
+		out = append(out, fileStatus{Path: n.name(st.key), Size: st.size, Index: st.indexExt, Segments: st.segments,
 			Reads: st.reads.Load(), BytesRead: st.bytesRead.Load(), Error: st.err})
 	}
 	slices.SortFunc(out, func(a, b fileStatus) int { return strings.Compare(a.Path, b.Path) })
