@@ -93,30 +93,9 @@ func TestRoundTrip(t *testing.T) {
 			if std, err := io.ReadAll(zr); err != nil || !bytes.Equal(std, src) {
 				t.Fatalf("%s level %d: compress/gzip: %v", name, level, err)
 			}
-			// Streaming Writer makes the same bytes.
-			var buf bytes.Buffer
-			w, err := NewWriter(&buf, level)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for p := src; len(p) > 0; {
-				n := min(len(p), 1+rng(len(p)))
-				if _, err := w.Write(p[:n]); err != nil {
-					t.Fatal(err)
-				}
-				p = p[n:]
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(buf.Bytes(), append(out, EOF...)) {
-				t.Fatalf("%s level %d: Writer output differs from AppendBlocks", name, level)
-			}
 		}
 	}
 }
-
-func rng(n int) int { return (n*7919 + 13) % 70000 }
 
 func TestStoredFallback(t *testing.T) {
 	src := inputs()["random"][:MaxBlockData]
@@ -133,23 +112,9 @@ func TestStoredFallback(t *testing.T) {
 	}
 }
 
-func TestEOFAndVirtualOffset(t *testing.T) {
+func TestEOF(t *testing.T) {
 	if got, err := bgzftest.DecompressAll([]byte(EOF)); err != nil || len(got) != 0 || len(EOF) != 28 {
 		t.Fatalf("EOF block (%d bytes): %q %v", len(EOF), got, err)
-	}
-	var buf bytes.Buffer
-	w, _ := NewWriter(&buf, 1)
-	w.Write(make([]byte, 10))
-	if vo := w.VirtualOffset(); vo != 10 {
-		t.Fatalf("virtual offset %#x, want 10", vo)
-	}
-	w.Flush()
-	if vo, n := w.VirtualOffset(), buf.Len(); vo != uint64(n)<<16 {
-		t.Fatalf("virtual offset %#x after flush, want %#x", vo, n<<16)
-	}
-	w.Flush() // no empty block
-	if vo := w.VirtualOffset(); vo != uint64(buf.Len())<<16 {
-		t.Fatal("empty flush wrote a block")
 	}
 }
 
@@ -169,14 +134,16 @@ func TestSamtoolsReadsOurs(t *testing.T) {
 	data := realBAM(t)
 	dir := t.TempDir()
 	for _, level := range []int{0, 1, 6} {
-		var buf bytes.Buffer
-		w, _ := NewWriter(&buf, level)
-		w.Write(data)
-		if err := w.Close(); err != nil {
+		c, err := NewCompressor(level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, err := c.AppendBlocks(nil, data)
+		if err != nil {
 			t.Fatal(err)
 		}
 		p := filepath.Join(dir, "x.bam")
-		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(p, append(file, EOF...), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		out, err := exec.Command(st, "view", "-u", "--no-PG", p).Output()
