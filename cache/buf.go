@@ -8,19 +8,12 @@ import (
 // Buf is a reference-counted byte buffer. Whoever holds a reference may
 // read B; the last Release returns B's storage to the Pool it came from,
 // where the next Get reuses it, so built segments do not each cost fresh
-// pages (page faults) or zeroing. A Buf from NewBuf has no pool; its
-// storage is left to the garbage collector.
+// pages (page faults) or zeroing. A Buf without a pool leaves its storage
+// to the garbage collector.
 type Buf struct {
 	B    []byte
 	refs atomic.Int32
 	pool *Pool
-}
-
-// NewBuf wraps b in a Buf holding one reference, with no pool.
-func NewBuf(b []byte) *Buf {
-	x := &Buf{B: b}
-	x.refs.Store(1)
-	return x
 }
 
 // Retain takes another reference.
@@ -46,7 +39,6 @@ type Pool struct {
 	free     [][]byte
 	bytes    int64 // capacity held in free
 	maxBytes int64
-	reused   uint64 // Gets served from free storage
 }
 
 // NewPool returns a Pool keeping at most maxBytes bytes of free storage,
@@ -73,7 +65,6 @@ func (p *Pool) Get(n int) *Buf {
 		p.free[last] = nil
 		p.free = p.free[:last]
 		p.bytes -= int64(cap(f))
-		p.reused++
 		p.mu.Unlock()
 		b.B = f[:0]
 		return b
@@ -112,18 +103,4 @@ func (p *Pool) put(s []byte) {
 	}
 	p.free = append(p.free, s[:0])
 	p.bytes += c
-}
-
-// Free returns the number of buffers and bytes of storage held for reuse.
-func (p *Pool) Free() (n int, bytes int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.free), p.bytes
-}
-
-// Reused returns the number of Gets served from released storage.
-func (p *Pool) Reused() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.reused
 }

@@ -267,7 +267,7 @@ func TestLongReference(t *testing.T) {
 }
 
 func covered(ref parsedRef, r record, depth int) bool {
-	for bin := bai.Reg2Bin(r.beg, max(r.end, r.beg+1), MinShift, depth); ; bin = bai.BinParent(bin) {
+	for bin := bai.Reg2Bin(r.beg, max(r.end, r.beg+1), MinShift, depth); ; bin = (bin - 1) >> 3 { // the parent bin (CSIv1)
 		for _, pb := range ref.bins {
 			if pb.bin != bin {
 				continue
