@@ -12,8 +12,8 @@ func TestDefaultCodecsIsACopy(t *testing.T) {
 			t.Errorf("DefaultCodecs().%s is nil", name)
 		}
 	}
-	c = Codecs{}
-	if DefaultCodecs().RANS4x8 == nil || defaultCodecs.RANS4x8 == nil {
+	c.RANS4x8 = nil
+	if c.RANS4x8 != nil || DefaultCodecs().RANS4x8 == nil || defaultCodecs.RANS4x8 == nil {
 		t.Fatal("clearing a copy of DefaultCodecs cleared the defaults")
 	}
 	var f File
