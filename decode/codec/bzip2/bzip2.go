@@ -12,9 +12,10 @@
 //
 // Why a decoder of its own rather than compress/bzip2: that one allocates
 // a 3.6 MB table for every stream and cannot be reset, while this one
-// allocates nothing once its pool is warm (0 B/op), and decodes real CRAM
-// block contents 2.3 to 9.5 times as fast (BenchmarkDecode against
-// BenchmarkStdlib; most for small blocks, where the allocation dominates).
+// allocates nothing once its pool is warm (0 B/op), and decodes the
+// benchmark fixtures (read names, qualities, text) 2.3 to 9.5 times as fast
+// (BenchmarkDecode against BenchmarkStdlib; most for small blocks, where
+// the allocation dominates).
 // That it agrees with compress/bzip2 is what FuzzDecode checks, with more
 // time in .ci/fuzz than other targets get; without that gain it should go.
 //
