@@ -39,6 +39,7 @@ type Pool struct {
 	free     [][]byte
 	bytes    int64 // capacity held in free
 	maxBytes int64
+	reused   uint64 // Gets served from free storage
 }
 
 // NewPool returns a Pool keeping at most maxBytes bytes of free storage,
@@ -65,6 +66,7 @@ func (p *Pool) Get(n int) *Buf {
 		p.free[last] = nil
 		p.free = p.free[:last]
 		p.bytes -= int64(cap(f))
+		p.reused++
 		p.mu.Unlock()
 		b.B = f[:0]
 		return b
@@ -103,4 +105,18 @@ func (p *Pool) put(s []byte) {
 	}
 	p.free = append(p.free, s[:0])
 	p.bytes += c
+}
+
+// Free returns the number of buffers and bytes of storage held for reuse.
+func (p *Pool) Free() (n int, bytes int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.free), p.bytes
+}
+
+// Reused returns the number of Gets served from released storage.
+func (p *Pool) Reused() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reused
 }

@@ -15,14 +15,6 @@ func newBuf(b []byte) *Buf {
 	return x
 }
 
-// held returns the number of buffers and bytes of storage p holds for
-// reuse.
-func (p *Pool) held() (n int, bytes int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.free), p.bytes
-}
-
 func TestNewRejectsNegative(t *testing.T) {
 	if _, err := New[Key](-1); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("New(-1) error = %v, want ErrInvalid", err)
@@ -186,19 +178,22 @@ func TestBufLifecycle(t *testing.T) {
 		t.Fatal("Get did not return the stored buffer")
 	}
 	c.Add(2, p.Get(60)) // evicts 1 while r still reads it
-	if n, _ := p.held(); n != 0 {
+	if n, _ := p.Free(); n != 0 {
 		t.Fatal("storage returned to the pool while a reader holds it")
 	}
 	if r.B[59] != 7 {
 		t.Fatal("reader's bytes changed")
 	}
 	r.Release()
-	if n, bytes := p.held(); n != 1 || bytes < 60 {
+	if n, bytes := p.Free(); n != 1 || bytes < 60 {
 		t.Fatalf("pool holds %d buffers (%d bytes) after the last release, want 1", n, bytes)
 	}
 	again := p.Get(55)
 	if &again.B[:1][0] != storage {
 		t.Error("a close fit was not reused")
+	}
+	if p.Reused() != 1 {
+		t.Errorf("Reused %d, want 1", p.Reused())
 	}
 	if far := p.Get(10); cap(far.B) >= 60 {
 		t.Error("a much larger buffer was handed out for a small request")
@@ -211,25 +206,25 @@ func TestPoolBound(t *testing.T) {
 	for _, b := range bufs[:3] {
 		b.Release()
 	}
-	if n, bytes := p.held(); bytes > 100 || n != 2 {
+	if n, bytes := p.Free(); bytes > 100 || n != 2 {
 		t.Fatalf("pool holds %d buffers, %d bytes; want 2 within 100", n, bytes)
 	}
 	// Larger than the bound: kept alone, so that the next build of that
 	// size reuses it rather than allocating.
 	big := &bufs[3].B[:1][0]
 	bufs[3].Release()
-	if n, bytes := p.held(); n != 1 || bytes < 500 {
+	if n, bytes := p.Free(); n != 1 || bytes < 500 {
 		t.Fatalf("pool holds %d buffers, %d bytes; want the 500-byte one alone", n, bytes)
 	}
 	if again := p.Get(480); &again.B[:1][0] != big {
 		t.Fatal("the large buffer was not reused for a request of about its size")
 	}
-	if n, bytes := p.held(); n != 0 || bytes != 0 {
+	if n, bytes := p.Free(); n != 0 || bytes != 0 {
 		t.Fatalf("pool holds %d buffers, %d bytes after handing out its only one", n, bytes)
 	}
 	small := p.Get(40)
 	small.Release()
-	if n, bytes := p.held(); n != 1 || bytes > 100 {
+	if n, bytes := p.Free(); n != 1 || bytes > 100 {
 		t.Fatalf("pool holds %d buffers, %d bytes; want one within 100", n, bytes)
 	}
 	extra := newBuf(make([]byte, 5))
