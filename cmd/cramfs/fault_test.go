@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cramfs/cramfs/internal/corpus"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
 
@@ -76,7 +77,7 @@ func exactOrEIO(t *testing.T, what string, got, want []byte, err error) string {
 // a removed or renamed-over file keeps serving the mapped bases; bases
 // overwritten in place are caught by the slice MD5s (EIO).
 func TestFaultReferenceChanges(t *testing.T) {
-	requireFUSE(t)
+	corpus.RequireFUSE(t)
 	crams := []string{"ce_1000.3.0-multislice", "ce_1000.3.1-archive", "ce_1000.2.1"}
 	want := map[string][]byte{}
 	for _, n := range crams {
@@ -151,7 +152,7 @@ func TestFaultReferenceChanges(t *testing.T) {
 // the new end fail with EIO; the mount does not die of SIGBUS. The mount
 // runs in a child process, which a regression would kill.
 func TestFaultReferenceTruncated(t *testing.T) {
-	requireFUSE(t)
+	corpus.RequireFUSE(t)
 	// A padding contig first, so the bases the reads need lie pages past
 	// the new end of the file.
 	ce, err := os.ReadFile(testdata("ref", "ce.fa"))
@@ -189,7 +190,7 @@ func TestFaultReferenceTruncated(t *testing.T) {
 // filesystem is full. The mount still serves exact bytes, keeping layouts
 // in memory, and warns once.
 func TestFaultCacheDir(t *testing.T) {
-	requireFUSE(t)
+	corpus.RequireFUSE(t)
 	names := []string{"ce_1000.3.0", "ce_1000.3.1-archive", "ce_5b.2.1"}
 	ref := []string{testdata("ref", "ce.fa")}
 	want := map[string][]byte{}
@@ -250,7 +251,7 @@ func TestFaultCacheDir(t *testing.T) {
 // between two mounts. The next mount rejects them, rebuilds the layout and
 // serves exact bytes, and rewrites the index.
 func TestFaultLayoutIndexDamaged(t *testing.T) {
-	requireFUSE(t)
+	corpus.RequireFUSE(t)
 	names := []string{"ce_1000.3.0-multislice", "ce_1000.3.1-archive"}
 	ref := []string{testdata("ref", "ce.fa")}
 	want := map[string][]byte{}
@@ -327,7 +328,7 @@ func TestFaultLayoutIndexDamaged(t *testing.T) {
 // the bytes of the version it opened, or EIO; never a mix. New opens see
 // the new version.
 func TestFaultCRAMChangesUnderOpenHandle(t *testing.T) {
-	requireFUSE(t)
+	corpus.RequireFUSE(t)
 	ref := []string{testdata("ref", "ce.fa")}
 	oldName, newName := "ce_1000.3.0-multislice", "ce_unmap2.3.0"
 	oldCRAM, err := os.ReadFile(testdata("cram", oldName+".cram"))
@@ -423,7 +424,7 @@ func TestFaultCRAMChangesUnderOpenHandle(t *testing.T) {
 // the mount restarted on the same mount point. The restart fails with a
 // message naming `cramfs unmount`; after that unmount it succeeds.
 func TestFaultSIGKILLRestart(t *testing.T) {
-	requireFUSE(t)
+	corpus.RequireFUSE(t)
 	ref := testdata("ref", "ce.fa")
 	src, mnt, cacheDir := t.TempDir(), t.TempDir(), t.TempDir()
 	copyFile(t, testdata("cram", "ce_1000.3.0.cram"), filepath.Join(src, "x.cram"))

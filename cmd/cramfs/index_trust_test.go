@@ -16,6 +16,7 @@ import (
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
 	cfs "github.com/cramfs/cramfs/fs"
+	"github.com/cramfs/cramfs/internal/corpus"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
 
@@ -63,7 +64,7 @@ func multiContainerCRAM(t *testing.T, path string) []byte {
 // serves exactly `cramfs convert` of the new file, where it used to fail
 // every read of that container with EIO.
 func TestFaultCRAMRewrittenInPlaceSameSizeAndMtime(t *testing.T) {
-	requireFUSE(t)
+	corpus.RequireFUSE(t)
 	src, cacheDir := t.TempDir(), t.TempDir()
 	p := filepath.Join(src, "x.cram")
 	orig := multiContainerCRAM(t, p)

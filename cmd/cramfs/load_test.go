@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cramfs/cramfs/internal/corpus"
 )
 
 // openFDs counts the open file descriptors of the process.
@@ -73,7 +75,7 @@ func settle(d time.Duration, cond func() bool) bool {
 // convert --level 1`, and goroutines, file descriptors and memory must
 // come back to where they were once the mount is gone.
 func TestLoadConcurrentReaders(t *testing.T) {
-	requireFUSE(t)
+	corpus.RequireFUSE(t)
 	duration := 10 * time.Second
 	if testing.Short() {
 		duration = 2 * time.Second

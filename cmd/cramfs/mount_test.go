@@ -36,32 +36,11 @@ import (
 // samtoolsEnv keeps samtools from looking for references anywhere but -T.
 var samtoolsEnv = append(os.Environ(), "REF_PATH=/nonexistent", "REF_CACHE=/nonexistent")
 
-// requireFUSE skips (or fails under CI) without /dev/fuse or fusermount3
-// (looked for as fs.Mount looks for it: on PATH, then in /bin). It is the
-// one FUSE check of these tests.
-func requireFUSE(tb testing.TB) {
-	tb.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		corpus.Missing(tb, "/dev/fuse: %v", err)
-	}
-	found := false
-	for _, n := range []string{"fusermount3", "fusermount"} {
-		if _, err := exec.LookPath(n); err == nil {
-			found = true
-		} else if _, err := os.Stat(filepath.Join("/bin", n)); err == nil {
-			found = true
-		}
-	}
-	if !found {
-		corpus.Missing(tb, "fusermount3 not found")
-	}
-}
-
 // requireMount is requireFUSE for tests that also read mounts with
 // samtools.
 func requireMount(tb testing.TB) {
 	tb.Helper()
-	requireFUSE(tb)
+	corpus.RequireFUSE(tb)
 	if _, err := exec.LookPath("samtools"); err != nil {
 		corpus.Missing(tb, "samtools: %v", err)
 	}
@@ -170,7 +149,7 @@ func cramRef(t *testing.T, root *os.Root, rel string) cfs.CRAMRef {
 // -T (as samtools is run here) and sets no process memory limit.
 func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 	t.Helper()
-	requireFUSE(t)
+	corpus.RequireFUSE(t)
 	cacheDir := cfg.cacheDir
 	if cacheDir == "" {
 		cacheDir = t.TempDir()
