@@ -109,13 +109,24 @@ func (n *fileStates) failed(k fileKey, err error) bool {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.report(n.state(k), err, msg, ok)
+	n.report(n.state(k), err, msg, ok, failsAtOpen)
 	return ok
 }
 
-// report records err in st and prints msg once when isRef. The caller
-// holds n.mu.
-func (n *fileStates) report(st *fileState, err error, msg string, isRef bool) {
+// What fails, as the notice says it: a file whose layout is unknown fails
+// at its lookup, since its BAM's size cannot be known without the
+// reference; one whose layout was persisted opens, and fails at its reads.
+const (
+	failsAtOpen = "its BAM's size is unknown without the right reference: stat and open fail with EIO (ls -l shows ?), the name stays listed"
+	failsAtRead = "its reads fail with EIO"
+)
+
+// mountRemedy is what a running mount does about a reference given later.
+const mountRemedy = "this mount finds M5-named files added under REF_PATH/REF_CACHE later (a failed open is tried again after 30 s); another -T or UR: FASTA needs a new mount"
+
+// report records err in st and prints msg once when isRef, saying what
+// fails. The caller holds n.mu.
+func (n *fileStates) report(st *fileState, err error, msg string, isRef bool, fails string) {
 	st.err = err.Error()
 	if isRef {
 		st.err = msg
@@ -125,7 +136,7 @@ func (n *fileStates) report(st *fileState, err error, msg string, isRef bool) {
 	}
 	st.noticed = true
 	bam := strings.TrimSuffix(path.Base(st.key.rel), ".cram") + ".bam"
-	fmt.Fprintf(n.w, "cramfs mount: %s: cannot serve %s, its reads fail with EIO: %s\n", n.name(st.key), bam, msg)
+	fmt.Fprintf(n.w, "cramfs mount: %s: cannot serve %s, %s: %s; %s\n", n.name(st.key), bam, fails, msg, mountRemedy)
 }
 
 // noticedBAM is a file's virtual BAM whose reads are counted and whose
@@ -165,7 +176,7 @@ func (b *noticedBAM) served(n int, err error) {
 	}
 	msg, ok := referenceProblem(err)
 	b.states.mu.Lock()
-	b.states.report(b.st, err, msg, ok)
+	b.states.report(b.st, err, msg, ok, failsAtRead)
 	b.states.mu.Unlock()
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -172,6 +173,20 @@ func TestMountReferenceNoticeOnce(t *testing.T) {
 	if got := readNames(t, p.mnt); !strings.Contains(got, "gone.bam") || !strings.Contains(got, "wrong.bam") {
 		t.Errorf("listing %q does not show the files whose reference is missing", got)
 	}
+	// What a user sees: ls -l lists gone.bam, with "?" attributes, and
+	// says why on its standard error; no index is listed or found for it.
+	ls := exec.Command("ls", "-l", p.mnt)
+	var lsOut, lsErr bytes.Buffer
+	ls.Stdout, ls.Stderr = &lsOut, &lsErr
+	if err := ls.Run(); err == nil || !regexp.MustCompile(`(?m)^-\?+ .* gone\.bam$`).Match(lsOut.Bytes()) ||
+		!strings.Contains(lsErr.String(), "gone.bam': Input/output error") {
+		t.Errorf("ls -l: %v\nstdout:\n%s\nstderr:\n%s", err, lsOut.String(), lsErr.String())
+	}
+	if strings.Contains(lsOut.String(), "gone.bam.bai") || strings.Contains(lsOut.String(), "gone.bai") {
+		t.Errorf("ls -l lists an index of gone.bam:\n%s", lsOut.String())
+	}
+	_, err = os.Lstat(filepath.Join(p.mnt, "gone.bam.bai"))
+	wantEIO(t, "lstat gone.bam.bai", err)
 	for range 3 {
 		_, err := os.Stat(filepath.Join(p.mnt, "gone.bam"))
 		wantEIO(t, "stat gone.bam", err)
@@ -182,8 +197,9 @@ func TestMountReferenceNoticeOnce(t *testing.T) {
 		t.Errorf("good.bam: %v", err)
 	}
 	// xx_tlen's contigs xx and yy have the same sequence, and M5.
-	waitNotice(t, p, gone, "gone.bam", "(M5 "+m5+", 20 bases) not found", "UR:"+goneRef+": no such file", "-T FASTA", "REF_PATH")
-	waitNotice(t, p, wrong, "wrong.bam", "(@SQ M5 "+m5+")", "wrong reference", "-T FASTA", "REF_PATH")
+	waitNotice(t, p, gone, "gone.bam", "size is unknown without the right reference", "stat and open fail with EIO", "stays listed",
+		"(M5 "+m5+", 20 bases) not found", "UR:"+goneRef+": no such file", "-T FASTA", "REF_PATH", "tried again after 30 s", "needs a new mount")
+	waitNotice(t, p, wrong, "wrong.bam", "stat and open fail with EIO", "(@SQ M5 "+m5+")", "wrong reference", "-T FASTA", "REF_PATH")
 	if n := len(noticeLines(p.stderr.String(), filepath.Join(src, "good.cram"))); n != 0 {
 		t.Errorf("%d notices for good.cram", n)
 	}
@@ -232,5 +248,8 @@ func TestMountReferenceNoticeOnRead(t *testing.T) {
 		_, err := os.ReadFile(filepath.Join(q.mnt, "x.bam"))
 		wantEIO(t, "read x.bam", err)
 	}
-	waitNotice(t, q, cram, "x.bam", "not found", "UR:"+refCopy, "-T FASTA")
+	waitNotice(t, q, cram, "x.bam", "its reads fail with EIO", "not found", "UR:"+refCopy, "-T FASTA", "needs a new mount")
+	if l := noticeLines(q.stderr.String(), cram); len(l) == 1 && strings.Contains(l[0], "stat and open fail") {
+		t.Errorf("notice %q says stat fails, but the layout was persisted", l[0])
+	}
 }

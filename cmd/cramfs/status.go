@@ -79,7 +79,10 @@ func statusDir(cacheDir string) string {
 }
 
 // statusSocket is the socket path of the mount at mnt: named by a hash of
-// the mount point's absolute, resolved path (a unix socket path is short).
+// the host name and the mount point's absolute, resolved path (a unix
+// socket path is short). The host is in it because, without
+// XDG_RUNTIME_DIR, the socket is in the cache directory, which the nodes
+// of a cluster may share, each mounting on the same path.
 func statusSocket(cacheDir, mnt string) string {
 	abs, err := filepath.Abs(mnt)
 	if err != nil {
@@ -88,7 +91,8 @@ func statusSocket(cacheDir, mnt string) string {
 	if r, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = r
 	}
-	sum := sha256.Sum256([]byte(abs))
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(host + "\x00" + abs))
 	return filepath.Join(statusDir(cacheDir), "status-"+hex.EncodeToString(sum[:8])+".sock")
 }
 

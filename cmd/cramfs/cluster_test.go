@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	cfs "github.com/cramfs/cramfs/fs"
+	"github.com/cramfs/cramfs/internal/bgzftest"
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+// indexFiles returns name, inode and mtime of each file in the cache
+// directory (its run directory of status sockets left out): a layout
+// scanned again is written anew, by rename, so any rescan changes this.
+func indexFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".idx") {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		out = append(out, fmt.Sprintf("%s ino %d mtime %d", e.Name(), st.Ino, fi.ModTime().UnixNano()))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestClusterSharedCache checks what the README's "Clusters and
+// containers" section says: two `cramfs index --shared-cache` processes
+// (batch jobs) given overlapping sets of files write into one group cache
+// directory at the same time, each file's layout lands there once, and a
+// mount with --shared-cache on that directory then opens every file from
+// its index, scanning none (no index file is rewritten), and serves the
+// exact BAM of each; `cramfs status --json` lists every file, none failing.
+func TestClusterSharedCache(t *testing.T) {
+	requireMount(t)
+	bin := buildCramfs(t)
+	ref := testdata("ref", "ce.fa")
+	src := t.TempDir()
+	fixtures := []string{"ce_1000.3.0", "ce_5b.3.0", "ce_supp.3.1-normal", "ce_unmap2.3.0"}
+	var crams []string
+	fixtureOf := map[string]string{}
+	for i := range 12 {
+		f := fixtures[i%len(fixtures)]
+		name := fmt.Sprintf("s%02d", i)
+		copyFile(t, testdata("cram", f+".cram"), filepath.Join(src, name+".cram"))
+		crams = append(crams, filepath.Join(src, name+".cram"))
+		fixtureOf[name] = f
+	}
+	// The group cache as the README sets it up: setgid, group-writable.
+	cache := filepath.Join(t.TempDir(), "cache")
+	if err := os.Mkdir(cache, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(cache, 0o775|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+
+	// Two jobs, files 0-7 and 4-11: four files are indexed by both.
+	jobs := [][]string{crams[:8], crams[4:]}
+	var wg sync.WaitGroup
+	outs := make([]bytes.Buffer, len(jobs))
+	errs := make([]error, len(jobs))
+	for i, files := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(bin, append([]string{"index", "--shared-cache", "--cache-dir", cache, "-T", ref, "-@", "1"}, files...)...)
+			cmd.Env = samtoolsEnv
+			cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+			errs[i] = cmd.Run()
+		}()
+	}
+	wg.Wait()
+	for i := range jobs {
+		if errs[i] != nil {
+			t.Fatalf("index job %d: %v\n%s", i, errs[i], outs[i].String())
+		}
+		if n := strings.Count(outs[i].String(), "msg=indexed"); n != len(jobs[i]) {
+			t.Errorf("index job %d said indexed %d times, want %d:\n%s", i, n, len(jobs[i]), outs[i].String())
+		}
+	}
+	before := indexFiles(t, cache)
+	if len(before) != len(crams) {
+		t.Fatalf("%d index files for %d CRAMs:\n%s", len(before), len(crams), strings.Join(before, "\n"))
+	}
+
+	p := startMount(t, bin, src, "--shared-cache", "--cache-dir", cache)
+	for _, c := range crams {
+		name := strings.TrimSuffix(filepath.Base(c), ".cram")
+		b, err := os.ReadFile(filepath.Join(p.mnt, name+".bam"))
+		if err != nil {
+			t.Fatalf("read %s.bam: %v", name, err)
+		}
+		raw, err := bgzftest.DecompressAll(b)
+		if err != nil {
+			t.Fatalf("%s.bam: %v", name, err)
+		}
+		if got, want := md5Hex(raw), wantMD5(t, fixtureOf[name]); got != want {
+			t.Errorf("%s.bam (%s): BAM md5 %s, want samtools' %s", name, fixtureOf[name], got, want)
+		}
+	}
+	rc, stderr, out := runCmd(t, "status", "--json", "--cache-dir", cache, p.mnt)
+	if rc != 0 {
+		t.Fatalf("cramfs status --json: exit %d: %s", rc, stderr)
+	}
+	var st mountStatus
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatalf("status JSON: %v\n%s", err, out)
+	}
+	if len(st.Files) != len(crams) {
+		t.Errorf("status lists %d files, want %d", len(st.Files), len(crams))
+	}
+	for _, f := range st.Files {
+		if f.Error != "" || f.Size == 0 || f.BytesRead < f.Size {
+			t.Errorf("status of %s: %+v, want served whole without error", f.Path, f)
+		}
+	}
+	if after := indexFiles(t, cache); !slices.Equal(after, before) {
+		t.Errorf("the mount rewrote layout indexes (it scanned again):\nbefore:\n%s\nafter:\n%s", strings.Join(before, "\n"), strings.Join(after, "\n"))
+	}
+	if err := unmountProc(t, p); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(p.stderr.String(), "level=WARN") {
+		t.Errorf("the mount warned:\n%s", p.stderr.String())
+	}
+}
+
+// envWithout is the test's environment for samtools and cramfs without
+// the variables named.
+func envWithout(names ...string) []string {
+	var out []string
+	for _, kv := range samtoolsEnv {
+		if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(kv, n+"=") }) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// statusPID asks `cramfs status --json` for the mount at mnt, in the UTS
+// namespace of the host name host ("" for the test's own), and returns the
+// pid of the mount that answered.
+func statusPID(t *testing.T, bin, host, cache, mnt string) (int, error) {
+	t.Helper()
+	args := []string{bin, "status", "--json", "--cache-dir", cache, mnt}
+	if host != "" {
+		args = append([]string{"unshare", "--uts", "sh", "-c", `hostname "$0" && exec "$@"`, host}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = envWithout("XDG_RUNTIME_DIR")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("cramfs status on %q: %v: %s", host, err, stderr.String())
+	}
+	var st mountStatus
+	if err := json.Unmarshal(out, &st); err != nil {
+		return 0, fmt.Errorf("status JSON: %v\n%s", err, out)
+	}
+	return st.PID, nil
+}
+
+// TestStatusSocketPerNode checks two mounts of the same mount point path
+// on two nodes that share the cache directory, without XDG_RUNTIME_DIR
+// (the status sockets are then in the cache directory): each node's
+// `cramfs status` reaches its own mount. The second node is a UTS and
+// mount namespace with another host name, where the first mount is
+// detached so that the path is free.
+func TestStatusSocketPerNode(t *testing.T) {
+	requireMount(t)
+	if os.Geteuid() != 0 {
+		corpus.Missing(t, "root, for unshare --uts --mount")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		corpus.Missing(t, "unshare (util-linux): %v", err)
+	}
+	bin := buildCramfs(t)
+	src, cache, mnt := t.TempDir(), t.TempDir(), t.TempDir()
+	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "a.cram"))
+	env := envWithout("XDG_RUNTIME_DIR")
+
+	a := exec.Command(bin, "mount", "-T", testdata("ref", "ce.fa"), "--cache-dir", cache, src, mnt)
+	b := exec.Command("unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c",
+		`hostname cramfs-test-node-b && umount -l "$0" && exec "$@"`, mnt,
+		bin, "mount", "-T", testdata("ref", "ce.fa"), "--cache-dir", cache, src, mnt)
+	logs := []*syncBuffer{{}, {}}
+	for i, c := range []*exec.Cmd{a, b} {
+		c.Env, c.Stderr = env, logs[i]
+		if i == 1 {
+			poll(t, "the first mount", 10*time.Second, func() error {
+				if !strings.Contains(logs[0].String(), "msg=mounted") {
+					return fmt.Errorf("not mounted: %s", logs[0].String())
+				}
+				return nil
+			})
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			// SIGTERM unmounts; a mount that does not exit is killed.
+			c.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { c.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				c.Process.Kill()
+				<-done
+			}
+			if i == 0 && isMounted(t, mnt) { // b's mount went with its namespace
+				cfs.Unmount(mnt)
+			}
+		})
+	}
+	want := map[string]int{"": a.Process.Pid, "cramfs-test-node-b": b.Process.Pid}
+	for host, pid := range want {
+		poll(t, "cramfs status on "+host, 10*time.Second, func() error {
+			got, err := statusPID(t, bin, host, cache, mnt)
+			if err == nil && got != pid {
+				err = fmt.Errorf("answered by pid %d, want %d", got, pid)
+			}
+			return err
+		})
+	}
+	for i, l := range logs {
+		if strings.Contains(l.String(), "status will not answer") {
+			t.Errorf("mount %d:\n%s", i, l.String())
+		}
+	}
+}
