@@ -8,19 +8,12 @@ import (
 // Buf is a reference-counted byte buffer. Whoever holds a reference may
 // read B; the last Release returns B's storage to the Pool it came from,
 // where the next Get reuses it, so built segments do not each cost fresh
-// pages (page faults) or zeroing. A Buf from NewBuf has no pool; its
-// storage is left to the garbage collector.
+// pages (page faults) or zeroing. A Buf without a pool leaves its storage
+// to the garbage collector.
 type Buf struct {
 	B    []byte
 	refs atomic.Int32
 	pool *Pool
-}
-
-// NewBuf wraps b in a Buf holding one reference, with no pool.
-func NewBuf(b []byte) *Buf {
-	x := &Buf{B: b}
-	x.refs.Store(1)
-	return x
 }
 
 // Retain takes another reference.

@@ -8,6 +8,13 @@ import (
 	"testing"
 )
 
+// newBuf wraps b in a Buf holding one reference, with no pool.
+func newBuf(b []byte) *Buf {
+	x := &Buf{B: b}
+	x.refs.Store(1)
+	return x
+}
+
 func TestNewRejectsNegative(t *testing.T) {
 	if _, err := New[Key](-1); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("New(-1) error = %v, want ErrInvalid", err)
@@ -19,7 +26,7 @@ func TestByteBoundAndEviction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	val := func(n int, b byte) *Buf { return NewBuf(bytes.Repeat([]byte{b}, n)) }
+	val := func(n int, b byte) *Buf { return newBuf(bytes.Repeat([]byte{b}, n)) }
 	steps := []struct {
 		key       Key
 		n         int
@@ -88,8 +95,8 @@ func TestByteBoundAndEviction(t *testing.T) {
 
 func TestRejectedReplacesOld(t *testing.T) {
 	c, _ := New[int](10)
-	c.Add(1, NewBuf([]byte("abc")))
-	if c.Add(1, NewBuf(make([]byte, 11))) {
+	c.Add(1, newBuf([]byte("abc")))
+	if c.Add(1, newBuf(make([]byte, 11))) {
 		t.Fatal("oversized value stored")
 	}
 	if _, ok := c.Get(1); ok {
@@ -99,10 +106,10 @@ func TestRejectedReplacesOld(t *testing.T) {
 
 func TestZeroCache(t *testing.T) {
 	c, _ := New[int](0)
-	if c.Add(1, NewBuf([]byte{1})) {
+	if c.Add(1, newBuf([]byte{1})) {
 		t.Fatal("zero cache stored a value")
 	}
-	if !c.Add(2, NewBuf(nil)) || c.Bytes() != 0 {
+	if !c.Add(2, newBuf(nil)) || c.Bytes() != 0 {
 		t.Fatal("empty value should fit a zero cache")
 	}
 }
@@ -124,7 +131,7 @@ func TestConcurrent(t *testing.T) {
 						return
 					}
 				}
-				c.Add(k, NewBuf(make([]byte, 64+i%37)))
+				c.Add(k, newBuf(make([]byte, 64+i%37)))
 				if b := c.Bytes(); b > 1<<12 {
 					t.Errorf("byte bound exceeded: %d", b)
 					return
@@ -137,7 +144,7 @@ func TestConcurrent(t *testing.T) {
 
 func BenchmarkGetAdd(b *testing.B) {
 	c, _ := New[Key](1 << 20)
-	v := NewBuf(make([]byte, 1<<10))
+	v := newBuf(make([]byte, 1<<10))
 	b.SetBytes(int64(len(v.B)))
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -220,7 +227,7 @@ func TestPoolBound(t *testing.T) {
 	if n, bytes := p.Free(); n != 1 || bytes > 100 {
 		t.Fatalf("pool holds %d buffers, %d bytes; want one within 100", n, bytes)
 	}
-	extra := NewBuf(make([]byte, 5))
+	extra := newBuf(make([]byte, 5))
 	extra.Release()
 	extra.Release() // one release too many must not hand storage out twice
 	if extra.pool != nil {
@@ -233,8 +240,8 @@ func TestReserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Add(1, NewBuf(make([]byte, 0, 40)))
-	c.Add(2, NewBuf(make([]byte, 0, 40)))
+	c.Add(1, newBuf(make([]byte, 0, 40)))
+	c.Add(2, newBuf(make([]byte, 0, 40)))
 	// A build of 30 bytes: 40+40+30 > 100, so the oldest value goes.
 	c.Reserve(30)
 	if c.Contains(1) || !c.Contains(2) {
@@ -244,12 +251,12 @@ func TestReserve(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	// While reserved, an Add must leave room for it.
-	c.Add(3, NewBuf(make([]byte, 0, 40)))
+	c.Add(3, newBuf(make([]byte, 0, 40)))
 	if c.Contains(2) || !c.Contains(3) {
 		t.Fatal("Add did not evict to keep the reservation")
 	}
 	c.Unreserve(30)
-	c.Add(4, NewBuf(make([]byte, 0, 30)))
+	c.Add(4, newBuf(make([]byte, 0, 30)))
 	if !c.Contains(3) || !c.Contains(4) || c.Bytes() != 70 {
 		t.Fatalf("after Unreserve: holds 3 %v, 4 %v, %d bytes", c.Contains(3), c.Contains(4), c.Bytes())
 	}

@@ -8,12 +8,18 @@ import (
 	"github.com/cramfs/cramfs/decode/codec/tok3"
 )
 
-// DefaultCodecs are the block codecs of this module, used when
-// DecoderOptions.Codecs is nil.
-var DefaultCodecs = Codecs{
-	RANS4x8:  rans4x8.AppendDecode,
-	RANSNx16: ransnx16.AppendDecode,
-	Arith:    arith.AppendDecode,
-	FQZComp:  fqzcomp.AppendDecode,
-	Tok3:     tok3.AppendDecode,
+// DefaultCodecs returns the block codecs of this module, those a Decoder
+// uses when DecoderOptions.Codecs is nil.
+func DefaultCodecs() Codecs {
+	return Codecs{
+		RANS4x8:  rans4x8.AppendDecode,
+		RANSNx16: ransnx16.AppendDecode,
+		Arith:    arith.AppendDecode,
+		FQZComp:  fqzcomp.AppendDecode,
+		Tok3:     tok3.AppendDecode,
+	}
 }
+
+// defaultCodecs is what a Decoder given no Codecs points at; nothing writes
+// it (callers only see DefaultCodecs' copies).
+var defaultCodecs = DefaultCodecs()

@@ -33,7 +33,7 @@ func compressionHeaders(tb testing.TB) [][]byte {
 			if err != nil {
 				continue
 			}
-			raw, err := blk.Decompress(&DefaultCodecs, nil)
+			raw, err := blk.Decompress(&defaultCodecs, nil)
 			if err == nil {
 				out = append(out, bytes.Clone(raw))
 			}

@@ -79,7 +79,7 @@ type Decoder struct {
 // NewDecoder returns a Decoder for f.
 func (f *File) NewDecoder(opt DecoderOptions) *Decoder {
 	if opt.Codecs == nil {
-		opt.Codecs = &DefaultCodecs
+		opt.Codecs = &defaultCodecs
 	}
 	return &Decoder{f: f, opt: opt, lenID: -1}
 }
@@ -89,7 +89,7 @@ func (f *File) NewDecoder(opt DecoderOptions) *Decoder {
 // file.
 func (d *Decoder) Reset(f *File, opt DecoderOptions) {
 	if opt.Codecs == nil {
-		opt.Codecs = &DefaultCodecs
+		opt.Codecs = &defaultCodecs
 	}
 	d.f, d.opt = f, opt
 	d.lenID = -1

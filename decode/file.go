@@ -74,14 +74,6 @@ func Open(name string, r io.ReaderAt, size int64, opt OpenOptions) (*File, error
 	return f, nil
 }
 
-// ReadHeader reads only the file definition and the SAM header of r, for
-// callers that need the references without walking the containers.
-func ReadHeader(name string, r io.ReaderAt, size int64) (*SAMHeader, error) {
-	f := &File{Name: name, r: r, size: size}
-	sh, _, err := f.readHeader()
-	return sh, err
-}
-
 // readHeader reads the file definition into f.Def and parses the SAM
 // header container; it returns the offset of the first data container.
 func (f *File) readHeader() (*SAMHeader, int64, error) {

@@ -61,9 +61,9 @@ func benchDataVBAM(b *testing.B, cacheDir string, opts Options) (*Manager, *Virt
 func BenchmarkBenchDataRandom64K(b *testing.B) {
 	for _, c := range []struct {
 		name  string
-		level int
+		level Level
 		warm  bool
-	}{{"L0/cold", -1, false}, {"L0/warm", -1, true}, {"L1/cold", 1, false}, {"L1/warm", 1, true}} {
+	}{{"L0/cold", Stored, false}, {"L0/warm", Stored, true}, {"L1/cold", 1, false}, {"L1/warm", 1, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			opts := Options{Level: c.level, Readahead: -1, CacheSize: -1}
 			if c.warm {
@@ -97,7 +97,7 @@ func BenchmarkBenchDataRandom64K(b *testing.B) {
 // the engine's overhead over a plain conversion shows.
 func BenchmarkBenchDataSequential(b *testing.B) {
 	dir := b.TempDir()
-	opts := Options{Level: -1, Threads: 2, CacheSize: 256 << 20}
+	opts := Options{Level: Stored, Threads: 2, CacheSize: 256 << 20}
 	m, v := benchDataVBAM(b, dir, opts)
 	m.Close()
 	b.SetBytes(v.Size())

@@ -11,8 +11,8 @@ import (
 
 // ConvertOptions configures Convert.
 type ConvertOptions struct {
-	Threads int // decoding and compressing workers; 0 means GOMAXPROCS
-	Level   int // BGZF compression level, 0 (stored) to 9
+	Threads int   // decoding and compressing workers; 0 means GOMAXPROCS
+	Level   Level // BGZF compression; DefaultLevel is deflate level 1
 	// Progress, when set, is called after each container is written with
 	// the number written so far and the total.
 	Progress func(done, total int)
@@ -28,10 +28,11 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	if opt.Level < 0 || opt.Level > 9 {
-		return fmt.Errorf("compression level %d: want 0 to 9", opt.Level)
+	if !opt.Level.valid() {
+		return fmt.Errorf("compression level %d: want Stored, DefaultLevel or 1 to 9", opt.Level)
 	}
-	comp, err := bgzf.NewCompressor(opt.Level)
+	level := opt.Level.Deflate()
+	comp, err := bgzf.NewCompressor(level)
 	if err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	outs := make(chan []byte, 3*threads)
 	comps := make(chan *bgzf.Compressor, threads)
 	for range threads {
-		c, err := bgzf.NewCompressor(opt.Level)
+		c, err := bgzf.NewCompressor(level)
 		if err != nil {
 			return err
 		}
@@ -146,7 +147,7 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err = w.Write(bgzf.EOF)
+	_, err = io.WriteString(w, bgzf.EOF)
 	return err
 }
 

@@ -5,7 +5,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 )
 
 // bigSource is a Source of one container of n bytes.
@@ -39,7 +39,7 @@ func TestConvertWritesInPieces(t *testing.T) {
 		data[i] = byte(i * 7 / 5)
 	}
 	src := bigSource{data: data}
-	for _, level := range []int{0, 1} {
+	for _, level := range []Level{Stored, 1} {
 		var w pieceWriter
 		if err := Convert(context.Background(), src, &w, ConvertOptions{Threads: 2, Level: level}); err != nil {
 			t.Fatal(err)
@@ -47,7 +47,7 @@ func TestConvertWritesInPieces(t *testing.T) {
 		if w.largest > WritePiece {
 			t.Errorf("level %d: a single Write of %d bytes, want at most %d", level, w.largest, WritePiece)
 		}
-		raw, err := bgzf.DecompressAll(w.Bytes())
+		raw, err := bgzftest.DecompressAll(w.Bytes())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 )
 
 func newTestManager(t testing.TB, opts Options) (*Manager, *logCounter) {
@@ -47,12 +48,12 @@ func openT(t testing.TB, m *Manager, src Source) *VirtualBAM {
 func TestWholeFileEqualsIndependentCompression(t *testing.T) {
 	cases := []struct {
 		fixture string
-		level   int // Options.Level
-		bgzf    int // level handed to the compressor
+		level   Level // Options.Level
+		bgzf    int   // level handed to the compressor
 		chunk   int
 	}{
 		{"synth", 0, 1, 1 << 16},
-		{"synth", -1, 0, 128 << 10},
+		{"synth", Stored, 0, 128 << 10},
 		{"synth", 6, 6, 4096},
 		{"small", 0, 1, 7919},
 		{"unsorted", 0, 1, 100},
@@ -70,7 +71,7 @@ func TestWholeFileEqualsIndependentCompression(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Fatalf("virtual BAM (%d bytes) differs from independent compression (%d bytes)", len(got), len(want))
 			}
-			raw, err := bgzf.DecompressAll(got)
+			raw, err := bgzftest.DecompressAll(got)
 			if err != nil {
 				t.Fatal(err)
 			}

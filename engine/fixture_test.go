@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -117,7 +118,7 @@ func loadBAM(tb testing.TB, path string) *bamFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	raw, err := bgzf.DecompressAll(z)
+	raw, err := bgzftest.DecompressAll(z)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -172,14 +172,14 @@ func TestIndexKeyHasNoMD(t *testing.T) {
 	cram := filepath.Join(corpus.Root(), "testdata", "cram", "ce_1000.3.0.cram")
 	ref := filepath.Join(corpus.Root(), "testdata", "ref", "ce.fa")
 	dir := t.TempDir()
-	opts := Options{CacheDir: dir, Level: -1, CacheSize: -1, Readahead: -1}
+	opts := Options{CacheDir: dir, Level: Stored, CacheSize: -1, Readahead: -1}
 	withMD := openT(t, mustManager(t, opts), openCRAMWith(t, cram, ref, CRAMOptions{}))
 	noMD := openT(t, mustManager(t, opts), openCRAMWith(t, cram, ref, CRAMOptions{NoMD: true}))
 	got, err := readAllErr(noMD)
 	if err != nil {
 		t.Fatalf("--no-md after an index with MD: %v (size %d, with MD %d)", err, noMD.Size(), withMD.Size())
 	}
-	fresh := openT(t, mustManager(t, Options{Level: -1}), openCRAMWith(t, cram, ref, CRAMOptions{NoMD: true}))
+	fresh := openT(t, mustManager(t, Options{Level: Stored}), openCRAMWith(t, cram, ref, CRAMOptions{NoMD: true}))
 	want, err := readAllErr(fresh)
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("--no-md BAM differs from one made with an empty cache (%v)", err)
@@ -210,7 +210,7 @@ func TestIdentityIsOfTheFileRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	opts := Options{CacheDir: dir, Level: -1, CacheSize: -1, Readahead: -1}
+	opts := Options{CacheDir: dir, Level: Stored, CacheSize: -1, Readahead: -1}
 	c := openCRAMWith(t, p, ref, CRAMOptions{})
 	if err := os.WriteFile(p+".new", changed, 0o644); err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestIdentityIsOfTheFileRead(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the new file got the old file's layout: %v", err)
 	}
-	want, err := readAllErr(openT(t, mustManager(t, Options{Level: -1}), openCRAMWith(t, p, ref, CRAMOptions{})))
+	want, err := readAllErr(openT(t, mustManager(t, Options{Level: Stored}), openCRAMWith(t, p, ref, CRAMOptions{})))
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("the new file's BAM differs from one made with an empty cache (%v)", err)
 	}
@@ -261,7 +261,7 @@ func convertBytes(t *testing.T, cram []byte, path, ref string) []byte {
 	}
 	c := openCRAMWith(t, path, ref, CRAMOptions{})
 	var out bytes.Buffer
-	if err := Convert(context.Background(), c, &out, ConvertOptions{Threads: 1}); err != nil {
+	if err := Convert(context.Background(), c, &out, ConvertOptions{Threads: 1, Level: Stored}); err != nil {
 		return nil
 	}
 	return out.Bytes()

@@ -200,7 +200,7 @@ func (m *Manager) getComp() (*bgzf.Compressor, error) {
 	case c := <-m.comps:
 		return c, nil
 	default:
-		return bgzf.NewCompressor(m.opts.Level)
+		return bgzf.NewCompressor(m.opts.Level.Deflate())
 	}
 }
 
@@ -237,7 +237,7 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 	}
 	c, err := m.getComp()
 	if err != nil {
-		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level.Deflate(), err)
 	}
 	// Only measured here: the header's blocks are a segment of the cache,
 	// built (and checked against hdrSeg) when they are read, so that a
@@ -443,7 +443,7 @@ func (m *Manager) identify(src fileSource) (identity, string, error) {
 		return identity{}, "", errNoFile
 	}
 	id, err := src.fileIdentity(!m.opts.SharedCache)
-	return id, dependsOn(m.opts.Level, src.variant()), err
+	return id, dependsOn(m.opts.Level.Deflate(), src.variant()), err
 }
 
 // layoutTag fingerprints the level and segments of l, for the block
@@ -473,8 +473,8 @@ func (m *Manager) validFor(idx *indexFile, src Source, depends string, id identi
 		return fmt.Errorf("%w: index built for %q, want %q", ErrInvalid, idx.Depends, depends)
 	case idx.ID != id:
 		return fmt.Errorf("%w: index belongs to another file version", ErrInvalid)
-	case idx.Layout.Level != m.opts.Level:
-		return fmt.Errorf("%w: index level %d, want %d", ErrInvalid, idx.Layout.Level, m.opts.Level)
+	case idx.Layout.Level != m.opts.Level.Deflate():
+		return fmt.Errorf("%w: index level %d, want %d", ErrInvalid, idx.Layout.Level, m.opts.Level.Deflate())
 	case idx.Layout.Header != hdrSeg:
 		return fmt.Errorf("%w: index header segment %+v, header now gives %+v", ErrInvalid, idx.Layout.Header, hdrSeg)
 	case len(idx.Layout.Segments) != src.NumContainers():
@@ -616,7 +616,7 @@ func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Se
 				defer m.release()
 				c, err := m.getComp()
 				if err != nil {
-					return fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+					return fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level.Deflate(), err)
 				}
 				defer m.putComp(c)
 				bs, raw, err := scanContainer(gctx, src, c, m.pool, hint.Load(), i, m.getRaw())
@@ -702,7 +702,7 @@ consume:
 	}
 	idx := &indexFile{
 		Layout: Layout{
-			Level:    m.opts.Level,
+			Level:    m.opts.Level.Deflate(),
 			Header:   hdrSeg,
 			Segments: segs,
 			Size:     off + int64(len(bgzf.EOF)),
@@ -740,7 +740,7 @@ func (m *Manager) buildHeader(src Source, want Segment) (*cache.Buf, error) {
 	}
 	c, err := m.getComp()
 	if err != nil {
-		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level.Deflate(), err)
 	}
 	defer m.putComp(c)
 	buf := m.pool.Get(int(want.CompLen))
@@ -812,7 +812,7 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 	defer m.cache.Unreserve(want.CompLen)
 	c, err := m.getComp()
 	if err != nil {
-		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level, err)
+		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level.Deflate(), err)
 	}
 	defer m.putComp(c)
 	buf := m.pool.Get(int(min(want.CompLen, 64<<20)))

@@ -39,9 +39,9 @@ type Options struct {
 	// CacheSize bounds, in bytes, the BGZF data kept in memory across all
 	// files. 0 means DefaultCacheSize; negative means no cache.
 	CacheSize int64
-	// Level is the deflate level of the served BGZF blocks, 1-9. 0 means
-	// the default, 1; a negative value means stored (uncompressed) blocks.
-	Level int
+	// Level is the compression of the served BGZF blocks (DefaultLevel:
+	// deflate level 1).
+	Level Level
 	// CacheDir holds the persisted layout indexes. "" means
 	// $XDG_CACHE_HOME/cramfs, or ~/.cache/cramfs.
 	CacheDir string
@@ -90,11 +90,8 @@ func (o Options) withDefaults() Options {
 	} else if o.CacheSize < 0 {
 		o.CacheSize = 0
 	}
-	switch {
-	case o.Level == 0:
-		o.Level = 1
-	case o.Level < 0:
-		o.Level = 0
+	if o.Level == DefaultLevel {
+		o.Level = Level(DefaultLevel.Deflate())
 	}
 	if o.Readahead < 0 {
 		o.Readahead = -1

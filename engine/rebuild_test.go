@@ -98,7 +98,7 @@ func TestRebuildWithOtherReferenceNamesIt(t *testing.T) {
 	const name = "ce_1000.3.0.cram"
 	dir := t.TempDir()
 	ctx := context.Background()
-	opts := Options{CacheDir: dir, Level: -1, Readahead: -1}
+	opts := Options{CacheDir: dir, Level: Stored, Readahead: -1}
 	m := NewManager(opts, nil)
 	v, err := m.Open(ctx, openTestCRAM(t, name, filepath.Join(corpus.Root(), "testdata", "ref", "ce.fa")))
 	if err != nil {

@@ -214,7 +214,7 @@ func (v *VirtualBAM) View(ctx context.Context, off int64, n int) (parts [][]byte
 			held = append(held, b)
 			p = b.B[off:min(end, hdrEnd)]
 		case off >= eof:
-			p = bgzf.EOF[off-eof : end-eof]
+			p = []byte(bgzf.EOF[off-eof : end-eof])
 		default:
 			i := l.segmentAt(off)
 			seg := l.Segments[i]

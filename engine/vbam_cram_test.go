@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/decode/reference"
-	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -40,7 +40,7 @@ func TestVirtualBAMOfCorpusCRAM(t *testing.T) {
 			if int64(len(whole)) != v.Size() {
 				t.Fatalf("read %d bytes, Size %d", len(whole), v.Size())
 			}
-			raw, err := bgzf.DecompressAll(whole)
+			raw, err := bgzftest.DecompressAll(whole)
 			if err != nil {
 				t.Fatal(err)
 			}

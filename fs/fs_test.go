@@ -137,21 +137,10 @@ func (o *fakeOpener) KnownIndexExt(ref CRAMRef) (string, bool) {
 	return ".bai", ok
 }
 
-// requireFUSE skips (or fails under CI) without a usable FUSE.
-func requireFUSE(tb testing.TB) {
-	tb.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		corpus.Missing(tb, "/dev/fuse: %v", err)
-	}
-	if _, err := fusermount(); err != nil {
-		corpus.Missing(tb, "%v", err)
-	}
-}
-
 // mountT mounts src on a fresh directory and unmounts it at cleanup.
 func mountT(tb testing.TB, src string, op Opener, opts Options) string {
 	tb.Helper()
-	requireFUSE(tb)
+	corpus.RequireFUSE(tb)
 	mnt := tb.TempDir()
 	s, err := Mount(src, mnt, op, opts)
 	if err != nil {
@@ -606,7 +595,7 @@ func TestSourceChanges(t *testing.T) {
 }
 
 func TestMountErrors(t *testing.T) {
-	requireFUSE(t)
+	corpus.RequireFUSE(t)
 	src := t.TempDir()
 	other := t.TempDir()
 	must(t, os.Mkdir(filepath.Join(src, "inner"), 0o755))
@@ -658,7 +647,7 @@ func TestStaleMountHelper(t *testing.T) {
 }
 
 func TestStaleMount(t *testing.T) {
-	requireFUSE(t)
+	corpus.RequireFUSE(t)
 	src := t.TempDir()
 	writeFile(t, filepath.Join(src, "s.cram"), "stale")
 	mnt := t.TempDir()
@@ -697,7 +686,7 @@ func TestStaleMount(t *testing.T) {
 }
 
 func TestUnmountFunc(t *testing.T) {
-	requireFUSE(t)
+	corpus.RequireFUSE(t)
 	src := t.TempDir()
 	writeFile(t, filepath.Join(src, "u.cram"), "u")
 	mnt := t.TempDir()

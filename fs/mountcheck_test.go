@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cramfs/cramfs/internal/corpus"
 )
 
 func TestAllowOtherNeedsFuseConf(t *testing.T) {
@@ -71,7 +73,7 @@ func FuzzParseMountinfo(f *testing.F) {
 // directory with nothing mounted, a mount of another type, and another
 // user's cramfs mount, and says so.
 func TestUnmountRefusesWhatIsNotOurs(t *testing.T) {
-	requireFUSE(t)
+	corpus.RequireFUSE(t)
 	dir := t.TempDir()
 	err := Unmount(dir)
 	if !errors.Is(err, ErrNotMounted) || !errors.Is(err, ErrMount) || !strings.Contains(err.Error(), dir+" is not mounted") {

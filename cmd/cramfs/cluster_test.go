@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cramfs/cramfs/encode/bgzf"
 	cfs "github.com/cramfs/cramfs/fs"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -112,7 +112,7 @@ func TestClusterSharedCache(t *testing.T) {
 		if err != nil {
 			t.Fatalf("read %s.bam: %v", name, err)
 		}
-		raw, err := bgzf.DecompressAll(b)
+		raw, err := bgzftest.DecompressAll(b)
 		if err != nil {
 			t.Fatalf("%s.bam: %v", name, err)
 		}

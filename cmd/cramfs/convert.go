@@ -42,7 +42,8 @@ func (c *convertCmd) run(pos []string, e *env) error {
 	if len(pos) != 1 {
 		return usageError{fmt.Sprintf("want one input CRAM, got %d arguments", len(pos))}
 	}
-	if c.level < 0 || c.level > 9 {
+	level, err := engine.LevelOf(c.level)
+	if err != nil {
 		return usageError{fmt.Sprintf("--level %d: want 0 to 9", c.level)}
 	}
 	in := pos[0]
@@ -85,7 +86,7 @@ func (c *convertCmd) run(pos []string, e *env) error {
 		w = dst.f
 	}
 	bw := bufio.NewWriterSize(w, engine.WritePiece)
-	if err := engine.Convert(ctx, src, bw, engine.ConvertOptions{Threads: c.threads, Level: c.level}); err != nil {
+	if err := engine.Convert(ctx, src, bw, engine.ConvertOptions{Threads: c.threads, Level: level}); err != nil {
 		return withReferenceHelp(err)
 	}
 	if err := bw.Flush(); err != nil {

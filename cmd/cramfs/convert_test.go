@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -54,10 +55,10 @@ func TestConvertMatchesSamtoolsForAnyThreads(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.HasSuffix(b, bgzf.EOF) {
+				if !bytes.HasSuffix(b, []byte(bgzf.EOF)) {
 					t.Errorf("%s: output does not end in the BGZF EOF block", name)
 				}
-				raw, err := bgzf.DecompressAll(b)
+				raw, err := bgzftest.DecompressAll(b)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -82,7 +83,7 @@ func TestConvertToStdout(t *testing.T) {
 	if rc != 0 {
 		t.Fatalf("exit %d: %s", rc, stderr)
 	}
-	raw, err := bgzf.DecompressAll(out)
+	raw, err := bgzftest.DecompressAll(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestConvertOutputNotRegular(t *testing.T) {
 	}
 	check := func(t *testing.T, b []byte) {
 		t.Helper()
-		raw, err := bgzf.DecompressAll(b)
+		raw, err := bgzftest.DecompressAll(b)
 		if err != nil {
 			t.Fatal(err)
 		}

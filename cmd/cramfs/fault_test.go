@@ -6,15 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/cramfs/cramfs/engine"
-	cfs "github.com/cramfs/cramfs/fs"
+	"github.com/cramfs/cramfs/internal/corpus"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
 
@@ -23,21 +21,9 @@ import (
 // `cramfs convert --level 1` of the file version it opened, or fails with
 // EIO; it never returns other bytes.
 
-// relCopy copies a file.
-func relCopy(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// relReadChunks reads fh from offset 0 in chunks of n bytes until the end
+// readChunks reads fh from offset 0 in chunks of n bytes until the end
 // or the first error, returning what was read and that error.
-func relReadChunks(fh *os.File, from int64, n int) ([]byte, error) {
+func readChunks(fh *os.File, from int64, n int) ([]byte, error) {
 	var out []byte
 	buf := make([]byte, n)
 	for off := from; ; {
@@ -53,19 +39,19 @@ func relReadChunks(fh *os.File, from int64, n int) ([]byte, error) {
 	}
 }
 
-// relReadDirect reads a whole file bypassing the page cache.
-func relReadDirect(p string) ([]byte, error) {
+// readDirect reads a whole file bypassing the page cache.
+func readDirect(p string) ([]byte, error) {
 	fh, err := os.OpenFile(p, os.O_RDONLY|syscall.O_DIRECT, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
-	return relReadChunks(fh, 0, 64<<10)
+	return readChunks(fh, 0, 64<<10)
 }
 
-// relExactOrEIO checks the outcome rule: got is a prefix of want and, if
+// exactOrEIO checks the outcome rule: got is a prefix of want and, if
 // shorter, err is EIO.
-func relExactOrEIO(t *testing.T, what string, got, want []byte, err error) string {
+func exactOrEIO(t *testing.T, what string, got, want []byte, err error) string {
 	t.Helper()
 	if !bytes.HasPrefix(want, got) {
 		i := 0
@@ -91,11 +77,11 @@ func relExactOrEIO(t *testing.T, what string, got, want []byte, err error) strin
 // a removed or renamed-over file keeps serving the mapped bases; bases
 // overwritten in place are caught by the slice MD5s (EIO).
 func TestFaultReferenceChanges(t *testing.T) {
-	relRequireFUSE(t)
+	corpus.RequireFUSE(t)
 	crams := []string{"ce_1000.3.0-multislice", "ce_1000.3.1-archive", "ce_1000.2.1"}
 	want := map[string][]byte{}
 	for _, n := range crams {
-		want[n] = relConvert(t, testdata("cram", n+".cram"), []string{testdata("ref", "ce.fa")})
+		want[n] = convertAt(t, 1, testdata("cram", n+".cram"), []string{testdata("ref", "ce.fa")})
 	}
 	for _, tc := range []struct {
 		name   string
@@ -135,23 +121,23 @@ func TestFaultReferenceChanges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			fa := filepath.Join(dir, "ce.fa")
-			relCopy(t, testdata("ref", "ce.fa"), fa)
-			relCopy(t, testdata("ref", "ce.fa.fai"), fa+".fai")
+			copyFile(t, testdata("ref", "ce.fa"), fa)
+			copyFile(t, testdata("ref", "ce.fa.fai"), fa+".fai")
 			src := t.TempDir()
 			for _, n := range crams {
-				relCopy(t, testdata("cram", n+".cram"), filepath.Join(src, n+".cram"))
+				copyFile(t, testdata("cram", n+".cram"), filepath.Join(src, n+".cram"))
 			}
 			// No block cache: every read rebuilds its segment from the CRAM.
-			m := relMountAt(t, src, t.TempDir(), []string{fa}, engine.Options{Threads: 2, CacheSize: -1, Level: 1, CacheDir: t.TempDir()})
+			m := mountT(t, src, mountConfig{refs: []string{fa}, cacheSize: "0", level: "1"})
 			first := crams[0]
-			got, err := relReadDirect(filepath.Join(m.mnt, first+".bam"))
+			got, err := readDirect(filepath.Join(m.mnt, first+".bam"))
 			if err != nil || !bytes.Equal(got, want[first]) {
 				t.Fatalf("before the change: %d bytes, %v", len(got), err)
 			}
 			tc.change(t, fa)
 			for _, n := range crams { // the first already open, the others opened now
-				got, err := relReadDirect(filepath.Join(m.mnt, n+".bam"))
-				outcome := relExactOrEIO(t, n, got, want[n], err)
+				got, err := readDirect(filepath.Join(m.mnt, n+".bam"))
+				outcome := exactOrEIO(t, n, got, want[n], err)
 				if tc.exact && outcome != "exact" {
 					t.Errorf("%s: %s, want the mapped reference to keep serving", n, outcome)
 				}
@@ -166,7 +152,7 @@ func TestFaultReferenceChanges(t *testing.T) {
 // the new end fail with EIO; the mount does not die of SIGBUS. The mount
 // runs in a child process, which a regression would kill.
 func TestFaultReferenceTruncated(t *testing.T) {
-	relRequireFUSE(t)
+	corpus.RequireFUSE(t)
 	// A padding contig first, so the bases the reads need lie pages past
 	// the new end of the file.
 	ce, err := os.ReadFile(testdata("ref", "ce.fa"))
@@ -179,44 +165,46 @@ func TestFaultReferenceTruncated(t *testing.T) {
 		t.Fatal(err)
 	}
 	src, mnt := t.TempDir(), t.TempDir()
-	relCopy(t, testdata("cram", "ce_1000.3.0.cram"), filepath.Join(src, "x.cram"))
-	relCopy(t, testdata("cram", "ce_1000.3.1-archive.cram"), filepath.Join(src, "y.cram"))
-	want := relConvert(t, testdata("cram", "ce_1000.3.0.cram"), []string{testdata("ref", "ce.fa")})
-	cmd, out := relStartMountProc(t, mnt, "mount", "-T", fa, "--cache-size", "0", "--cache-dir", t.TempDir(), "--level", "1", src, mnt)
-	if got, err := relReadDirect(filepath.Join(mnt, "x.bam")); err != nil || !bytes.Equal(got, want) {
+	copyFile(t, testdata("cram", "ce_1000.3.0.cram"), filepath.Join(src, "x.cram"))
+	copyFile(t, testdata("cram", "ce_1000.3.1-archive.cram"), filepath.Join(src, "y.cram"))
+	want := convertAt(t, 1, testdata("cram", "ce_1000.3.0.cram"), []string{testdata("ref", "ce.fa")})
+	p := startMountProc(t, buildCramfs(t), mnt, "mount", "-T", fa, "--cache-size", "0", "--cache-dir", t.TempDir(), "--level", "1", src, mnt)
+	if got, err := readDirect(filepath.Join(mnt, "x.bam")); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("before the truncation: %d bytes, %v", len(got), err)
 	}
 	if err := os.Truncate(fa, 100); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"x.bam", "y.bam"} { // y is opened only now
-		_, err := relReadDirect(filepath.Join(mnt, n))
+		_, err := readDirect(filepath.Join(mnt, n))
 		if !errors.Is(err, syscall.EIO) {
 			t.Errorf("%s after the truncation: %v, want EIO", n, err)
 		}
 	}
-	relStopMountProc(t, cmd, out, mnt)
+	if err := unmountProc(t, p); err != nil {
+		t.Error(err)
+	}
 }
 
 // TestFaultCacheDir: the layout cache directory cannot be created, or its
 // filesystem is full. The mount still serves exact bytes, keeping layouts
 // in memory, and warns once.
 func TestFaultCacheDir(t *testing.T) {
-	relRequireFUSE(t)
+	corpus.RequireFUSE(t)
 	names := []string{"ce_1000.3.0", "ce_1000.3.1-archive", "ce_5b.2.1"}
 	ref := []string{testdata("ref", "ce.fa")}
 	want := map[string][]byte{}
 	for _, n := range names {
-		want[n] = relConvert(t, testdata("cram", n+".cram"), ref)
+		want[n] = convertAt(t, 1, testdata("cram", n+".cram"), ref)
 	}
 	check := func(t *testing.T, cacheDir string) {
 		src := t.TempDir()
 		for _, n := range names {
-			relCopy(t, testdata("cram", n+".cram"), filepath.Join(src, n+".cram"))
+			copyFile(t, testdata("cram", n+".cram"), filepath.Join(src, n+".cram"))
 		}
-		m := relMountAt(t, src, t.TempDir(), ref, engine.Options{Threads: 2, CacheSize: 64 << 10, Level: 1, CacheDir: cacheDir})
+		m := mountT(t, src, mountConfig{refs: ref, cacheSize: "64K", level: "1", cacheDir: cacheDir})
 		for _, n := range names {
-			got, err := relReadDirect(filepath.Join(m.mnt, n+".bam"))
+			got, err := readDirect(filepath.Join(m.mnt, n+".bam"))
 			if err != nil || !bytes.Equal(got, want[n]) {
 				t.Errorf("%s: %d bytes (want %d), %v", n, len(got), len(want[n]), err)
 			}
@@ -263,20 +251,20 @@ func TestFaultCacheDir(t *testing.T) {
 // between two mounts. The next mount rejects them, rebuilds the layout and
 // serves exact bytes, and rewrites the index.
 func TestFaultLayoutIndexDamaged(t *testing.T) {
-	relRequireFUSE(t)
+	corpus.RequireFUSE(t)
 	names := []string{"ce_1000.3.0-multislice", "ce_1000.3.1-archive"}
 	ref := []string{testdata("ref", "ce.fa")}
 	want := map[string][]byte{}
 	src := t.TempDir()
 	for _, n := range names {
-		want[n] = relConvert(t, testdata("cram", n+".cram"), ref)
-		relCopy(t, testdata("cram", n+".cram"), filepath.Join(src, n+".cram"))
+		want[n] = convertAt(t, 1, testdata("cram", n+".cram"), ref)
+		copyFile(t, testdata("cram", n+".cram"), filepath.Join(src, n+".cram"))
 	}
 	cacheDir := t.TempDir()
 	readAll := func(t *testing.T) {
-		m := relMountAt(t, src, t.TempDir(), ref, engine.Options{Threads: 2, CacheSize: 64 << 10, Level: 1, CacheDir: cacheDir})
+		m := mountT(t, src, mountConfig{refs: ref, cacheSize: "64K", level: "1", cacheDir: cacheDir})
 		for _, n := range names {
-			got, err := relReadDirect(filepath.Join(m.mnt, n+".bam"))
+			got, err := readDirect(filepath.Join(m.mnt, n+".bam"))
 			if err != nil || !bytes.Equal(got, want[n]) {
 				t.Errorf("%s: %d bytes (want %d), %v", n, len(got), len(want[n]), err)
 			}
@@ -340,15 +328,15 @@ func TestFaultLayoutIndexDamaged(t *testing.T) {
 // the bytes of the version it opened, or EIO; never a mix. New opens see
 // the new version.
 func TestFaultCRAMChangesUnderOpenHandle(t *testing.T) {
-	relRequireFUSE(t)
+	corpus.RequireFUSE(t)
 	ref := []string{testdata("ref", "ce.fa")}
 	oldName, newName := "ce_1000.3.0-multislice", "ce_unmap2.3.0"
 	oldCRAM, err := os.ReadFile(testdata("cram", oldName+".cram"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOld := relConvert(t, testdata("cram", oldName+".cram"), ref)
-	wantNew := relConvert(t, testdata("cram", newName+".cram"), ref)
+	wantOld := convertAt(t, 1, testdata("cram", oldName+".cram"), ref)
+	wantNew := convertAt(t, 1, testdata("cram", newName+".cram"), ref)
 	// A flip deep in the records of the last data container, CRCs fixed:
 	// the file still decodes, to other records.
 	flipped, err := hostile.FlipAt(oldCRAM, len(oldCRAM)-600, 0x01, true)
@@ -362,7 +350,7 @@ func TestFaultCRAMChangesUnderOpenHandle(t *testing.T) {
 		wantAfter []byte // what a new open must serve, nil: not checked
 	}{
 		{"replaced by rename", func(t *testing.T, p string) {
-			relCopy(t, testdata("cram", newName+".cram"), p+".tmp")
+			copyFile(t, testdata("cram", newName+".cram"), p+".tmp")
 			if err := os.Rename(p+".tmp", p); err != nil {
 				t.Fatal(err)
 			}
@@ -394,7 +382,7 @@ func TestFaultCRAMChangesUnderOpenHandle(t *testing.T) {
 			if err := os.WriteFile(p, oldCRAM, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			m := relMountAt(t, src, t.TempDir(), ref, engine.Options{Threads: 2, CacheSize: -1, Level: 1, CacheDir: t.TempDir(), Readahead: -1})
+			m := mountT(t, src, mountConfig{refs: ref, cacheSize: "0", level: "1", readahead: "-1"})
 			bam := filepath.Join(m.mnt, "x.bam")
 			fh, err := os.OpenFile(bam, os.O_RDONLY|syscall.O_DIRECT, 0)
 			if err != nil {
@@ -407,8 +395,8 @@ func TestFaultCRAMChangesUnderOpenHandle(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 			tc.change(t, p)
-			rest, err := relReadChunks(fh, 0, 16<<10)
-			outcome := relExactOrEIO(t, "open handle", rest, wantOld, err)
+			rest, err := readChunks(fh, 0, 16<<10)
+			outcome := exactOrEIO(t, "open handle", rest, wantOld, err)
 			t.Logf("open handle: %s", outcome)
 			if tc.exact && outcome != "exact" {
 				t.Errorf("open handle: %s, want the old bytes", outcome)
@@ -419,7 +407,7 @@ func TestFaultCRAMChangesUnderOpenHandle(t *testing.T) {
 				var got []byte
 				deadline := time.Now().Add(5 * time.Second)
 				for time.Now().Before(deadline) {
-					if got, err = relReadDirect(bam); err == nil && bytes.Equal(got, tc.wantAfter) {
+					if got, err = readDirect(bam); err == nil && bytes.Equal(got, tc.wantAfter) {
 						break
 					}
 					time.Sleep(200 * time.Millisecond)
@@ -432,85 +420,25 @@ func TestFaultCRAMChangesUnderOpenHandle(t *testing.T) {
 	}
 }
 
-// relStartMountProc runs `cramfs args...` in a child process and waits
-// for mnt to serve; the mount is removed at cleanup whatever happens.
-func relStartMountProc(t *testing.T, mnt string, args ...string) (*exec.Cmd, *bytes.Buffer) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFaultMountProcessHelper$")
-	cmd.Env = append(os.Environ(), "CRAMFS_FAULT_MOUNT_ARGS="+strings.Join(args, "\x1f"))
-	out := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-		_ = cfs.Unmount(mnt)
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if ents, err := os.ReadDir(mnt); err == nil && len(ents) > 0 {
-			return cmd, out
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the mount did not come up:\n%s", out.String())
-	return nil, nil
-}
-
-// relStopMountProc unmounts with `cramfs unmount` and expects the mount
-// process to exit cleanly.
-func relStopMountProc(t *testing.T, cmd *exec.Cmd, out *bytes.Buffer, mnt string) {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	if rc := run([]string{"unmount", mnt}, &stdout, &stderr); rc != 0 {
-		t.Errorf("cramfs unmount: exit %d: %s", rc, stderr.String())
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("the mount process exited with %v:\n%s", err, out.String())
-		}
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		<-exited
-		t.Errorf("the mount process did not exit after unmount:\n%s", out.String())
-	}
-}
-
-// TestFaultMountProcessHelper runs `cramfs mount` as a child process for
-// TestFaultSIGKILLRestart.
-func TestFaultMountProcessHelper(t *testing.T) {
-	args := os.Getenv("CRAMFS_FAULT_MOUNT_ARGS")
-	if args == "" {
-		t.Skip("helper process for TestFaultSIGKILLRestart")
-	}
-	os.Exit(run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
-}
-
 // TestFaultSIGKILLRestart: the mount process is killed with SIGKILL and
 // the mount restarted on the same mount point. The restart fails with a
 // message naming `cramfs unmount`; after that unmount it succeeds.
 func TestFaultSIGKILLRestart(t *testing.T) {
-	relRequireFUSE(t)
+	corpus.RequireFUSE(t)
 	ref := testdata("ref", "ce.fa")
 	src, mnt, cacheDir := t.TempDir(), t.TempDir(), t.TempDir()
-	relCopy(t, testdata("cram", "ce_1000.3.0.cram"), filepath.Join(src, "x.cram"))
-	want := relConvert(t, testdata("cram", "ce_1000.3.0.cram"), []string{ref})
+	copyFile(t, testdata("cram", "ce_1000.3.0.cram"), filepath.Join(src, "x.cram"))
+	want := convertAt(t, 1, testdata("cram", "ce_1000.3.0.cram"), []string{ref})
 	args := []string{"mount", "-T", ref, "--cache-dir", cacheDir, "--level", "1", src, mnt}
-	cmd, _ := relStartMountProc(t, mnt, args...)
-	if got, err := relReadDirect(filepath.Join(mnt, "x.bam")); err != nil || !bytes.Equal(got, want) {
+	bin := buildCramfs(t)
+	p := startMountProc(t, bin, mnt, args...)
+	if got, err := readDirect(filepath.Join(mnt, "x.bam")); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("first mount: %d bytes, %v", len(got), err)
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait()
+	<-p.done
 
 	var stdout, stderr bytes.Buffer
 	done := make(chan int, 1)
@@ -529,9 +457,11 @@ func TestFaultSIGKILLRestart(t *testing.T) {
 		t.Fatalf("cramfs unmount: exit %d: %s", rc, stderr.String())
 	}
 
-	cmd, out := relStartMountProc(t, mnt, args...)
-	if got, err := relReadDirect(filepath.Join(mnt, "x.bam")); err != nil || !bytes.Equal(got, want) {
+	p = startMountProc(t, bin, mnt, args...)
+	if got, err := readDirect(filepath.Join(mnt, "x.bam")); err != nil || !bytes.Equal(got, want) {
 		t.Errorf("restarted mount: %d bytes, %v", len(got), err)
 	}
-	relStopMountProc(t, cmd, out, mnt)
+	if err := unmountProc(t, p); err != nil {
+		t.Error(err)
+	}
 }

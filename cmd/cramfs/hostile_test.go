@@ -18,7 +18,7 @@ import (
 
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/encode/bam"
-	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
 
@@ -89,7 +89,7 @@ func hostileSamtoolsVerdict(in, ref string, raw []byte) string {
 	if err != nil {
 		return "rejects it"
 	}
-	got, err := bgzf.DecompressAll(out)
+	got, err := bgzftest.DecompressAll(out)
 	if err != nil {
 		return "unreadable output"
 	}
@@ -213,7 +213,7 @@ func TestHostileConvert(t *testing.T) {
 				t.Fatal(err)
 			}
 			os.Remove(out)
-			raw, err := bgzf.DecompressAll(b)
+			raw, err := bgzftest.DecompressAll(b)
 			if err != nil {
 				t.Errorf("%s: %s: exit 0 but the output is not BGZF: %v", fx.name, v.Name, err)
 				continue

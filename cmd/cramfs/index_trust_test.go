@@ -16,6 +16,7 @@ import (
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
 	cfs "github.com/cramfs/cramfs/fs"
+	"github.com/cramfs/cramfs/internal/corpus"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
 
@@ -63,7 +64,7 @@ func multiContainerCRAM(t *testing.T, path string) []byte {
 // serves exactly `cramfs convert` of the new file, where it used to fail
 // every read of that container with EIO.
 func TestFaultCRAMRewrittenInPlaceSameSizeAndMtime(t *testing.T) {
-	relRequireFUSE(t)
+	corpus.RequireFUSE(t)
 	src, cacheDir := t.TempDir(), t.TempDir()
 	p := filepath.Join(src, "x.cram")
 	orig := multiContainerCRAM(t, p)
@@ -75,10 +76,10 @@ func TestFaultCRAMRewrittenInPlaceSameSizeAndMtime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOld := relConvert(t, p, nil)
-	opts := engine.Options{Threads: 2, CacheSize: -1, Level: 1, CacheDir: cacheDir}
-	m := relMountAt(t, src, t.TempDir(), nil, opts)
-	if got, err := relReadDirect(filepath.Join(m.mnt, "x.bam")); err != nil || !bytes.Equal(got, wantOld) {
+	wantOld := convertAt(t, 1, p, nil)
+	cfg := mountConfig{cacheSize: "0", level: "1", cacheDir: cacheDir}
+	m := mountT(t, src, cfg)
+	if got, err := readDirect(filepath.Join(m.mnt, "x.bam")); err != nil || !bytes.Equal(got, wantOld) {
 		t.Fatalf("first mount: %d bytes, %v", len(got), err)
 	}
 	m.unmount(t)
@@ -103,12 +104,12 @@ func TestFaultCRAMRewrittenInPlaceSameSizeAndMtime(t *testing.T) {
 	if st2, err := os.Stat(p); err != nil || st2.Size() != st.Size() || !st2.ModTime().Equal(st.ModTime()) {
 		t.Fatalf("the rewrite changed size or mtime (%v)", err)
 	}
-	wantNew := relConvert(t, p, nil)
+	wantNew := convertAt(t, 1, p, nil)
 	if bytes.Equal(wantNew, wantOld) {
 		t.Fatal("the rewrite did not change the BAM")
 	}
-	m = relMountAt(t, src, t.TempDir(), nil, opts)
-	got, err := relReadDirect(filepath.Join(m.mnt, "x.bam"))
+	m = mountT(t, src, cfg)
+	got, err := readDirect(filepath.Join(m.mnt, "x.bam"))
 	if err != nil || !bytes.Equal(got, wantNew) {
 		t.Fatalf("second mount: %d bytes (new version %d), %v", len(got), len(wantNew), err)
 	}
@@ -197,16 +198,16 @@ func TestMountRefusesForeignIndex(t *testing.T) {
 	requireMount(t)
 	ref := testdata("ref", "ce.fa")
 	src, cacheDir := t.TempDir(), t.TempDir()
-	relCopy(t, testdata("cram", "ce_1000.3.0.cram"), filepath.Join(src, "x.cram"))
-	opts := engine.Options{Threads: 2, CacheSize: -1, Level: 1, CacheDir: cacheDir}
-	count := func(m *relMount) string {
+	copyFile(t, testdata("cram", "ce_1000.3.0.cram"), filepath.Join(src, "x.cram"))
+	cfg := mountConfig{refs: []string{ref}, cacheSize: "0", level: "1", cacheDir: cacheDir}
+	count := func(m *mounted) string {
 		out, err := samtools("view", "-c", filepath.Join(m.mnt, "x.bam"), "CHROMOSOME_I:1-1000000")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return strings.TrimSpace(string(out))
 	}
-	m := relMountAt(t, src, t.TempDir(), []string{ref}, opts)
+	m := mountT(t, src, cfg)
 	want := count(m)
 	m.unmount(t)
 	if want == "0" {
@@ -216,7 +217,7 @@ func TestMountRefusesForeignIndex(t *testing.T) {
 	if err := os.Chown(path, 4242, -1); err != nil {
 		t.Skipf("cannot give the index to another user (%v): needs root", err)
 	}
-	m = relMountAt(t, src, t.TempDir(), []string{ref}, opts)
+	m = mountT(t, src, cfg)
 	got := count(m)
 	t.Logf("CHROMOSOME_I:1-1000000: %s reads through the genuine index, %s after the forgery", want, got)
 	if got != want {
@@ -236,8 +237,8 @@ func TestMountRefusesForeignIndex(t *testing.T) {
 func TestOpenerReopensBAMWhoseLayoutWasDropped(t *testing.T) {
 	ref := testdata("ref", "ce.fa")
 	p := filepath.Join(t.TempDir(), "x.cram")
-	relCopy(t, testdata("cram", "ce_1000.3.0-multislice.cram"), p)
-	want := relConvert(t, p, []string{ref})
+	copyFile(t, testdata("cram", "ce_1000.3.0-multislice.cram"), p)
+	want := convertAt(t, 1, p, []string{ref})
 	cacheDir := t.TempDir()
 	store, err := reference.Open([]string{ref}, reference.Options{})
 	if err != nil {

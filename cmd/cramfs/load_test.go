@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -17,28 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cramfs/cramfs/decode/reference"
-	"github.com/cramfs/cramfs/engine"
-	cfs "github.com/cramfs/cramfs/fs"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
-// relRequireFUSE skips (or fails under CI) without /dev/fuse and
-// fusermount3.
-func relRequireFUSE(tb testing.TB) {
-	tb.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		corpus.Missing(tb, "/dev/fuse: %v", err)
-	}
-	if _, err := os.Stat("/usr/bin/fusermount3"); err != nil {
-		if _, err := os.Stat("/bin/fusermount3"); err != nil {
-			corpus.Missing(tb, "fusermount3: %v", err)
-		}
-	}
-}
-
-// relFD counts the open file descriptors of the process.
-func relFD(tb testing.TB) int {
+// openFDs counts the open file descriptors of the process.
+func openFDs(tb testing.TB) int {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		tb.Fatalf("listing /proc/self/fd: %v", err)
@@ -46,8 +28,8 @@ func relFD(tb testing.TB) int {
 	return len(ents)
 }
 
-// relFDList lists the open file descriptors and their targets.
-func relFDList() string {
+// fdList lists the open file descriptors and their targets.
+func fdList() string {
 	ents, _ := os.ReadDir("/proc/self/fd")
 	var sb strings.Builder
 	for _, e := range ents {
@@ -57,21 +39,8 @@ func relFDList() string {
 	return sb.String()
 }
 
-// heldCRAMs counts the CRAM files the opener holds open.
-func (m *relMount) heldCRAMs() int {
-	m.op.mu.Lock()
-	defer m.op.mu.Unlock()
-	n := 0
-	for _, e := range m.op.entries.Values() {
-		if e.src != nil && e.err == nil {
-			n++
-		}
-	}
-	return n
-}
-
-// relStatusKB reads a kB field (VmRSS, VmHWM) of /proc/self/status.
-func relStatusKB(field string) int64 {
+// statusKB reads a kB field (VmRSS, VmHWM) of /proc/self/status.
+func statusKB(field string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return -1
@@ -85,8 +54,8 @@ func relStatusKB(field string) int64 {
 	return -1
 }
 
-// relSettle waits up to d for cond, polling.
-func relSettle(d time.Duration, cond func() bool) bool {
+// settle waits up to d for cond, polling.
+func settle(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for {
 		runtime.GC()
@@ -100,102 +69,13 @@ func relSettle(d time.Duration, cond func() bool) bool {
 	}
 }
 
-// relMount is an in-process mount of src through the engine, as
-// `cramfs mount` sets it up.
-type relMount struct {
-	mnt   string
-	srv   *cfs.Server
-	mgr   *engine.Manager
-	store *reference.Store
-	op    *opener
-	log   *relLog
-	done  bool
-}
-
-// relLog collects log output of the mount.
-type relLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *relLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *relLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func relMountAt(t *testing.T, src, mnt string, refs []string, eopt engine.Options) *relMount {
-	t.Helper()
-	relRequireFUSE(t)
-	store, err := reference.Open(refs, reference.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lg := &relLog{}
-	log := slog.New(slog.NewTextHandler(lg, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if eopt.Level == 0 {
-		eopt.Level = 1
-	}
-	mgr := engine.NewManager(eopt, log)
-	op := newOpener(mgr, store, engine.CRAMOptions{Reference: store, States: mgr.States()}, log)
-	srv, err := cfs.Mount(src, mnt, op, cfs.Options{Logger: log})
-	if err != nil {
-		mgr.Close()
-		store.Close()
-		t.Fatalf("mount: %v", err)
-	}
-	m := &relMount{mnt: mnt, srv: srv, mgr: mgr, store: store, op: op, log: lg}
-	t.Cleanup(func() { m.unmount(t) })
-	return m
-}
-
-// unmount unmounts (once) and releases the engine.
-func (m *relMount) unmount(t *testing.T) {
-	if m.done {
-		return
-	}
-	m.done = true
-	if err := m.srv.Unmount(); err != nil {
-		t.Errorf("unmount %s: %v", m.mnt, err)
-		_ = cfs.Unmount(m.mnt)
-	}
-	m.op.Close()
-	m.mgr.Close()
-	m.store.Close()
-}
-
-// relConvert returns `cramfs convert --level 1` of cram.
-func relConvert(t *testing.T, cram string, refs []string) []byte {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "out.bam")
-	args := []string{"convert", "--level", "1", "-o", out}
-	for _, r := range refs {
-		args = append(args, "-T", r)
-	}
-	var stdout, stderr bytes.Buffer
-	if rc := run(append(args, cram), &stdout, &stderr); rc != 0 {
-		t.Fatalf("convert %s: exit %d: %s", cram, rc, stderr.String())
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestLoadConcurrentReaders runs 16 readers doing full scans and random
 // reads over several mounted files, with a block cache far smaller than
 // the working set, for a bounded time: every byte must equal `cramfs
 // convert --level 1`, and goroutines, file descriptors and memory must
 // come back to where they were once the mount is gone.
 func TestLoadConcurrentReaders(t *testing.T) {
-	relRequireFUSE(t)
+	corpus.RequireFUSE(t)
 	duration := 10 * time.Second
 	if testing.Short() {
 		duration = 2 * time.Second
@@ -216,7 +96,7 @@ func TestLoadConcurrentReaders(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(src, n+".cram"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		want[n] = relConvert(t, testdata("cram", n+".cram"), refs)
+		want[n] = convertAt(t, 1, testdata("cram", n+".cram"), refs)
 		total += len(want[n])
 	}
 	const cacheSize = 24 << 10
@@ -225,11 +105,11 @@ func TestLoadConcurrentReaders(t *testing.T) {
 	}
 
 	runtime.GC()
-	gBefore, fdBefore := runtime.NumGoroutine(), relFD(t)
-	rssBefore := relStatusKB("VmRSS")
+	gBefore, fdBefore := runtime.NumGoroutine(), openFDs(t)
+	rssBefore := statusKB("VmRSS")
 
 	mnt := t.TempDir()
-	m := relMountAt(t, src, mnt, refs, engine.Options{Threads: 2, CacheSize: cacheSize, Level: 1, CacheDir: t.TempDir()})
+	m := mountT(t, src, mountConfig{refs: refs, cacheSize: strconv.Itoa(cacheSize), level: "1", mnt: mnt})
 
 	var peakRSS atomic.Int64
 	stopSampler := make(chan struct{})
@@ -239,7 +119,7 @@ func TestLoadConcurrentReaders(t *testing.T) {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if v := relStatusKB("VmRSS"); v > peakRSS.Load() {
+			if v := statusKB("VmRSS"); v > peakRSS.Load() {
 				peakRSS.Store(v)
 			}
 			select {
@@ -318,20 +198,20 @@ func TestLoadConcurrentReaders(t *testing.T) {
 	st := m.mgr.CacheStats()
 	m.unmount(t)
 
-	settledG := relSettle(5*time.Second, func() bool { return runtime.NumGoroutine() <= gBefore })
+	settledG := settle(5*time.Second, func() bool { return runtime.NumGoroutine() <= gBefore })
 	// The opener closed its CRAMs at unmount: any descriptor left is a leak.
 	held := m.heldCRAMs()
-	settledFD := relSettle(2*time.Second, func() bool { return relFD(t) <= fdBefore })
-	gAfter, fdAfter := runtime.NumGoroutine(), relFD(t)
+	settledFD := settle(2*time.Second, func() bool { return openFDs(t) <= fdBefore })
+	gAfter, fdAfter := runtime.NumGoroutine(), openFDs(t)
 	peak := peakRSS.Load()
 	t.Logf("%v, %d readers: %d full scans, %d random reads, %d MiB read; cache %+v", duration, readers, scans.Load(), reads.Load(), bytesRead.Load()>>20, st)
-	t.Logf("goroutines %d -> %d, fds %d -> %d, RSS %d MiB before, peak %d MiB (VmHWM %d MiB)", gBefore, gAfter, fdBefore, fdAfter, rssBefore>>10, peak>>10, relStatusKB("VmHWM")>>10)
+	t.Logf("goroutines %d -> %d, fds %d -> %d, RSS %d MiB before, peak %d MiB (VmHWM %d MiB)", gBefore, gAfter, fdBefore, fdAfter, rssBefore>>10, peak>>10, statusKB("VmHWM")>>10)
 	if !settledG {
 		buf := make([]byte, 1<<20)
 		t.Errorf("goroutines grew from %d to %d after unmount:\n%s", gBefore, gAfter, buf[:runtime.Stack(buf, true)])
 	}
 	if !settledFD {
-		t.Errorf("open file descriptors grew from %d to %d after unmount (%d CRAMs held by the opener):\n%s", fdBefore, fdAfter, held, relFDList())
+		t.Errorf("open file descriptors grew from %d to %d after unmount (%d CRAMs held by the opener):\n%s", fdBefore, fdAfter, held, fdList())
 	}
 	if st.Bytes > st.MaxBytes {
 		t.Errorf("cache holds %d bytes, over its %d bound", st.Bytes, st.MaxBytes)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cramfs/cramfs/engine"
 	cfs "github.com/cramfs/cramfs/fs"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
@@ -75,8 +74,8 @@ func heapInUse() int64 {
 func TestMountManyBigHeadersStayBounded(t *testing.T) {
 	const n, maxOpen, cacheSize = 300, 32, 16 << 20
 	src := bigHeaderCRAMs(t, n)
-	m := relMountAt(t, src, t.TempDir(), nil, engine.Options{Threads: 2, CacheSize: cacheSize, Level: 1, CacheDir: t.TempDir(), MaxOpenFiles: maxOpen})
-	fdBefore := relFD(t)
+	m := mountT(t, src, mountConfig{cacheSize: fmt.Sprint(cacheSize), level: "1", maxOpenFiles: maxOpen})
+	fdBefore := openFDs(t)
 	heapBefore := heapInUse()
 	var first [2][]byte
 	maxFD := 0
@@ -93,7 +92,7 @@ func TestMountManyBigHeadersStayBounded(t *testing.T) {
 				t.Fatalf("%s: %d bytes, not the %d of f0%s (the same CRAM)", p, len(b), len(first[k]), ext)
 			}
 		}
-		maxFD = max(maxFD, relFD(t)-fdBefore)
+		maxFD = max(maxFD, openFDs(t)-fdBefore)
 	}
 	// Read again from the first: every state was dropped since.
 	for i := range 3 {

@@ -51,16 +51,13 @@ func (e *engineFlags) open(log *slog.Logger) (*reference.Store, *engine.Manager,
 	if err != nil {
 		return nil, nil, engine.CRAMOptions{}, usageError{fmt.Sprintf("--cache-size: %v", err)}
 	}
-	if e.level < 0 || e.level > 9 {
+	level, err := engine.LevelOf(e.level)
+	if err != nil {
 		return nil, nil, engine.CRAMOptions{}, usageError{fmt.Sprintf("--level %d: want 0 to 9", e.level)}
 	}
 	store, err := reference.Open(e.refs, reference.Options{})
 	if err != nil {
 		return nil, nil, engine.CRAMOptions{}, err
-	}
-	level := e.level
-	if level == 0 {
-		level = -1 // the engine's stored blocks
 	}
 	if size == 0 {
 		size = -1

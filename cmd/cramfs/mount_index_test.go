@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 )
 
 // TestMountServesCSIForLongReferences mounts a CRAM whose reference is
@@ -61,11 +61,11 @@ func TestMountServesCSIForLongReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := bgzf.DecompressAll(got)
+	g, err := bgzftest.DecompressAll(got)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := bgzf.DecompressAll(want)
+	w, err := bgzftest.DecompressAll(want)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,23 +36,11 @@ import (
 // samtoolsEnv keeps samtools from looking for references anywhere but -T.
 var samtoolsEnv = append(os.Environ(), "REF_PATH=/nonexistent", "REF_CACHE=/nonexistent")
 
-// requireMount skips (or fails under CI) without FUSE or samtools.
+// requireMount is requireFUSE for tests that also read mounts with
+// samtools.
 func requireMount(tb testing.TB) {
 	tb.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		corpus.Missing(tb, "/dev/fuse: %v", err)
-	}
-	found := false
-	for _, n := range []string{"fusermount3", "fusermount"} {
-		if _, err := exec.LookPath(n); err == nil {
-			found = true
-		} else if _, err := os.Stat(filepath.Join("/bin", n)); err == nil {
-			found = true
-		}
-	}
-	if !found {
-		corpus.Missing(tb, "fusermount3 not found")
-	}
+	corpus.RequireFUSE(tb)
 	if _, err := exec.LookPath("samtools"); err != nil {
 		corpus.Missing(tb, "samtools: %v", err)
 	}
@@ -110,6 +98,12 @@ type mountConfig struct {
 	refs      []string
 	cacheSize string // --cache-size
 	level     string // --level
+	readahead string // --readahead
+	cacheDir  string // --cache-dir; "" is a new temporary directory
+	mnt       string // the mount point; "" is a new temporary directory
+	// maxOpenFiles is engine.Options.MaxOpenFiles (cramfs mount derives it
+	// from the open file limit; it has no flag); 0 is the default.
+	maxOpenFiles int
 	// timeout, when set, is the kernel's entry and attribute timeout
 	// (fs.Options), so that names are looked up again that often.
 	timeout time.Duration
@@ -120,10 +114,13 @@ type mounted struct {
 	mnt      string
 	cacheDir string
 	level    int // --level in effect, as `cramfs convert --level` takes it
+	srv      *cfs.Server
 	mgr      *engine.Manager
+	store    *reference.Store
 	op       *opener
 	root     *os.Root // the mount's source tree
 	log      *syncBuffer
+	done     bool // unmounted; only the test's goroutine uses it
 }
 
 // openBAM opens the BAM of the CRAM rel of the mount's source through the
@@ -155,8 +152,11 @@ func cramRef(t *testing.T, root *os.Root, rel string) cfs.CRAMRef {
 // -T (as samtools is run here) and sets no process memory limit.
 func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 	t.Helper()
-	requireMount(t)
-	cacheDir := t.TempDir()
+	corpus.RequireFUSE(t)
+	cacheDir := cfg.cacheDir
+	if cacheDir == "" {
+		cacheDir = t.TempDir()
+	}
 	args := []string{"--cache-dir", cacheDir, "-@", "2"}
 	for _, r := range cfg.refs {
 		args = append(args, "-T", r)
@@ -166,6 +166,9 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 	}
 	if cfg.level != "" {
 		args = append(args, "--level", cfg.level)
+	}
+	if cfg.readahead != "" {
+		args = append(args, "--readahead", cfg.readahead)
 	}
 	fl := pflag.NewFlagSet("mount", pflag.ContinueOnError)
 	var ef engineFlags
@@ -182,37 +185,67 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 	if size == 0 {
 		size = -1
 	}
-	level := ef.level
-	if level == 0 {
-		level = -1 // as engineFlags.open: the engine's stored blocks
+	level, err := engine.LevelOf(ef.level)
+	if err != nil {
+		t.Fatal(err)
 	}
 	store, err := reference.Open(ef.refs, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent", NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr := engine.NewManager(engine.Options{Threads: ef.threads, CacheSize: size, Level: level, CacheDir: ef.cacheDir, SharedCache: ef.sharedCache}, log)
+	mgr := engine.NewManager(engine.Options{Threads: ef.threads, CacheSize: size, Level: level, CacheDir: ef.cacheDir, SharedCache: ef.sharedCache, Readahead: ef.readahead, MaxOpenFiles: cfg.maxOpenFiles}, log)
 	op := newOpener(mgr, store, engine.CRAMOptions{Reference: store, NoMD: ef.noMD, States: mgr.States()}, log)
-	mnt := t.TempDir()
+	mnt := cfg.mnt
+	if mnt == "" {
+		mnt = t.TempDir()
+	}
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{Logger: log, EntryTimeout: cfg.timeout, AttrTimeout: cfg.timeout})
 	if err != nil {
+		op.Close()
 		mgr.Close()
 		store.Close()
 		t.Fatalf("Mount: %v", err)
 	}
+	m := &mounted{mnt: mnt, cacheDir: cacheDir, level: ef.level, srv: srv, mgr: mgr, store: store, op: op, root: srv.Root(), log: logBuf}
 	t.Cleanup(func() {
-		if err := srv.Unmount(); err != nil {
-			t.Errorf("Unmount: %v", err)
-			if err := cfs.Unmount(mnt); err != nil {
-				t.Errorf("cfs.Unmount: %v", err)
-			}
-		}
-		mgr.Close()
-		store.Close()
+		m.unmount(t)
 		if t.Failed() {
 			t.Logf("server log:\n%s", logBuf.String())
 		}
 	})
-	return &mounted{mnt: mnt, cacheDir: cacheDir, level: ef.level, mgr: mgr, op: op, root: srv.Root(), log: logBuf}
+	return m
+}
+
+// unmount unmounts (once: again at cleanup does nothing) and closes what
+// the mount opened, as cmdMount does at exit.
+func (m *mounted) unmount(t *testing.T) {
+	t.Helper()
+	if m.done {
+		return
+	}
+	m.done = true
+	if err := m.srv.Unmount(); err != nil {
+		t.Errorf("Unmount: %v", err)
+		if err := cfs.Unmount(m.mnt); err != nil {
+			t.Errorf("cfs.Unmount: %v", err)
+		}
+	}
+	m.op.Close()
+	m.mgr.Close()
+	m.store.Close()
+}
+
+// heldCRAMs counts the CRAM files the mount's opener holds open.
+func (m *mounted) heldCRAMs() int {
+	m.op.mu.Lock()
+	defer m.op.mu.Unlock()
+	n := 0
+	for _, e := range m.op.entries.Values() {
+		if e.src != nil && e.err == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // defaultMountLevel is the --level a mount serves by default.
@@ -973,18 +1006,36 @@ func TestMountFollowsSourceChanges(t *testing.T) {
 	})
 }
 
-// buildCramfs builds the cramfs binary into a temporary directory.
+// built is the cramfs binary buildCramfs made, once per test process.
+var built struct {
+	sync.Mutex
+	dir, bin string // dir is removed by TestMain
+}
+
+// buildCramfs returns the cramfs binary, built the first time it is asked
+// for.
 func buildCramfs(t *testing.T) string {
 	t.Helper()
+	built.Lock()
+	defer built.Unlock()
+	if built.bin != "" {
+		return built.bin
+	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		corpus.Missing(t, "go tool: %v", err)
 	}
-	bin := filepath.Join(t.TempDir(), "cramfs")
+	dir, err := os.MkdirTemp("", "cramfs-test-bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "cramfs")
 	cmd := exec.Command(gobin, "build", "-o", bin, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	built.dir, built.bin = dir, bin
 	return bin
 }
 
@@ -1023,7 +1074,15 @@ func startMount(t *testing.T, bin, src string, extra ...string) *mountProc {
 func startMountAt(t *testing.T, bin, src, mnt string, extra ...string) *mountProc {
 	t.Helper()
 	args := append([]string{"mount", "-T", testdata("ref", "ce.fa"), "-@", "2"}, extra...)
-	p := &mountProc{cmd: exec.Command(bin, append(args, src, mnt)...), mnt: mnt, stderr: &syncBuffer{}, done: make(chan struct{})}
+	return startMountProc(t, bin, mnt, append(args, src, mnt)...)
+}
+
+// startMountProc runs `bin args...`, a mount on mnt, and waits until the
+// mount is in place; whatever happens, the process is killed and mnt
+// unmounted at cleanup.
+func startMountProc(t *testing.T, bin, mnt string, args ...string) *mountProc {
+	t.Helper()
+	p := &mountProc{cmd: exec.Command(bin, args...), mnt: mnt, stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = samtoolsEnv
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -1074,6 +1133,24 @@ func (p *mountProc) wait(t *testing.T) int {
 	}
 	t.Fatalf("wait: %v", p.err)
 	return -1
+}
+
+// unmountProc stops a mount process the way a user does, with `cramfs
+// unmount`, and waits for it to exit with status 0.
+func unmountProc(t *testing.T, p *mountProc) error {
+	t.Helper()
+	if rc, stderr, _ := runCmd(t, "unmount", p.mnt); rc != 0 {
+		return fmt.Errorf("cramfs unmount %s: exit %d: %s", p.mnt, rc, stderr)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("cramfs mount did not exit after unmount; stderr:\n%s", p.stderr.String())
+	}
+	if p.err != nil {
+		return fmt.Errorf("cramfs mount exited with %v after unmount; stderr:\n%s", p.err, p.stderr.String())
+	}
+	return nil
 }
 
 func TestMountBinary(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -58,12 +58,12 @@ func TestConvertFindsReferenceThroughUR(t *testing.T) {
 	if rc != 0 {
 		t.Fatalf("cramfs convert without -T: exit %d: %s", rc, stderr)
 	}
-	got, err := bgzf.DecompressAll(out)
+	got, err := bgzftest.DecompressAll(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := mustSamtools(t, "view", "-u", "--no-PG", cram) // samtools too reads the UR: file
-	if wantRaw, err := bgzf.DecompressAll(want); err != nil || !bytes.Equal(got, wantRaw) {
+	if wantRaw, err := bgzftest.DecompressAll(want); err != nil || !bytes.Equal(got, wantRaw) {
 		t.Fatalf("BAM through UR: differs from samtools' (%d and %d bytes, %v)", len(got), len(wantRaw), err)
 	}
 }
@@ -251,20 +251,5 @@ func TestMountReferenceNoticeOnRead(t *testing.T) {
 	waitNotice(t, q, cram, "x.bam", "its reads fail with EIO", "not found", "UR:"+refCopy, "-T FASTA", "needs a new mount")
 	if l := noticeLines(q.stderr.String(), cram); len(l) == 1 && strings.Contains(l[0], "stat and open fail") {
 		t.Errorf("notice %q says stat fails, but the layout was persisted", l[0])
-	}
-}
-
-// unmountProc stops a mount process the way a user does, with `cramfs
-// unmount`, and waits for it to exit.
-func unmountProc(t *testing.T, p *mountProc) error {
-	t.Helper()
-	if rc, stderr, _ := runCmd(t, "unmount", p.mnt); rc != 0 {
-		return errors.New(stderr)
-	}
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		return errors.New("cramfs mount did not exit after unmount")
 	}
 }

@@ -22,9 +22,6 @@ type Chunk struct{ Beg, End uint64 }
 // BinFirst is the number of the first bin of level l (SAMv1 §5.3, CSIv1).
 func BinFirst(l int) uint32 { return binFirst(l) }
 
-// BinParent is the parent of a bin other than 0 (SAMv1 §5.3, CSIv1).
-func BinParent(bin uint32) uint32 { return binParent(bin) }
-
 // BinLimit is the number of real bins of a scheme of the given depth:
 // valid bins are [0, BinLimit(depth)) and the pseudo-bin is
 // BinLimit(depth)+1 (CSIv1 bin_limit).
@@ -253,10 +250,6 @@ func (x *Index) MinShift() int { return x.minShift }
 // Depth is the scheme's depth.
 func (x *Index) Depth() int { return x.depth }
 
-// MaxPos is the largest coordinate the scheme can index,
-// 2^(min_shift+3*depth).
-func (x *Index) MaxPos() int64 { return x.maxPos }
-
 // NRef is the number of references.
 func (x *Index) NRef() int { return len(x.refs) }
 
@@ -292,7 +285,7 @@ func (x *Index) insert(tid int32, bin uint32, u, v uint64) {
 }
 
 // Push records one alignment in file order, with the same arguments and
-// rules as Builder.Add, against the scheme's limit MaxPos.
+// rules as Builder.Add, against the scheme's limit, 2^(min_shift+3*depth).
 func (x *Index) Push(refID int32, beg, end int64, unmapped bool, vStart, vEnd uint64) error {
 	if x.err != nil {
 		return x.err

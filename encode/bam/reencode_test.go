@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/decode"
-	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -105,7 +105,7 @@ func bamInputs(tb testing.TB) map[string][]byte {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if out[name], err = bgzf.DecompressAll(file); err != nil {
+		if out[name], err = bgzftest.DecompressAll(file); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -123,7 +123,7 @@ func TestReencodeSamtoolsBAMs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if inputs[p], err = bgzf.DecompressAll(file); err != nil {
+		if inputs[p], err = bgzftest.DecompressAll(file); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,7 +175,7 @@ func level1Records(b *testing.B) ([]decode.Record, int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	data, err := bgzf.DecompressAll(file)
+	data, err := bgzftest.DecompressAll(file)
 	if err != nil {
 		b.Fatal(err)
 	}

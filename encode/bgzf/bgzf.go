@@ -1,6 +1,7 @@
-// Package bgzf writes and reads BGZF, the blocked gzip format of BAM files
-// (SAMv1 §4.1). Blocks are cut like htslib 1.16 cuts them: at most
-// MaxBlockData uncompressed bytes each, one raw deflate stream per block.
+// Package bgzf writes BGZF, the blocked gzip format of BAM files (SAMv1
+// §4.1). Blocks are cut like htslib 1.16 cuts them: at most MaxBlockData
+// uncompressed bytes each, one raw deflate stream per block. Nothing in
+// the module reads BGZF but its tests (internal/bgzftest).
 package bgzf
 
 import (
@@ -8,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"slices"
 
 	"github.com/klauspost/compress/flate"
@@ -29,18 +29,13 @@ const (
 	maxDeflate = MaxBlockSize - headerLen - footerLen
 )
 
-// ErrCorrupt is returned, wrapped, for a malformed BGZF stream.
-var ErrCorrupt = errors.New("bgzf: corrupt stream")
-
 // ErrLevel is returned, wrapped, for an unsupported compression level.
 var ErrLevel = errors.New("bgzf: invalid compression level")
 
-// EOF is the 28-byte empty block that ends a BGZF file (SAMv1 §4.1.2).
-var EOF = []byte{
-	0x1f, 0x8b, 0x08, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0x06, 0x00,
-	0x42, 0x43, 0x02, 0x00, 0x1b, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00,
-	0x00, 0x00, 0x00, 0x00,
-}
+// EOF is the 28-byte empty block that ends a BGZF file (SAMv1 §4.1.2): a
+// string, so that no caller can change it.
+const EOF = "\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x06\x00" +
+	"BC\x02\x00\x1b\x00\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00"
 
 // blockHeader is the fixed part of every block header (SAMv1 §4.1): gzip
 // magic, CM=8, FLG=FEXTRA, MTIME=0, XFL=0, OS=255, XLEN=6, then the BC
@@ -144,96 +139,4 @@ func (c *Compressor) appendBlock(dst, src []byte) ([]byte, error) {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(src)))
 	binary.LittleEndian.PutUint16(dst[start+16:], uint16(len(dst)-start-1))
 	return dst, nil
-}
-
-// Writer is a streaming BGZF writer (SAMv1 §4.1) that cuts blocks exactly
-// like Compressor.AppendBlocks: a block is emitted whenever MaxBlockData
-// bytes are pending, and Flush ends the current (shorter) block.
-type Writer struct {
-	w       io.Writer
-	c       *Compressor
-	pending []byte
-	out     []byte
-	written uint64 // compressed bytes written to w
-	err     error
-}
-
-// NewWriter returns a Writer compressing at level 0..9 to w.
-func NewWriter(w io.Writer, level int) (*Writer, error) {
-	c, err := NewCompressor(level)
-	if err != nil {
-		return nil, err
-	}
-	return &Writer{w: w, c: c, pending: make([]byte, 0, MaxBlockData)}, nil
-}
-
-// Write buffers p, emitting a block each time MaxBlockData bytes are
-// pending.
-func (w *Writer) Write(p []byte) (int, error) {
-	if w.err != nil {
-		return 0, w.err
-	}
-	n := 0
-	for len(p) > 0 {
-		k := min(len(p), MaxBlockData-len(w.pending))
-		w.pending = append(w.pending, p[:k]...)
-		p = p[k:]
-		n += k
-		if len(w.pending) == MaxBlockData {
-			if err := w.Flush(); err != nil {
-				return n, err
-			}
-		}
-	}
-	return n, nil
-}
-
-// Flush ends the current block, writing it if it holds any data.
-func (w *Writer) Flush() error {
-	if w.err != nil {
-		return w.err
-	}
-	if len(w.pending) == 0 {
-		return nil
-	}
-	var err error
-	w.out, err = w.c.appendBlock(w.out[:0], w.pending)
-	if err != nil {
-		w.err = err
-		return err
-	}
-	w.pending = w.pending[:0]
-	return w.emit(w.out)
-}
-
-func (w *Writer) emit(b []byte) error {
-	n, err := w.w.Write(b)
-	w.written += uint64(n)
-	if err == nil && n != len(b) {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		w.err = fmt.Errorf("bgzf: write: %w", err)
-	}
-	return w.err
-}
-
-// VirtualOffset returns the BGZF virtual offset (SAMv1 §4.1.1) of the next
-// byte to be written: compressed offset of the current block << 16 | bytes
-// pending in it.
-func (w *Writer) VirtualOffset() uint64 {
-	return w.written<<16 | uint64(len(w.pending))
-}
-
-// Close flushes pending data and writes the EOF block. It does not close
-// the underlying writer.
-func (w *Writer) Close() error {
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if err := w.emit(EOF); err != nil {
-		return err
-	}
-	w.err = errors.New("bgzf: writer closed")
-	return nil
 }

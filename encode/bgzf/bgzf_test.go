@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -23,7 +24,7 @@ func realBAM(tb testing.TB) []byte {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	data, err := DecompressAll(file)
+	data, err := bgzftest.DecompressAll(file)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestRoundTrip(t *testing.T) {
 			if want := (len(src) + MaxBlockData - 1) / MaxBlockData; nBlocks != want {
 				t.Fatalf("%s level %d: %d blocks, want %d", name, level, nBlocks, want)
 			}
-			got, err := DecompressAll(out)
+			got, err := bgzftest.DecompressAll(out)
 			if err != nil || !bytes.Equal(got, src) {
 				t.Fatalf("%s level %d: DecompressAll: %v (equal %v)", name, level, err, bytes.Equal(got, src))
 			}
@@ -92,34 +93,9 @@ func TestRoundTrip(t *testing.T) {
 			if std, err := io.ReadAll(zr); err != nil || !bytes.Equal(std, src) {
 				t.Fatalf("%s level %d: compress/gzip: %v", name, level, err)
 			}
-			// Streaming Writer makes the same bytes.
-			var buf bytes.Buffer
-			w, err := NewWriter(&buf, level)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for p := src; len(p) > 0; {
-				n := min(len(p), 1+rng(len(p)))
-				if _, err := w.Write(p[:n]); err != nil {
-					t.Fatal(err)
-				}
-				p = p[n:]
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(buf.Bytes(), append(out, EOF...)) {
-				t.Fatalf("%s level %d: Writer output differs from AppendBlocks", name, level)
-			}
-			rd, err := io.ReadAll(NewReader(&buf))
-			if err != nil || !bytes.Equal(rd, src) {
-				t.Fatalf("%s level %d: Reader: %v", name, level, err)
-			}
 		}
 	}
 }
-
-func rng(n int) int { return (n*7919 + 13) % 70000 }
 
 func TestStoredFallback(t *testing.T) {
 	src := inputs()["random"][:MaxBlockData]
@@ -131,54 +107,18 @@ func TestStoredFallback(t *testing.T) {
 	if len(out) > MaxBlockSize {
 		t.Fatalf("block of %d bytes", len(out))
 	}
-	if got, err := DecompressAll(out); err != nil || !bytes.Equal(got, src) {
+	if got, err := bgzftest.DecompressAll(out); err != nil || !bytes.Equal(got, src) {
 		t.Fatal("round trip failed", err)
 	}
 }
 
-func TestEOFAndVirtualOffset(t *testing.T) {
-	if got, err := DecompressAll(EOF); err != nil || len(got) != 0 {
-		t.Fatalf("EOF block: %q %v", got, err)
-	}
-	var buf bytes.Buffer
-	w, _ := NewWriter(&buf, 1)
-	w.Write(make([]byte, 10))
-	if vo := w.VirtualOffset(); vo != 10 {
-		t.Fatalf("virtual offset %#x, want 10", vo)
-	}
-	w.Flush()
-	if vo, n := w.VirtualOffset(), buf.Len(); vo != uint64(n)<<16 {
-		t.Fatalf("virtual offset %#x after flush, want %#x", vo, n<<16)
-	}
-	w.Flush() // no empty block
-	if vo := w.VirtualOffset(); vo != uint64(buf.Len())<<16 {
-		t.Fatal("empty flush wrote a block")
+func TestEOF(t *testing.T) {
+	if got, err := bgzftest.DecompressAll([]byte(EOF)); err != nil || len(got) != 0 || len(EOF) != 28 {
+		t.Fatalf("EOF block (%d bytes): %q %v", len(EOF), got, err)
 	}
 }
 
-func TestCorrupt(t *testing.T) {
-	c, _ := NewCompressor(6)
-	good, _ := c.AppendBlocks(nil, []byte("hello, bgzf"))
-	mutate := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
-	tests := map[string][]byte{
-		"bad magic":  mutate(func(b []byte) []byte { b[0] = 0; return b }),
-		"no FEXTRA":  mutate(func(b []byte) []byte { b[3] = 0; return b }),
-		"bad CRC":    mutate(func(b []byte) []byte { b[len(b)-8] ^= 1; return b }),
-		"bad ISIZE":  mutate(func(b []byte) []byte { b[len(b)-4]++; return b }),
-		"truncated":  good[:len(good)-1],
-		"short head": good[:10],
-		"BSIZE tiny": mutate(func(b []byte) []byte { b[16], b[17] = 5, 0; return b }),
-		"no BC":      mutate(func(b []byte) []byte { b[12] = 'X'; return b }),
-		"bad data":   mutate(func(b []byte) []byte { b[18] = 0xff; b[19] = 0xff; return b }),
-	}
-	for name, b := range tests {
-		if _, err := DecompressAll(b); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s: DecompressAll: %v, want ErrCorrupt", name, err)
-		}
-		if _, err := io.ReadAll(NewReader(bytes.NewReader(b))); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s: Reader: %v, want ErrCorrupt", name, err)
-		}
-	}
+func TestInvalidLevel(t *testing.T) {
 	if _, err := NewCompressor(10); !errors.Is(err, ErrLevel) {
 		t.Errorf("level 10: %v", err)
 	}
@@ -194,21 +134,23 @@ func TestSamtoolsReadsOurs(t *testing.T) {
 	data := realBAM(t)
 	dir := t.TempDir()
 	for _, level := range []int{0, 1, 6} {
-		var buf bytes.Buffer
-		w, _ := NewWriter(&buf, level)
-		w.Write(data)
-		if err := w.Close(); err != nil {
+		c, err := NewCompressor(level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, err := c.AppendBlocks(nil, data)
+		if err != nil {
 			t.Fatal(err)
 		}
 		p := filepath.Join(dir, "x.bam")
-		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(p, append(file, EOF...), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		out, err := exec.Command(st, "view", "-u", "--no-PG", p).Output()
 		if err != nil {
 			t.Fatalf("level %d: samtools view: %v", level, err)
 		}
-		got, err := DecompressAll(out)
+		got, err := bgzftest.DecompressAll(out)
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("level %d: samtools round trip differs (%v)", level, err)
 		}
@@ -216,41 +158,6 @@ func TestSamtoolsReadsOurs(t *testing.T) {
 			t.Fatalf("level %d: quickcheck: %v", level, err)
 		}
 	}
-}
-
-func FuzzReader(f *testing.F) {
-	c, _ := NewCompressor(6)
-	for _, src := range [][]byte{nil, []byte("a"), bytes.Repeat([]byte("ACGT"), 5000)} {
-		b, _ := c.AppendBlocks(nil, src)
-		f.Add(append(b, EOF...))
-	}
-	c0, _ := NewCompressor(0)
-	b, _ := c0.AppendBlocks(nil, []byte("stored block"))
-	f.Add(b)
-	f.Fuzz(func(t *testing.T, in []byte) {
-		all, errAll := DecompressAll(in)
-		rd, errRd := io.ReadAll(NewReader(bytes.NewReader(in)))
-		if (errAll == nil) != (errRd == nil) {
-			t.Fatalf("DecompressAll error %v, Reader error %v", errAll, errRd)
-		}
-		if errAll != nil {
-			if !errors.Is(errAll, ErrCorrupt) || !errors.Is(errRd, ErrCorrupt) {
-				t.Fatalf("errors not ErrCorrupt: %v / %v", errAll, errRd)
-			}
-			return
-		}
-		if !bytes.Equal(all, rd) {
-			t.Fatal("DecompressAll and Reader disagree")
-		}
-		// What decodes re-encodes and decodes to the same bytes.
-		re, err := c.AppendBlocks(nil, all)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if back, err := DecompressAll(re); err != nil || !bytes.Equal(back, all) {
-			t.Fatalf("re-encode round trip: %v", err)
-		}
-	})
 }
 
 func BenchmarkAppendBlocks(b *testing.B) {
@@ -297,19 +204,6 @@ func BenchmarkStdlibFlate(b *testing.B) {
 	}
 }
 
-func BenchmarkDecompressAll(b *testing.B) {
-	data := realBAM(b)
-	c, _ := NewCompressor(6)
-	comp, _ := c.AppendBlocks(nil, data)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := DecompressAll(comp); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func levelName(l int) string { return "level" + string(rune('0'+l)) }
 
 // TestStoredBlocksGrowOnce checks that level 0 sizes its output up front:
@@ -331,7 +225,7 @@ func TestStoredBlocksGrowOnce(t *testing.T) {
 		if allocs != 1 && !raceEnabled {
 			t.Errorf("n=%d: %v allocations from an empty dst, want 1", n, allocs)
 		}
-		back, err := DecompressAll(out)
+		back, err := bgzftest.DecompressAll(out)
 		if err != nil || !bytes.Equal(back, src) {
 			t.Fatalf("n=%d: round trip: %v", n, err)
 		}

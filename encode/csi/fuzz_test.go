@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/encode/bai"
-	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 )
 
 // synthRecords turns fuzz bytes into coordinate-sorted records with
@@ -73,7 +73,7 @@ func FuzzRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw, err := bgzf.DecompressAll(out)
+		raw, err := bgzftest.DecompressAll(out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +208,7 @@ func TestAddErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			raw, err := bgzf.DecompressAll(out)
+			raw, err := bgzftest.DecompressAll(out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +242,7 @@ func BenchmarkAdd(b *testing.B) {
 		b.Fatal(err)
 	}
 	f := readBAM(b, file)
-	raw, err := bgzf.DecompressAll(file)
+	raw, err := bgzftest.DecompressAll(file)
 	if err != nil {
 		b.Fatal(err)
 	}

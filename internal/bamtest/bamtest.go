@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/encode/bam"
-	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -54,7 +54,7 @@ func Read(tb testing.TB, file []byte) File {
 		start := len(data)
 		var n int
 		var err error
-		data, n, err = bgzf.DecodeBlock(data, rest)
+		data, n, err = bgzftest.DecodeBlock(data, rest)
 		if err != nil {
 			tb.Fatalf("BGZF block at %d: %v", coff, err)
 		}

@@ -45,27 +45,12 @@ const (
 // is only claimed by the stream; larger outputs grow as symbols are decoded.
 const minChunk = 1 << 20
 
-// Decode decodes one adaptive arithmetic coder stream (ArithDecode,
-// CRAMcodecs.tex). rawSize is the expected decoded length (the CRAM block
-// header's raw size), or -1 when unknown; required when the stream has NOSZ.
-// It is AppendDecode(nil, src, rawSize), except that an empty output is a
-// non-nil empty slice.
-func Decode(src []byte, rawSize int) ([]byte, error) {
-	out, err := AppendDecode(nil, src, rawSize)
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		out = []byte{}
-	}
-	return out, nil
-}
-
 // AppendDecode decodes one adaptive arithmetic coder stream (ArithDecode,
 // CRAMcodecs.tex) and appends the decoded bytes to dst, returning the
 // extended slice; it allocates only when dst lacks the capacity. rawSize is
-// as for Decode. The result never aliases src. On error the returned slice
-// is unspecified.
+// the expected decoded length (the CRAM block header's raw size), or -1 when
+// unknown; required when the stream has NOSZ. The result never aliases src.
+// On error the returned slice is unspecified.
 func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
 	if rawSize > MaxSize {
 		return dst, fmt.Errorf("%w: raw size %d exceeds limit %d", ErrCorrupt, rawSize, MaxSize)

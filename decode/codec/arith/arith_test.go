@@ -8,8 +8,19 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cramfs/cramfs/internal/codectest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
+
+// decodeNew decodes src into a new slice (see codectest.Decode).
+func decodeNew(src []byte, rawSize int) ([]byte, error) {
+	return codectest.Decode(AppendDecode, src, rawSize)
+}
+
+// newModel allocates and initialises a Model of nsym symbols.
+func newModel(nsym int) Model {
+	return InitModel(make([]uint32, ModelLen(nsym)), nsym)
+}
 
 // readManifest returns the manifest vectors of one codec.
 func readManifest(tb testing.TB, dir, codec string) []corpus.CodecVector {
@@ -31,7 +42,7 @@ func TestManifestVectors(t *testing.T) {
 			}
 			want := v.Expected(t, dir)
 			for _, raw := range []int{len(want), -1} {
-				got, err := Decode(src, raw)
+				got, err := decodeNew(src, raw)
 				if v.Result != "OK" {
 					if err == nil {
 						t.Fatalf("rawSize %d: want error, got %d bytes", raw, len(got))
@@ -51,13 +62,13 @@ func TestManifestVectors(t *testing.T) {
 				if cut < 0 || cut >= len(src) {
 					continue
 				}
-				if _, err := Decode(src[:cut], len(want)); err == nil {
+				if _, err := decodeNew(src[:cut], len(want)); err == nil {
 					t.Errorf("prefix of %d bytes decoded without error", cut)
 				} else if !errors.Is(err, ErrCorrupt) {
 					t.Errorf("prefix of %d bytes: error %v does not wrap ErrCorrupt", cut, err)
 				}
 			}
-			if _, err := Decode(src, len(want)+1); err == nil {
+			if _, err := decodeNew(src, len(want)+1); err == nil {
 				t.Error("wrong rawSize accepted")
 			}
 		})
@@ -98,7 +109,7 @@ func TestHandMade(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Decode(tc.src, tc.rawSize)
+			got, err := decodeNew(tc.src, tc.rawSize)
 			if tc.wantErr {
 				if err == nil {
 					t.Fatalf("want error, got %q", got)
@@ -125,7 +136,7 @@ func TestModelAdapts(t *testing.T) {
 	if err := rc.Init(make([]byte, 16)); err != nil {
 		t.Fatal(err)
 	}
-	m := NewModel(3)
+	m := newModel(3)
 	for i := 0; i < 10000; i++ {
 		if s := rc.Decode(m); s != 0 {
 			t.Fatalf("step %d: symbol %d, want 0 for an all-zero code", i, s)
@@ -140,7 +151,7 @@ func TestModelAdapts(t *testing.T) {
 	if f := m[1] >> 8; f < m[2]>>8 || f < m[3]>>8 {
 		t.Fatalf("decoded symbol not first by frequency: %x", m)
 	}
-	if InitModel(make([]uint32, 2), 2) != nil || NewModel(0) != nil || NewModel(257) != nil {
+	if InitModel(make([]uint32, 2), 2) != nil || newModel(0) != nil || newModel(257) != nil {
 		t.Fatal("invalid model sizes accepted")
 	}
 }
@@ -167,7 +178,7 @@ func benchVectors(b *testing.B, names ...string) {
 			b.SetBytes(int64(len(want)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Decode(src, len(want)); err != nil {
+				if _, err := decodeNew(src, len(want)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -217,7 +228,7 @@ func FuzzDecode(f *testing.F) {
 				return
 			}
 		}
-		out, err := Decode(src, rawSize)
+		out, err := decodeNew(src, rawSize)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
@@ -307,9 +318,9 @@ func TestPooledReuse(t *testing.T) {
 			v := vs[k]
 			// A failing decode must not leave the pool in a bad state.
 			if len(v.src) > 8 {
-				Decode(v.src[:len(v.src)-3], len(v.want))
+				decodeNew(v.src[:len(v.src)-3], len(v.want))
 			}
-			got, err := Decode(v.src, len(v.want))
+			got, err := decodeNew(v.src, len(v.want))
 			if err != nil || !bytes.Equal(got, v.want) {
 				t.Fatalf("round %d: vector %d decoded wrongly after reuse (%v)", round, i, err)
 			}

@@ -118,14 +118,9 @@ func InitModel(buf []uint32, nsym int) Model {
 	return m
 }
 
-// NewModel allocates and initialises a Model of nsym symbols (see InitModel).
-func NewModel(nsym int) Model {
-	return InitModel(make([]uint32, ModelLen(nsym)), nsym)
-}
-
 // Decode decodes one symbol with model m and updates the model
 // (ModelDecode with RangeGetFreq and RangeDecode, CRAMcodecs.tex "Range
-// coding" and "Adaptive Modelling"). m must come from InitModel/NewModel.
+// coding" and "Adaptive Modelling"). m must come from InitModel.
 //
 // The symbol is found without the specification's second division: with
 // r = range/total, the symbol is the first whose cumulative frequency times

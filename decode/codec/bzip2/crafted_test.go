@@ -13,7 +13,7 @@ import (
 // stream information.
 func decodeCrafted(t *testing.T, src, want []byte) streamInfo {
 	t.Helper()
-	got, err := Decode(src, len(want))
+	got, err := decodeNew(src, len(want))
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
@@ -31,7 +31,7 @@ func decodeCrafted(t *testing.T, src, want []byte) streamInfo {
 // error whose text contains each of msgs.
 func wantCorrupt(t *testing.T, src []byte, n int, msgs ...string) {
 	t.Helper()
-	got, err := Decode(src, n)
+	got, err := decodeNew(src, n)
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Decode: %d bytes, err = %v, want ErrCorrupt", len(got), err)
 	}

@@ -31,19 +31,19 @@ func TestTruncated(t *testing.T) {
 		step := max(1, len(f.Src)/40)
 		for n := 0; n < len(f.Src); n += step {
 			for _, size := range []int{f.RawLen, 1 << 20} {
-				got, err := Decode(f.Src[:n], size)
+				got, err := decodeNew(f.Src[:n], size)
 				if !errors.Is(err, ErrCorrupt) {
 					t.Fatalf("%s cut to %d of %d bytes, rawSize %d: %d bytes, err = %v, want ErrCorrupt", f.Name, n, len(f.Src), size, len(got), err)
 				}
 			}
 		}
 		// The last cut point always, as it removes the fewest bits.
-		if _, err := Decode(f.Src[:len(f.Src)-1], f.RawLen); !errors.Is(err, ErrCorrupt) {
+		if _, err := decodeNew(f.Src[:len(f.Src)-1], f.RawLen); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("%s without its last byte: err = %v", f.Name, err)
 		}
 	}
 	f := fixtureNamed(t, "text.9.bz2")
-	_, err := Decode(f.Src[:len(f.Src)/2], f.RawLen)
+	_, err := decodeNew(f.Src[:len(f.Src)/2], f.RawLen)
 	if err == nil || !strings.Contains(err.Error(), "truncated") {
 		t.Errorf("half a stream: error %v does not say truncated", err)
 	}
@@ -56,7 +56,7 @@ func TestTruncated(t *testing.T) {
 func TestFlippedBits(t *testing.T) {
 	flips, errs := 0, 0
 	for _, f := range append(smallFixtures(t), fixtureNamed(t, "random.9.bz2"), fixtureNamed(t, "text.1.bz2")) {
-		want, err := Decode(f.Src, f.RawLen)
+		want, err := decodeNew(f.Src, f.RawLen)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func TestFlippedBits(t *testing.T) {
 		src := bytes.Clone(f.Src)
 		for bit := 0; bit < len(src)*8; bit += step {
 			src[bit/8] ^= 0x80 >> (bit % 8)
-			got, err := Decode(src, f.RawLen)
+			got, err := decodeNew(src, f.RawLen)
 			src[bit/8] ^= 0x80 >> (bit % 8)
 			flips++
 			if err != nil {
@@ -111,14 +111,14 @@ func TestHeaderErrors(t *testing.T) {
 // including another stream, as libbz2's one-shot decoder does.
 func TestTrailingData(t *testing.T) {
 	f := fixtureNamed(t, "text.1.bz2")
-	want, err := Decode(f.Src, f.RawLen)
+	want, err := decodeNew(f.Src, f.RawLen)
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := fixtureNamed(t, "random.9.bz2")
 	for _, tail := range [][]byte{{0}, []byte("garbage"), bytes.Repeat([]byte{0xff}, 1000), other.Src} {
 		src := append(bytes.Clone(f.Src), tail...)
-		got, err := Decode(src, f.RawLen)
+		got, err := decodeNew(src, f.RawLen)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("with %d trailing bytes: %v", len(tail), err)
 		}
@@ -159,7 +159,7 @@ func TestOutputLimit(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Decode(fixtureNamed(t, "one.9.bz2").Src, -1); !errors.Is(err, ErrCorrupt) {
+	if _, err := decodeNew(fixtureNamed(t, "one.9.bz2").Src, -1); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("rawSize -1: err = %v", err)
 	}
 }
@@ -168,7 +168,7 @@ func TestOutputLimit(t *testing.T) {
 // a short dst is reallocated, and empty output works.
 func TestAppendDecode(t *testing.T) {
 	for _, f := range loadFixtures(t) {
-		want, err := Decode(f.Src, f.RawLen)
+		want, err := decodeNew(f.Src, f.RawLen)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestAppendDecode(t *testing.T) {
 			}
 		}
 	}
-	out, err := Decode(fixtureNamed(t, "empty.9.bz2").Src, 0)
+	out, err := decodeNew(fixtureNamed(t, "empty.9.bz2").Src, 0)
 	if err != nil || out == nil || len(out) != 0 {
 		t.Fatalf("empty stream: %v, %v", out, err)
 	}
@@ -344,7 +344,7 @@ func TestConcurrent(t *testing.T) {
 		go func() {
 			for i := range 2 * len(fx) {
 				f := fx[(i+g*7)%len(fx)]
-				got, err := Decode(f.Src, f.RawLen)
+				got, err := decodeNew(f.Src, f.RawLen)
 				if err == nil && sha(got) != f.SHA {
 					err = errors.New(f.Name + ": wrong output")
 				}

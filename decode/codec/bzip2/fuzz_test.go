@@ -41,7 +41,7 @@ func FuzzDecode(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, src []byte, size uint32) {
 		n := int(size % (fuzzMaxOut + 1))
-		got, err := Decode(src, n)
+		got, err := decodeNew(src, n)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)

@@ -83,28 +83,13 @@ type params struct {
 	p      []param
 }
 
-// Decode decodes one fqzcomp_qual stream (FQZDecode, CRAMcodecs.tex
-// "FQZComp Data Stream"). rawSize is the expected decoded length (the CRAM
-// block header's raw size), or -1 when unknown. The result holds the quality
-// values as the CRAM QS data series stores them (Phred values, not +33). It
-// is AppendDecode(nil, src, rawSize), except that an empty output is a
-// non-nil empty slice.
-func Decode(src []byte, rawSize int) ([]byte, error) {
-	out, err := AppendDecode(nil, src, rawSize)
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		out = []byte{}
-	}
-	return out, nil
-}
-
 // AppendDecode decodes one fqzcomp_qual stream (FQZDecode, CRAMcodecs.tex
 // "FQZComp Data Stream") and appends the quality values to dst, returning
 // the extended slice; it allocates only when dst lacks the capacity.
-// rawSize is as for Decode. The result never aliases src. On error the
-// returned slice is unspecified.
+// rawSize is the expected decoded length (the CRAM block header's raw
+// size), or -1 when unknown. The quality values are those the CRAM QS data
+// series stores (Phred values, not +33). The result never aliases src. On
+// error the returned slice is unspecified.
 func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
 	return appendDecode(dst, src, rawSize, maxDirectModels)
 }

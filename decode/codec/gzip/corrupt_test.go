@@ -148,10 +148,10 @@ func TestRawSize(t *testing.T) {
 			t.Errorf("%s/small-dst: %d bytes, %v", c.name, len(got), err)
 		}
 	}
-	if _, err := Decode(member(compressors[5].f(data), data), -2); !errors.Is(err, ErrCorrupt) {
+	if _, err := decodeNew(member(compressors[5].f(data), data), -2); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("rawSize -2: %v", err)
 	}
-	if out, err := Decode(member(compressors[5].f(nil), nil), 0); err != nil || out == nil || len(out) != 0 {
+	if out, err := decodeNew(member(compressors[5].f(nil), nil), 0); err != nil || out == nil || len(out) != 0 {
 		t.Errorf("empty member: %q, %v", out, err)
 	}
 }
@@ -162,10 +162,10 @@ func TestRawSize(t *testing.T) {
 func TestRawSizeBoundsAllocation(t *testing.T) {
 	data := []byte("tiny")
 	src := member(compressors[5].f(data), data)
-	Decode(src, len(data)) // fill the pool
+	decodeNew(src, len(data)) // fill the pool
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	if _, err := Decode(src, 1<<30); err == nil {
+	if _, err := decodeNew(src, 1<<30); err == nil {
 		t.Fatal("accepted")
 	}
 	runtime.ReadMemStats(&after)

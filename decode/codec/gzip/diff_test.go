@@ -164,7 +164,7 @@ func TestDifferential(t *testing.T) {
 			if !checkAgainstOracle(t, name, src) {
 				t.Errorf("%s: the oracle rejects it", name)
 			}
-			got, err := Decode(src, len(s.data))
+			got, err := decodeNew(src, len(s.data))
 			if err != nil || !bytes.Equal(got, s.data) {
 				t.Errorf("%s: %d bytes, %v", name, len(got), err)
 			}

@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	kgzip "github.com/klauspost/compress/gzip"
 )
 
 // FuzzDecode checks, for any input and expected size, that AppendDecode
 // never panics, fails only with ErrCorrupt, and agrees with klauspost's
 // gzip.Reader (what decode/block.go used before this package): it accepts
 // exactly what that reader decodes, with the same bytes, and with an
-// expected size accepts only that many.
+// expected size accepts only that many. It agrees with compress/gzip too,
+// except where that reader ignores reserved header flags (see
+// checkAgainstOracle). .ci/fuzz gives it more time than most targets.
 func FuzzDecode(f *testing.F) {
 	for _, fx := range loadFixtures(f) {
 		if len(fx.Src) <= 10000 {
@@ -37,6 +41,11 @@ func FuzzDecode(f *testing.F) {
 		want, werr := klauspostDecode(src)
 		if (err == nil) != (werr == nil) || !bytes.Equal(got, want) {
 			t.Fatalf("decoded %d bytes, %v; klauspost: %d bytes, %v", len(got), err, len(want), werr)
+		}
+		std, serr := stdDecode(src)
+		reservedFlags := errors.Is(werr, kgzip.ErrHeader) && serr == nil
+		if !reservedFlags && ((err == nil) != (serr == nil) || !bytes.Equal(got, std)) {
+			t.Fatalf("decoded %d bytes, %v; compress/gzip: %d bytes, %v", len(got), err, len(std), serr)
 		}
 		n := int(size % (oracleMax + 1))
 		if size == 0xffffffff {

@@ -31,12 +31,6 @@ const (
 	tfMask    = totFreq - 1
 )
 
-// Decode decodes one rANS 4x8 stream (CRAM block method 4, CRAMcodecs
-// section 2.4) into a new slice; it is AppendDecode(nil, src, rawSize).
-func Decode(src []byte, rawSize int) ([]byte, error) {
-	return AppendDecode(nil, src, rawSize)
-}
-
 // AppendDecode decodes one rANS 4x8 stream (CRAM block method 4,
 // CRAMcodecs section 2.4) and appends the decoded bytes to dst, returning
 // the extended slice. It allocates only when dst lacks the capacity; the

@@ -10,8 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cramfs/cramfs/internal/codectest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
+
+// decodeNew decodes src into a new slice (see codectest.Decode).
+func decodeNew(src []byte, rawSize int) ([]byte, error) {
+	return codectest.Decode(AppendDecode, src, rawSize)
+}
 
 func TestCorpusVectors(t *testing.T) {
 	dir := corpus.Dir(t)
@@ -26,15 +32,15 @@ func TestCorpusVectors(t *testing.T) {
 				t.Fatalf("expected bytes: %d, manifest says %d", len(want), v.RawLen)
 			}
 			for _, size := range []int{-1, len(want)} {
-				got, err := Decode(src, size)
+				got, err := decodeNew(src, size)
 				if err != nil {
-					t.Fatalf("Decode(rawSize=%d): %v", size, err)
+					t.Fatalf("decodeNew(rawSize=%d): %v", size, err)
 				}
 				if !bytes.Equal(got, want) {
-					t.Fatalf("Decode(rawSize=%d): %d bytes differ from expected %d bytes (%s)", size, len(got), len(want), v.Params)
+					t.Fatalf("decodeNew(rawSize=%d): %d bytes differ from expected %d bytes (%s)", size, len(got), len(want), v.Params)
 				}
 			}
-			if _, err := Decode(src, len(want)+1); !errors.Is(err, ErrCorrupt) {
+			if _, err := decodeNew(src, len(want)+1); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Decode with wrong rawSize: err = %v, want ErrCorrupt", err)
 			}
 		})
@@ -92,7 +98,7 @@ func TestTruncated(t *testing.T) {
 			if n >= 9 {
 				binary.LittleEndian.PutUint32(cut[1:], uint32(n-9))
 			}
-			if out, err := Decode(cut, -1); err == nil {
+			if out, err := decodeNew(cut, -1); err == nil {
 				t.Errorf("%s cut to %d bytes: decoded %d bytes without error", name, n, len(out))
 			} else if !errors.Is(err, ErrCorrupt) {
 				t.Errorf("%s cut to %d bytes: error %v does not wrap ErrCorrupt", name, n, err)
@@ -150,7 +156,7 @@ var handMade = []struct {
 func TestHandMade(t *testing.T) {
 	for _, tc := range handMade {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Decode(tc.src, tc.rawSize)
+			got, err := decodeNew(tc.src, tc.rawSize)
 			if !tc.ok {
 				if err == nil {
 					t.Fatalf("decoded %q, want an error", got)
@@ -192,7 +198,7 @@ func TestDuplicateSymbolO1(t *testing.T) {
 		body = append(body, byte(v>>24))
 	}
 	const want = "ABBABBBBAABBBBAABBBAAABBBBBBBBBABBBBAAAAABBBBBAABBAABABBABAAABBBBBABBBAAAAABBBABABABBBBABABBBABAABBAABAAAAABBABBBBBAABBAAABBBBBABBBBBBBBBBBBBAABABBBBAABABBBAABAABBBABAAAABAABBBBBBBBBBAABBBBBBAABBBABBBBABBBBAABBAAAABABABBBBBBABABBBBBAABBABBBBBBBBBBAAAABBBBBBABABBBBAABBBAABBBBBBBBABBABBBBBBBBBAABBBAAAAAAAAABAAAAABBBBBAAABBBBBBBBBBBBBBAAABABAAAAAABBBAABBABBAABABAAAABABBBAABBBBAABBBBBBBBBBABBBBBBBBBBB"
-	got, err := Decode(stream(1, 400, body...), 400)
+	got, err := decodeNew(stream(1, 400, body...), 400)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +234,7 @@ func FuzzDecode(f *testing.F) {
 		if rawSize < 0 && len(src) >= headerLen && binary.LittleEndian.Uint32(src[5:]) > 1<<20 {
 			return
 		}
-		out, err := Decode(src, rawSize)
+		out, err := decodeNew(src, rawSize)
 		// Both order-1 loops must agree on every stream.
 		for _, flatMin := range []int{0, math.MaxInt} {
 			other, oerr := appendDecode(nil, src, rawSize, flatMin)
@@ -255,7 +261,7 @@ func BenchmarkDecode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, err := Decode(src, -1)
+		out, err := decodeNew(src, -1)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -263,7 +269,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.SetBytes(int64(len(out)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Decode(src, len(out)); err != nil {
+				if _, err := decodeNew(src, len(out)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -288,11 +294,11 @@ func o1Long(n int, missingA bool) []byte {
 // for contexts without a table until after it.
 func TestO1FastContexts(t *testing.T) {
 	for _, n := range []int{400, 401, 403} {
-		got, err := Decode(o1Long(n, false), n)
+		got, err := decodeNew(o1Long(n, false), n)
 		if err != nil || string(got) != strings.Repeat("A", n) {
 			t.Errorf("n=%d: got %q, %v; want %d A", n, got, err, n)
 		}
-		if got, err := Decode(o1Long(n, true), n); !errors.Is(err, ErrCorrupt) {
+		if got, err := decodeNew(o1Long(n, true), n); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("n=%d with context 'A' missing: got %d bytes, error %v; want ErrCorrupt", n, len(got), err)
 		}
 	}

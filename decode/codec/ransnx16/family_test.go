@@ -61,7 +61,7 @@ func BenchmarkDecodeCorpusFamily(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, err := Decode(src, -1)
+		out, err := decodeNew(src, -1)
 		if err != nil {
 			continue // not every vector is a valid stream on its own
 		}

@@ -93,12 +93,6 @@ func grow(dst []byte, n int) []byte {
 	return b
 }
 
-// Decode decodes one rANS Nx16 stream (CRAM block method 5, CRAMcodecs
-// section 3.6) into a new slice; it is AppendDecode(nil, src, rawSize).
-func Decode(src []byte, rawSize int) ([]byte, error) {
-	return AppendDecode(nil, src, rawSize)
-}
-
 // AppendDecode decodes one rANS Nx16 stream (CRAM block method 5,
 // CRAMcodecs section 3.6) and appends the decoded bytes to dst, returning
 // the extended slice. It allocates only when dst lacks the capacity (or,

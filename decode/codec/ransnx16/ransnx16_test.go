@@ -8,8 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cramfs/cramfs/internal/codectest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
+
+// decodeNew decodes src into a new slice (see codectest.Decode).
+func decodeNew(src []byte, rawSize int) ([]byte, error) {
+	return codectest.Decode(AppendDecode, src, rawSize)
+}
 
 func TestCorpusVectors(t *testing.T) {
 	dir := corpus.Dir(t)
@@ -24,15 +30,15 @@ func TestCorpusVectors(t *testing.T) {
 				t.Fatalf("expected bytes: %d, manifest says %d", len(want), v.RawLen)
 			}
 			for _, size := range []int{-1, len(want)} {
-				got, err := Decode(src, size)
+				got, err := decodeNew(src, size)
 				if err != nil {
-					t.Fatalf("Decode(rawSize=%d): %v", size, err)
+					t.Fatalf("decodeNew(rawSize=%d): %v", size, err)
 				}
 				if !bytes.Equal(got, want) {
-					t.Fatalf("Decode(rawSize=%d): %d bytes differ from expected %d bytes (%s)", size, len(got), len(want), v.Params)
+					t.Fatalf("decodeNew(rawSize=%d): %d bytes differ from expected %d bytes (%s)", size, len(got), len(want), v.Params)
 				}
 			}
-			if _, err := Decode(src, len(want)+1); !errors.Is(err, ErrCorrupt) {
+			if _, err := decodeNew(src, len(want)+1); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Decode with wrong rawSize: err = %v, want ErrCorrupt", err)
 			}
 		})
@@ -86,7 +92,7 @@ func TestTruncated(t *testing.T) {
 		}
 		step := len(src)/300 + 1
 		for n := 0; n < len(src); n += step {
-			if out, err := Decode(src[:n], -1); err == nil {
+			if out, err := decodeNew(src[:n], -1); err == nil {
 				t.Errorf("%s cut to %d bytes: decoded %d bytes without error", name, n, len(out))
 			} else if !errors.Is(err, ErrCorrupt) {
 				t.Errorf("%s cut to %d bytes: error %v does not wrap ErrCorrupt", name, n, err)
@@ -148,7 +154,7 @@ var handMade = []struct {
 func TestHandMade(t *testing.T) {
 	for _, tc := range handMade {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Decode(tc.src, tc.rawSize)
+			got, err := decodeNew(tc.src, tc.rawSize)
 			if !tc.ok {
 				if err == nil {
 					t.Fatalf("decoded %q, want an error", got)
@@ -191,7 +197,7 @@ func FuzzDecode(f *testing.F) {
 		if rawSize > 1<<20 {
 			rawSize = 1 << 20
 		}
-		out, err := Decode(src, rawSize)
+		out, err := decodeNew(src, rawSize)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
@@ -211,7 +217,7 @@ func BenchmarkDecode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, err := Decode(src, -1)
+		out, err := decodeNew(src, -1)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -219,7 +225,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.SetBytes(int64(len(out)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Decode(src, len(out)); err != nil {
+				if _, err := decodeNew(src, len(out)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -258,11 +264,11 @@ func TestO1FastContexts(t *testing.T) {
 	for _, a := range []byte{'A', '0', flat12Syms - 1, flat12Syms} {
 		for _, N := range []int{4, 32} {
 			for _, n := range []int{384, 401, 431} {
-				got, err := Decode(o1Long(N, n, a, false), n)
+				got, err := decodeNew(o1Long(N, n, a, false), n)
 				if err != nil || string(got) != strings.Repeat(string(rune(a)), n) {
 					t.Errorf("a=%q N=%d n=%d: got %q, %v; want %d %q", a, N, n, got, err, n, a)
 				}
-				if got, err := Decode(o1Long(N, n, a, true), n); !errors.Is(err, ErrCorrupt) {
+				if got, err := decodeNew(o1Long(N, n, a, true), n); !errors.Is(err, ErrCorrupt) {
 					t.Errorf("a=%q N=%d n=%d with context a missing: got %d bytes, error %v; want ErrCorrupt", a, N, n, len(got), err)
 				}
 			}

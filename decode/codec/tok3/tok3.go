@@ -30,7 +30,7 @@ import (
 	"sync"
 )
 
-// MaxSize is the largest decoded name buffer, in bytes, that Decode accepts
+// MaxSize is the largest decoded name buffer, in bytes, that AppendDecode accepts
 // (CRAMcodecs "Name tokenisation codec", uncomp_length).
 const MaxSize = 1 << 30
 
@@ -147,28 +147,12 @@ type name struct {
 	endPos uint8  // position of its END token; 0 when it has none
 }
 
-// Decode decodes one name tokeniser stream into NUL-terminated names,
-// concatenated (CRAMcodecs "Name tokenisation codec", DecodeNames).
-// rawSize is the expected decoded length (CRAM block raw size) or -1 when
-// unknown; a decoded length that differs from it is an error. It is
-// AppendDecode(nil, src, rawSize), except that an empty output is a non-nil
-// empty slice.
-func Decode(src []byte, rawSize int) ([]byte, error) {
-	out, err := AppendDecode(nil, src, rawSize)
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		out = []byte{}
-	}
-	return out, nil
-}
-
 // AppendDecode decodes one name tokeniser stream (CRAMcodecs "Name
 // tokenisation codec", DecodeNames) and appends the NUL-terminated names to
 // dst, returning the extended slice; it allocates only when dst lacks the
-// capacity. rawSize is as for Decode. The result never aliases src. On
-// error the returned slice is unspecified.
+// capacity. rawSize is the expected decoded length (CRAM block raw size)
+// or -1 when unknown; a decoded length that differs from it is an error.
+// The result never aliases src. On error the returned slice is unspecified.
 func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
 	if rawSize > MaxSize {
 		return dst, fmt.Errorf("%w: raw size %d exceeds limit %d", ErrCorrupt, rawSize, MaxSize)

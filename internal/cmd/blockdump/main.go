@@ -88,7 +88,7 @@ func dump(name, out string, maxPer int) error {
 			return res, nil
 		}
 	}
-	c := decode.DefaultCodecs
+	c := decode.DefaultCodecs()
 	codecs := decode.Codecs{
 		RANS4x8:  wrap("r4x8", c.RANS4x8),
 		RANSNx16: wrap("r4x16", c.RANSNx16),

@@ -6,6 +6,11 @@ import (
 	"math"
 )
 
+// The module builds BAM headers from the references decode.ParseSAMHeader
+// reads; the encoder's tests make theirs from SAM text with this parser,
+// which follows htslib 1.16 exactly, so that samtools' BAM headers are the
+// oracle.
+
 // ParseHeaderRefs extracts the references of SAM header text (SAMv1 §1.3)
 // in @SQ order, the way htslib 1.16 does when it builds a BAM header from
 // the text: parsing stops at the first NUL; every line must start with '@'
