@@ -12,6 +12,10 @@ type RefSeq struct {
 	Name   string
 	Length int64
 	M5     string
+	// UR is the first UR: field of the line (where the reference can be
+	// found: a path or URL), "" when there is none. The @SQ lines of one
+	// header that name the same UR: share one string.
+	UR string
 }
 
 // File is an opened CRAM file: its definition, SAM header and the table of

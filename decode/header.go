@@ -34,6 +34,7 @@ func ParseSAMHeader(raw []byte) (*SAMHeader, error) {
 	nSQ := bytes.Count(raw, []byte("@SQ\t"))
 	seenRef := make(map[string]bool, nSQ)
 	seenRG := map[string]bool{}
+	urs := map[string]string{} // the UR: values seen, to share their strings
 	if nSQ > 0 {
 		h.Refs = make([]RefSeq, 0, nSQ)
 	}
@@ -102,6 +103,10 @@ func ParseSAMHeader(raw []byte) (*SAMHeader, error) {
 					r.Length, haveLen = parseLeadingInt(f[3:]), true
 				case "M5":
 					r.M5 = string(f[3:])
+				case "UR":
+					if r.UR == "" {
+						r.UR = internUR(urs, bytes.TrimSuffix(f[3:], []byte("\r")))
+					}
 				}
 			}
 			if !haveName {
@@ -143,6 +148,17 @@ func lineEnd(raw []byte, i int) int {
 		return i + k
 	}
 	return len(raw)
+}
+
+// internUR returns v as a string, the same one for every equal value
+// seen: a header's @SQ lines usually all name one reference file.
+func internUR(seen map[string]string, v []byte) string {
+	if s, ok := seen[string(v)]; ok {
+		return s
+	}
+	s := string(v)
+	seen[s] = s
+	return s
 }
 
 func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

@@ -368,23 +368,25 @@ func (c *CRAM) load() (*loaded, error) {
 	st := &loaded{cramState: cramState{c: c, file: fh, f: f}, stat: fi, ver: ver}
 	st.dopt = decode.DecoderOptions{NoMD: c.opt.NoMD, MaxContainerMemory: c.opt.MaxContainerMemory}
 	if c.opt.Reference != nil {
-		st.rs = newRefSource(c.opt.Reference, f.Refs, reference.HeaderURs(f.HeaderText))
+		st.rs = newRefSource(c.opt.Reference, f.Refs)
 		st.dopt.Reference = st.rs
 	}
 	st.rebuildOpt = st.dopt
 	st.rebuildOpt.IgnoreMD5 = true
 	st.resident = resident{bytes: stateBytes(f), file: true}
-	if st.rs != nil {
-		st.resident.bytes += st.rs.urBytes()
-	}
 	return st, nil
 }
 
 // stateBytes estimates the memory of f and its reference lookups.
 func stateBytes(f *decode.File) int64 {
 	n := int64(512 + len(f.HeaderText))
+	ur := ""
 	for _, r := range f.Refs {
-		n += int64(len(r.Name)+len(r.M5)) + 96 // the RefSeq, its strings, refSource's slots
+		n += int64(len(r.Name)+len(r.M5)) + 112 // the RefSeq, its strings, refSource's slots
+		if r.UR != ur {                         // equal neighbours share one string
+			n += int64(len(r.UR))
+			ur = r.UR
+		}
 	}
 	for _, g := range f.ReadGroups {
 		n += int64(len(g)) + 16
@@ -580,7 +582,6 @@ func (c *CRAM) appendContainer(ctx context.Context, i int, rebuild bool, dst []b
 type refSource struct {
 	store *reference.Store
 	refs  []decode.RefSeq
-	urs   map[string]string // @SQ UR: by name
 	// lengths holds, per @SQ line, the length of the FASTA contig of the
 	// same name, or -1: htslib's @SQ length sanitising.
 	lengths []int64
@@ -590,8 +591,8 @@ type refSource struct {
 	errs    []error
 }
 
-func newRefSource(s *reference.Store, refs []decode.RefSeq, urs map[string]string) *refSource {
-	r := &refSource{store: s, refs: refs, urs: urs, lengths: make([]int64, len(refs)),
+func newRefSource(s *reference.Store, refs []decode.RefSeq) *refSource {
+	r := &refSource{store: s, refs: refs, lengths: make([]int64, len(refs)),
 		contigs: make([]*reference.Contig, len(refs)), errs: make([]error, len(refs))}
 	byName := map[string]int64{}
 	for _, c := range s.Contigs() {
@@ -608,22 +609,12 @@ func newRefSource(s *reference.Store, refs []decode.RefSeq, urs map[string]strin
 	return r
 }
 
-// urBytes estimates the memory of r's UR: lookups (a copy of each name
-// and value, and the map entry).
-func (r *refSource) urBytes() int64 {
-	var n int64
-	for name, ur := range r.urs {
-		n += int64(len(name)+len(ur)) + 48
-	}
-	return n
-}
-
 func (r *refSource) contig(id int) (*reference.Contig, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.contigs[id] == nil && r.errs[id] == nil {
 		q := r.refs[id]
-		r.contigs[id], r.errs[id] = r.store.Resolve(reference.SQ{Name: q.Name, Length: q.Length, M5: q.M5, UR: r.urs[q.Name]})
+		r.contigs[id], r.errs[id] = r.store.Resolve(reference.SQ{Name: q.Name, Length: q.Length, M5: q.M5, UR: q.UR})
 	}
 	return r.contigs[id], r.errs[id]
 }

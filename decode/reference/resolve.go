@@ -1,7 +1,6 @@
 package reference
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/url"
@@ -225,39 +224,4 @@ func isScheme(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// HeaderURs returns the UR: field of each @SQ line of a SAM header text
-// that has one, by the line's SN: name. Malformed lines are skipped: the
-// header's own parser reports them.
-func HeaderURs(text []byte) map[string]string {
-	out := map[string]string{}
-	for len(text) > 0 {
-		line := text
-		if i := bytes.IndexByte(text, '\n'); i >= 0 {
-			line, text = text[:i], text[i+1:]
-		} else {
-			text = nil
-		}
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		if !bytes.HasPrefix(line, []byte("@SQ\t")) {
-			continue
-		}
-		var sn, ur string
-		haveSN, haveUR := false, false
-		for _, f := range bytes.Split(line[4:], []byte("\t")) {
-			switch {
-			case bytes.HasPrefix(f, []byte("SN:")) && !haveSN:
-				sn, haveSN = string(f[3:]), true
-			case bytes.HasPrefix(f, []byte("UR:")) && !haveUR:
-				ur, haveUR = string(f[3:]), true
-			}
-		}
-		if haveSN && haveUR && ur != "" {
-			if _, dup := out[sn]; !dup {
-				out[sn] = ur
-			}
-		}
-	}
-	return out
 }

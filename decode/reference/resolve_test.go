@@ -1,7 +1,6 @@
 package reference
 
 import (
-	"bytes"
 	"errors"
 	"net/url"
 	"path/filepath"
@@ -85,44 +84,4 @@ func TestResolveOrder(t *testing.T) {
 	if err != nil || c.Path() != other {
 		t.Errorf("Resolve = %v, %v; want the -T contig of that name as the last resort", c, err)
 	}
-}
-
-func TestHeaderURs(t *testing.T) {
-	text := "@HD\tVN:1.6\n" +
-		"@SQ\tSN:chr1\tLN:10\tUR:/refs/a.fa\tM5:0123\n" +
-		"@SQ\tSN:chr2\tLN:10\n" +
-		"@SQ\tUR:file:///b.fa\tSN:chr3\tLN:5\r\n" +
-		"@CO\tSN:chr4\tUR:/not/an/sq\n" +
-		"@SQ\tSN:chr1\tLN:10\tUR:/dup.fa\n" +
-		"@SQ\tSN:chr5\tLN:1\tUR:"
-	got := HeaderURs([]byte(text))
-	want := map[string]string{"chr1": "/refs/a.fa", "chr3": "file:///b.fa"}
-	if len(got) != len(want) {
-		t.Fatalf("HeaderURs = %v, want %v", got, want)
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("HeaderURs[%s] = %q, want %q", k, got[k], v)
-		}
-	}
-}
-
-// FuzzHeaderURs checks that HeaderURs never panics and only returns pairs
-// that one @SQ line of the text holds.
-func FuzzHeaderURs(f *testing.F) {
-	f.Add([]byte("@SQ\tSN:chr1\tLN:10\tUR:/refs/a.fa\n@SQ\tSN:x\tUR:file:///y\n"))
-	f.Add([]byte("@SQ\tUR:\tSN:\n@SQ\t\t\n"))
-	f.Fuzz(func(t *testing.T, text []byte) {
-		for sn, ur := range HeaderURs(text) {
-			found := false
-			for _, l := range bytes.Split(text, []byte("\n")) {
-				if bytes.HasPrefix(l, []byte("@SQ\t")) && bytes.Contains(l, []byte("\tSN:"+sn)) && bytes.Contains(l, []byte("\tUR:"+ur)) {
-					found = true
-				}
-			}
-			if !found || ur == "" {
-				t.Fatalf("HeaderURs gave %q -> %q, which no @SQ line holds", sn, ur)
-			}
-		}
-	})
 }
