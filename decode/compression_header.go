@@ -220,63 +220,6 @@ func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 	return h, nil
 }
 
-// tagPlan is how a record reads the tags of one tag line (CRAMv3 §8.4.3):
-// one tagOp per tag, and whether the line holds MD or NM, which are then
-// not generated.
-type tagPlan struct {
-	ops          []tagOp
-	hasMD, hasNM bool
-}
-
-// tagOp reads the value of one tag.
-type tagOp struct {
-	key  [3]byte
-	kind tagKind
-	cF   bool      // htslib's private cF:C tag (see readTags)
-	n    int       // tagConst: the length
-	enc  *Encoding // the tag's encoding; nil when the header gives none
-	val  *Encoding // tagConst: the EXTERNAL encoding of the bytes
-}
-
-type tagKind uint8
-
-const (
-	tagGeneral tagKind = iota // appendArray
-	tagConst                  // a fixed number of bytes from one external block
-	tagStop                   // BYTE_ARRAY_STOP
-)
-
-// planTagLine builds the plan of one tag line from the tag encodings.
-// tagConst is how CRAM writers store integer tags: BYTE_ARRAY_LEN with a
-// one-symbol HUFFMAN length (read with no bits) and EXTERNAL bytes.
-func planTagLine(line []byte, tags map[int32]*Encoding) tagPlan {
-	var p tagPlan
-	p.ops = make([]tagOp, len(line)/3)
-	for j := range p.ops {
-		t := line[3*j : 3*j+3]
-		op := &p.ops[j]
-		copy(op.key[:], t)
-		op.cF = t[0] == 'c' && t[1] == 'F' && t[2] == 'C'
-		if t[0] == 'M' && t[1] == 'D' {
-			p.hasMD = true
-		}
-		if t[0] == 'N' && t[1] == 'M' {
-			p.hasNM = true
-		}
-		e := tags[int32(t[0])<<16|int32(t[1])<<8|int32(t[2])]
-		op.enc = e
-		switch {
-		case e == nil:
-		case e.ID == EncodingByteArrayLen && e.Len.ID == EncodingHuffman && e.Len.huff.count[0] > 0 &&
-			e.Len.huff.symbols[0] >= 0 && e.Val.ID == EncodingExternal:
-			op.kind, op.n, op.val = tagConst, int(e.Len.huff.symbols[0]), e.Val
-		case e.ID == EncodingByteArrayStop:
-			op.kind = tagStop
-		}
-	}
-	return p
-}
-
 // splitTagLines splits the TD block into its NUL-terminated lines.
 func splitTagLines(td []byte) [][]byte {
 	if len(td) == 0 {
