@@ -131,14 +131,7 @@ func (d *Decoder) decodeContainer(i int) error {
 	}
 	h := &d.f.Containers[i]
 	if err := d.container(h); err != nil {
-		var de *Error
-		if e, ok := err.(*Error); ok {
-			de = e
-		} else {
-			de = &Error{Err: err, ContentID: -1}
-		}
-		de.File, de.Offset = d.f.Name, h.Offset
-		return de
+		return containerError(d.f.Name, h.Offset, err)
 	}
 	return nil
 }
@@ -236,7 +229,7 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
 		buf := d.blockBufs.take(blk.ContentType, blk.ContentID)
 		raw, err := blk.decompress(d.opt.Codecs, buf)
 		if err != nil {
-			return &Error{ContentID: int(blk.ContentID), Offset: -1, Err: err}
+			return fmt.Errorf("block %d: %w", b, err)
 		}
 		if blk.Method != MethodRaw && cap(raw) > cap(buf) {
 			buf = raw[:0]
