@@ -39,21 +39,45 @@ const (
 	numDataSeries
 )
 
-// dataSeriesKeys maps each key to its series and value type.
-var dataSeriesKeys = map[string]struct {
-	ds DataSeries
-	vt valueType
+// dataSeriesInfo gives each series its key and value type.
+var dataSeriesInfo = [numDataSeries]struct {
+	key string
+	vt  valueType
 }{
-	"BF": {DSBF, typeInt}, "CF": {DSCF, typeInt}, "RI": {DSRI, typeInt},
-	"RL": {DSRL, typeInt}, "AP": {DSAP, typeInt}, "RG": {DSRG, typeInt},
-	"RN": {DSRN, typeByteArray}, "MF": {DSMF, typeInt}, "NS": {DSNS, typeInt},
-	"NP": {DSNP, typeInt}, "TS": {DSTS, typeInt}, "NF": {DSNF, typeInt},
-	"TL": {DSTL, typeInt}, "FN": {DSFN, typeInt}, "FC": {DSFC, typeByte},
-	"FP": {DSFP, typeInt}, "DL": {DSDL, typeInt}, "BB": {DSBB, typeByteArray},
-	"QQ": {DSQQ, typeByteArray}, "BS": {DSBS, typeByte}, "IN": {DSIN, typeByteArray},
-	"RS": {DSRS, typeInt}, "PD": {DSPD, typeInt}, "HC": {DSHC, typeInt},
-	"SC": {DSSC, typeByteArray}, "MQ": {DSMQ, typeInt}, "BA": {DSBA, typeByte},
-	"QS": {DSQS, typeByte},
+	DSBF: {"BF", typeInt}, DSCF: {"CF", typeInt}, DSRI: {"RI", typeInt},
+	DSRL: {"RL", typeInt}, DSAP: {"AP", typeInt}, DSRG: {"RG", typeInt},
+	DSRN: {"RN", typeByteArray}, DSMF: {"MF", typeInt}, DSNS: {"NS", typeInt},
+	DSNP: {"NP", typeInt}, DSTS: {"TS", typeInt}, DSNF: {"NF", typeInt},
+	DSTL: {"TL", typeInt}, DSFN: {"FN", typeInt}, DSFC: {"FC", typeByte},
+	DSFP: {"FP", typeInt}, DSDL: {"DL", typeInt}, DSBB: {"BB", typeByteArray},
+	DSQQ: {"QQ", typeByteArray}, DSBS: {"BS", typeByte}, DSIN: {"IN", typeByteArray},
+	DSRS: {"RS", typeInt}, DSPD: {"PD", typeInt}, DSHC: {"HC", typeInt},
+	DSSC: {"SC", typeByteArray}, DSMQ: {"MQ", typeInt}, DSBA: {"BA", typeByte},
+	DSQS: {"QS", typeByte},
+}
+
+// String returns the series' two-letter key.
+func (s DataSeries) String() string {
+	if s >= 0 && s < numDataSeries {
+		return dataSeriesInfo[s].key
+	}
+	return fmt.Sprintf("DataSeries(%d)", int(s))
+}
+
+// dataSeriesKeys maps each key to its series.
+var dataSeriesKeys = func() map[string]DataSeries {
+	m := make(map[string]DataSeries, numDataSeries)
+	for s, info := range dataSeriesInfo {
+		m[info.key] = DataSeries(s)
+	}
+	return m
+}()
+
+// noEncoding is the error for a data series that a record reads but the
+// compression header gives no encoding. Like htslib, a series that no
+// record reads needs none: writers leave out the series they never use.
+func noEncoding(s DataSeries) error {
+	return corruptf("data series %v is read but has no encoding", s)
 }
 
 // CompressionHeader is a container's compression header (CRAMv3 §8.4).
@@ -165,10 +189,10 @@ func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 		}
 		key := string(b[pos : pos+2])
 		pos += 2
-		info, known := dataSeriesKeys[key]
-		vt := info.vt
-		if !known {
-			vt = typeInt
+		ds, known := dataSeriesKeys[key]
+		vt := typeInt
+		if known {
+			vt = dataSeriesInfo[ds].vt
 		}
 		enc, err := parseEncoding(b, &pos, vt, 0)
 		if err != nil {
@@ -178,7 +202,7 @@ func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 			continue // unknown series (TC, TN, ...) are never read
 		}
 		if known {
-			h.DataSeries[info.ds] = enc
+			h.DataSeries[ds] = enc
 		}
 	}
 	if pos-start != int(size) {

@@ -44,6 +44,7 @@ type Decoder struct {
 	// qualScratch takes the feature qualities of a record whose QS
 	// values are then read in place (see viewQuals).
 	qualScratch []byte
+	featScratch []byte // byte array features not read in place
 	// viewQuals is set while a container is decoded whose records can
 	// take their preserved qualities straight from the QS block: a
 	// single slice (block buffers are reused from slice to slice) and QS
@@ -53,6 +54,7 @@ type Decoder struct {
 	aux       []byte
 	cigars    []uint32
 	recs      []Record
+	slice1    sliceState // the slice being decoded (see records)
 	// nameRefs is finish's scratch, one entry per record.
 	nameRefs []nameRef
 	name     []byte // ContainerFunc's generated name
@@ -315,10 +317,34 @@ func (d *Decoder) checkMD5(sh *SliceHeader, bases []byte) error {
 	return nil
 }
 
+// switchRef points the reference view of a multi-reference slice at
+// reference id, that of the next record (RI), when it is not already
+// there, as htslib's cram_decode_slice does.
+func (d *Decoder) switchRef(s *sliceState, id int32) error {
+	if id < 0 || int(id) >= len(d.f.Refs) || id == s.lastRefID {
+		return nil
+	}
+	if s.ch.ReferenceRequired {
+		if d.opt.Reference == nil {
+			r := d.f.Refs[id]
+			return fmt.Errorf("%w: records on %s need a reference (M5 %s) and none was given", ErrReference, r.Name, r.M5)
+		}
+		rid := int(id)
+		src := d.opt.Reference
+		s.view = refView{buf: s.view.buf[:0], start: 0, load: func(dst []byte, s, e int64) ([]byte, error) { return src.Bases(dst, rid, s, e) }}
+		s.hasRef = true
+	}
+	s.view.limit = d.refLength(int(id))
+	s.lastRefID = id
+	return nil
+}
+
+// Footprint returns the bytes of storage d holds for reuse between
+// containers: its record table and the buffers of decoded blocks, bases,
 // qualities, names and tags, which grow to the largest container decoded.
 // Codec state outside d is not counted.
 func (d *Decoder) Footprint() int64 {
-	n := cap(d.cbuf) + cap(d.names) + cap(d.seqs) + cap(d.quals) + cap(d.qualScratch) +
+	n := cap(d.cbuf) + cap(d.names) + cap(d.seqs) + cap(d.quals) + cap(d.qualScratch) + cap(d.featScratch) +
 		cap(d.aux) + cap(d.name) + cap(d.refBuf) + cap(d.md5buf) + cap(d.chBuf) + cap(d.shBuf) +
 		4*cap(d.cigars) +
 		cap(d.crecs)*int(unsafe.Sizeof(crec{})) +

@@ -1,12 +1,15 @@
 package decode
 
-// readQuals reads the preserved qualities of a record into qual or, when
+import "fmt"
+
+// readQuals reads the preserved qualities (QS) of a record, read length
+// values (CRAMv3 §10.6 DecodeMappedRead, §10.7), into qual or, when
 // the container allows (viewQuals), only notes where they lie in the QS
 // block (cr.qualOff into qsData), saving a copy of every quality score.
 func (d *Decoder) readQuals(ds *[numDataSeries]*Encoding, cr *crec, qual []byte) error {
 	e := ds[DSQS]
 	if e == nil {
-		return corruptf("data series QS has no encoding")
+		return noEncoding(DSQS)
 	}
 	if d.viewQuals {
 		if len(qual) == 0 {
@@ -16,11 +19,11 @@ func (d *Decoder) readQuals(ds *[numDataSeries]*Encoding, cr *crec, qual []byte)
 		}
 		x, err := e.stream(&d.st)
 		if err != nil {
-			return err
+			return fmt.Errorf("QS: %w", err)
 		}
 		at := x.pos
 		if _, err := x.readN(len(qual)); err != nil {
-			return err
+			return fmt.Errorf("QS: %w", err)
 		}
 		// One slice, one QS stream: every viewed record shares qsData.
 		d.qsData = x.data
@@ -29,7 +32,7 @@ func (d *Decoder) readQuals(ds *[numDataSeries]*Encoding, cr *crec, qual []byte)
 	}
 	b, err := e.appendBytes(&d.st, qual[:0], len(qual))
 	if err != nil {
-		return err
+		return fmt.Errorf("QS: %w", err)
 	}
 	if len(b) != len(qual) || (len(b) > 0 && &b[0] != &qual[0]) {
 		return corruptf("QS gave %d values for %d", len(b), len(qual))

@@ -38,7 +38,7 @@ type crec struct {
 	hasQualView  bool // qualities read in place from the QS block
 }
 
-// CRAM record flags (CRAMv3 §10.2) and mate flags (§10.4).
+// CRAM record flags (CF, CRAMv3 §10.1) and next mate flags (MF, §10.4).
 const (
 	cfPreserveQual = 1 << 0
 	cfDetached     = 1 << 1
@@ -72,270 +72,313 @@ const (
 
 const unsetTLen = math.MinInt64
 
-// records decodes the records of one slice (CRAMv3 §10), following
-// htslib's cram_decode_slice.
+// sliceState is what the record loop of one slice carries from record to
+// record.
+type sliceState struct {
+	ch *CompressionHeader
+	sh SliceHeader // a copy: a pointer would move the caller's to the heap
+	// view gives the reference bases; hasRef says whether there are any
+	// (a slice of a file decoded without reference has none).
+	view   refView
+	hasRef bool
+	multi  bool // a multi-reference slice: each record reads RI
+	// lastRefID is the reference view's reference in a multi-reference
+	// slice (-9: none yet).
+	lastRefID int32
+	// unknownRG is the read group that htslib's writers name UNKNOWN for
+	// records without one, or -1.
+	unknownRG  int32
+	lastAPos   int64 // AP of the previous record, for AP deltas
+	maxReadLen int64
+	first      int // index in crecs of the slice's first record
+	nrec       int
+}
+
+// records decodes the records of one slice (CRAMv3 §10), as htslib's
+// cram_decode_slice does, and then links their mates.
 func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
-	st := &d.st
-	ds := &ch.DataSeries
-	need := func(s DataSeries, name string) (*Encoding, error) {
-		if e := ds[s]; e != nil {
-			return e, nil
-		}
-		return nil, corruptf("data series %s is used but has no encoding", name)
-	}
-	var view refView
-	hasRef, err := d.sliceRef(ch, sh, &view)
-	if err != nil {
+	// The state lives in the Decoder, not on the stack: the reference view
+	// it holds leaks (to the read features and the reference's loader),
+	// which would cost an allocation per slice. It is dropped afterwards,
+	// as a local would be.
+	s := &d.slice1
+	*s = sliceState{ch: ch, sh: *sh, multi: sh.RefSeqID == -2, lastRefID: -9, unknownRG: -1,
+		lastAPos: sh.RefStart, first: len(d.crecs), nrec: int(sh.NumRecords)}
+	err := d.sliceRecords(s)
+	*s = sliceState{}
+	return err
+}
+
+// sliceRecords is records with its state.
+func (d *Decoder) sliceRecords(s *sliceState) error {
+	ch, sh := s.ch, &s.sh
+	var err error
+	if s.hasRef, err = d.sliceRef(ch, sh, &s.view); err != nil {
 		return err
 	}
-	multi := sh.RefSeqID == -2
-	lastRefID := int32(-9)
-	unknownRG := int32(-1)
 	if n := len(d.f.ReadGroups); n > 0 && d.f.ReadGroups[n-1] == "UNKNOWN" {
-		unknownRG = int32(n - 1)
+		s.unknownRG = int32(n - 1)
 	}
-	first := len(d.crecs)
-	lastAPos := sh.RefStart
 	// A read's bases are either stored in the slice or copied from the
 	// reference it spans, so its length is bounded by the two together;
 	// a larger length is a lie that would only make us allocate.
-	maxReadLen := int64(st.maxArray) + 1<<16 + sh.RefSpan
-	if multi {
+	maxArray := int64(d.st.maxArray)
+	s.maxReadLen = maxArray + 1<<16 + sh.RefSpan
+	if s.multi {
 		for _, r := range d.f.Refs {
-			maxReadLen = max(maxReadLen, int64(st.maxArray)+1<<16+r.Length)
+			s.maxReadLen = max(s.maxReadLen, maxArray+1<<16+r.Length)
 		}
 	}
-	nrec := int(sh.NumRecords)
-	if nrec > st.maxArray+1 && nrec > 1<<20 {
-		return corruptf("slice claims %d records for %d bytes of data", nrec, st.maxArray)
+	if s.nrec > d.st.maxArray+1 && s.nrec > 1<<20 {
+		return corruptf("slice claims %d records for %d bytes of data", s.nrec, d.st.maxArray)
 	}
-	for rec := 0; rec < nrec; rec++ {
-		cr := crec{sliceStart: int32(first), sliceN: int32(nrec), counter: sh.RecordCounter, mateLine: -1, mateRefID: -1, tlen: unsetTLen, explicitTLen: unsetTLen, rg: -1}
-		e, err := need(DSBF, "BF")
-		if err != nil {
-			return err
+	for rec := 0; rec < s.nrec; rec++ {
+		if err := d.decodeRecord(s, rec); err != nil {
+			return fmt.Errorf("record %d: %w", rec, err)
 		}
-		bf, err := e.decodeInt(st)
-		if err != nil {
-			return fmt.Errorf("record %d: BF: %w", rec, err)
-		}
-		if bf < 0 || bf >= 0x1000 {
-			return corruptf("record %d: BAM flags %d out of range", rec, bf)
-		}
-		cr.flags = uint16(bf)
-		if e = ds[DSCF]; e != nil {
-			if cr.cf, err = e.decodeInt(st); err != nil {
-				return fmt.Errorf("record %d: CF: %w", rec, err)
-			}
-		} else {
-			return corruptf("data series CF has no encoding")
-		}
-		cf := cr.cf
-		cr.refID = sh.RefSeqID
-		if multi {
-			if e = ds[DSRI]; e != nil {
-				if cr.refID, err = e.decodeInt(st); err != nil {
-					return fmt.Errorf("record %d: RI: %w", rec, err)
-				}
-				if cr.refID >= 0 && int(cr.refID) < len(d.f.Refs) && cr.refID != lastRefID {
-					if ch.ReferenceRequired {
-						if d.opt.Reference == nil {
-							r := d.f.Refs[cr.refID]
-							return fmt.Errorf("%w: records on %s need a reference (M5 %s) and none was given", ErrReference, r.Name, r.M5)
-						}
-						id := int(cr.refID)
-						src := d.opt.Reference
-						view = refView{buf: view.buf[:0], start: 0, load: func(dst []byte, s, e int64) ([]byte, error) { return src.Bases(dst, id, s, e) }}
-						hasRef = true
-					}
-					view.limit = d.refLength(int(cr.refID))
-					lastRefID = cr.refID
-				}
-			} else {
-				cr.refID = -1
-			}
-		}
-		if cr.refID < -1 || int(cr.refID) >= len(d.f.Refs) {
-			return corruptf("record %d: reference id %d, header has %d", rec, cr.refID, len(d.f.Refs))
-		}
-		if e, err = need(DSRL, "RL"); err != nil {
-			return err
-		}
-		if cr.length, err = e.decodeInt(st); err != nil {
-			return fmt.Errorf("record %d: RL: %w", rec, err)
-		}
-		if cr.length < 0 || int64(cr.length) > maxReadLen {
-			return corruptf("record %d: read length %d", rec, cr.length)
-		}
-		if e, err = need(DSAP, "AP"); err != nil {
-			return err
-		}
-		ap, err := e.decodeInt(st)
-		if err != nil {
-			return fmt.Errorf("record %d: AP: %w", rec, err)
-		}
-		cr.apos = int64(ap)
-		if ch.APDelta {
-			cr.apos += lastAPos
-		}
-		lastAPos = cr.apos
-		if e, err = need(DSRG, "RG"); err != nil {
-			return err
-		}
-		if cr.rg, err = e.decodeInt(st); err != nil {
-			return fmt.Errorf("record %d: RG: %w", rec, err)
-		}
-		if cr.rg == unknownRG {
-			cr.rg = -1
-		}
-		if cr.rg < -1 || int(cr.rg) >= len(d.f.ReadGroups) {
-			return corruptf("record %d: read group %d, header has %d", rec, cr.rg, len(d.f.ReadGroups))
-		}
-		if ch.ReadNamesIncluded {
-			if err := d.readName(ds, &cr); err != nil {
-				return fmt.Errorf("record %d: RN: %w", rec, err)
-			}
-		}
-		switch {
-		case cf&cfDetached != 0:
-			if e = ds[DSMF]; e != nil {
-				if cr.mateFlags, err = e.decodeInt(st); err != nil {
-					return fmt.Errorf("record %d: MF: %w", rec, err)
-				}
-			}
-			if !ch.ReadNamesIncluded {
-				if err := d.readName(ds, &cr); err != nil {
-					return fmt.Errorf("record %d: RN: %w", rec, err)
-				}
-			}
-			if e, err = need(DSNS, "NS"); err != nil {
-				return err
-			}
-			if cr.mateRefID, err = e.decodeInt(st); err != nil {
-				return fmt.Errorf("record %d: NS: %w", rec, err)
-			}
-			if e, err = need(DSNP, "NP"); err != nil {
-				return err
-			}
-			np, err := e.decodeInt(st)
-			if err != nil {
-				return fmt.Errorf("record %d: NP: %w", rec, err)
-			}
-			cr.matePos = int64(np)
-			if e, err = need(DSTS, "TS"); err != nil {
-				return err
-			}
-			ts, err := e.decodeInt(st)
-			if err != nil {
-				return fmt.Errorf("record %d: TS: %w", rec, err)
-			}
-			cr.tlen = int64(ts)
-		case cf&cfMateDown != 0:
-			if e, err = need(DSNF, "NF"); err != nil {
-				return err
-			}
-			nf, err := e.decodeInt(st)
-			if err != nil {
-				return fmt.Errorf("record %d: NF: %w", rec, err)
-			}
-			cr.mateLine = nf + int32(rec) + 1
-			if cf&cfExplicitTLen != 0 {
-				if cr.explicitTLen, err = d.readTLen(ds); err != nil {
-					return fmt.Errorf("record %d: TS: %w", rec, err)
-				}
-			}
-		case cf&cfExplicitTLen != 0:
-			if cr.explicitTLen, err = d.readTLen(ds); err != nil {
-				return fmt.Errorf("record %d: TS: %w", rec, err)
-			}
-		}
+	}
+	return d.resolveMates(s.first)
+}
 
-		hasMD, hasNM, err := d.readTags(ch, &cr)
-		if err != nil {
-			return fmt.Errorf("record %d: tags: %w", rec, err)
-		}
-
-		n := int(cr.length)
-		cr.seqOff = int32(len(d.seqs))
-		d.seqs = grow(d.seqs, n)
-		seq := d.seqs[cr.seqOff:]
-		var qual []byte
-		if d.viewQuals && cf&cfPreserveQual != 0 {
-			// Features may still write qualities; readQuals then
-			// replaces them all with a view of the QS block.
-			d.qualScratch = grow(d.qualScratch[:0], n)
-			qual = d.qualScratch
-		} else {
-			cr.qualOff = int32(len(d.quals))
-			d.quals = grow(d.quals, n)
-			qual = d.quals[cr.qualOff:]
-		}
-		if !hasRef {
-			for i := range seq {
-				seq[i] = '='
-			}
-		} else {
-			// Damaged features can leave bases unwritten; they must not
-			// show what an earlier container left in the reused buffer
-			// (the output would then depend on the thread count). htslib
-			// decodes into fresh memory, zeroed in practice.
-			clear(seq)
-		}
-		cr.cigOff = int32(len(d.cigars))
-		if cr.flags&flagUnmapped == 0 {
-			if cr.apos <= 0 {
-				return corruptf("record %d: alignment position %d but no unmapped flag", rec, cr.apos)
-			}
-			if err := d.decodeSeq(ch, &cr, &view, hasRef, seq, qual, hasMD, hasNM); err != nil {
-				return fmt.Errorf("record %d: %w", rec, err)
-			}
-		} else {
-			cr.aend = cr.apos
-			if n > 0 {
-				e, err := need(DSBA, "BA")
-				if err != nil {
-					return err
-				}
-				b, err := e.appendBytes(st, seq[:0], n)
-				if err != nil {
-					return fmt.Errorf("record %d: BA: %w", rec, err)
-				}
-				if len(b) != n || &b[0] != &seq[0] {
-					return corruptf("record %d: BA gave %d bases for %d", rec, len(b), n)
-				}
-			}
-			if cf&cfPreserveQual != 0 {
-				if err := d.readQuals(ds, &cr, qual); err != nil {
-					return fmt.Errorf("record %d: QS: %w", rec, err)
-				}
-			} else {
-				for i := range qual {
-					qual[i] = 0xff
-				}
-			}
-		}
-		if d.viewQuals && cf&cfPreserveQual != 0 && !cr.hasQualView {
-			return corruptf("record %d: preserved qualities were not read", rec)
-		}
-		cr.cigN = int32(len(d.cigars)) - cr.cigOff
-		if cr.rg >= 0 {
-			d.aux = append(d.aux, 'R', 'G', 'Z')
-			d.aux = append(d.aux, d.f.ReadGroups[cr.rg]...)
-			d.aux = append(d.aux, 0)
-		}
-		cr.auxLen = int32(len(d.aux)) - cr.auxOff
-		if max(len(d.seqs), len(d.quals), len(d.aux), len(d.names), len(d.cigars), len(d.crecs)) >= math.MaxInt32 {
-			return corruptf("record %d: the container decodes to more than 2 GiB", rec)
-		}
-		if len(d.crecs) == cap(d.crecs) {
-			// Double, rather than append's quarter at a time for large
-			// slices: the first containers of a decoder would otherwise
-			// leave several times the final size behind as garbage.
-			d.crecs = slices.Grow(d.crecs, max(len(d.crecs), 256))
-		}
-		d.crecs = append(d.crecs, cr)
+// decodeRecord decodes record rec of the slice and appends it to crecs
+// (CRAMv3 §10.1, DecodeRecord).
+func (d *Decoder) decodeRecord(s *sliceState, rec int) error {
+	cr := crec{sliceStart: int32(s.first), sliceN: int32(s.nrec), counter: s.sh.RecordCounter,
+		mateLine: -1, mateRefID: -1, tlen: unsetTLen, explicitTLen: unsetTLen, rg: -1}
+	if err := d.readPositions(s, &cr); err != nil {
+		return err
 	}
-	return d.resolveMates(first)
+	if s.ch.ReadNamesIncluded {
+		if err := d.readName(&s.ch.DataSeries, &cr); err != nil {
+			return err
+		}
+	}
+	if err := d.readMate(s, &cr, rec); err != nil {
+		return err
+	}
+	hasMD, hasNM, err := d.readTags(s.ch, &cr)
+	if err != nil {
+		return fmt.Errorf("tags: %w", err)
+	}
+	if err := d.readRead(s, &cr, hasMD, hasNM); err != nil {
+		return err
+	}
+	if cr.rg >= 0 {
+		d.aux = append(d.aux, 'R', 'G', 'Z')
+		d.aux = append(d.aux, d.f.ReadGroups[cr.rg]...)
+		d.aux = append(d.aux, 0)
+	}
+	cr.auxLen = int32(len(d.aux)) - cr.auxOff
+	if max(len(d.seqs), len(d.quals), len(d.aux), len(d.names), len(d.cigars), len(d.crecs)) >= math.MaxInt32 {
+		return corruptf("the container decodes to more than 2 GiB")
+	}
+	if len(d.crecs) == cap(d.crecs) {
+		// Double, rather than append's quarter at a time for large
+		// slices: the first containers of a decoder would otherwise
+		// leave several times the final size behind as garbage.
+		d.crecs = slices.Grow(d.crecs, max(len(d.crecs), 256))
+	}
+	d.crecs = append(d.crecs, cr)
+	return nil
+}
+
+// readInt reads one integer of data series s (CRAMv3 §10, ReadItem). A
+// series the compression header gives no encoding is an error here, when a
+// record reads it, and nowhere else (noEncoding).
+func (d *Decoder) readInt(ds *[numDataSeries]*Encoding, s DataSeries) (int32, error) {
+	e := ds[s]
+	if e == nil {
+		return 0, noEncoding(s)
+	}
+	v, err := e.decodeInt(&d.st)
+	if err != nil {
+		return 0, fmt.Errorf("%v: %w", s, err)
+	}
+	return v, nil
+}
+
+// readPositions reads the BAM and CRAM flags (BF, CF; CRAMv3 §10.1) and
+// the positional data (RI, RL, AP, RG; §10.2, DecodePositions).
+func (d *Decoder) readPositions(s *sliceState, cr *crec) error {
+	ds := &s.ch.DataSeries
+	bf, err := d.readInt(ds, DSBF)
+	if err != nil {
+		return err
+	}
+	if bf < 0 || bf >= 0x1000 {
+		return corruptf("BAM flags %d out of range", bf)
+	}
+	cr.flags = uint16(bf)
+	if cr.cf, err = d.readInt(ds, DSCF); err != nil {
+		return err
+	}
+	cr.refID = s.sh.RefSeqID
+	if s.multi {
+		if cr.refID, err = d.readInt(ds, DSRI); err != nil {
+			return err
+		}
+		if err := d.switchRef(s, cr.refID); err != nil {
+			return err
+		}
+	}
+	if cr.refID < -1 || int(cr.refID) >= len(d.f.Refs) {
+		return corruptf("reference id %d, header has %d", cr.refID, len(d.f.Refs))
+	}
+	if cr.length, err = d.readInt(ds, DSRL); err != nil {
+		return err
+	}
+	if cr.length < 0 || int64(cr.length) > s.maxReadLen {
+		return corruptf("read length %d", cr.length)
+	}
+	ap, err := d.readInt(ds, DSAP)
+	if err != nil {
+		return err
+	}
+	cr.apos = int64(ap)
+	if s.ch.APDelta {
+		cr.apos += s.lastAPos
+	}
+	s.lastAPos = cr.apos
+	if cr.rg, err = d.readInt(ds, DSRG); err != nil {
+		return err
+	}
+	if cr.rg == s.unknownRG {
+		cr.rg = -1
+	}
+	if cr.rg < -1 || int(cr.rg) >= len(d.f.ReadGroups) {
+		return corruptf("read group %d, header has %d", cr.rg, len(d.f.ReadGroups))
+	}
+	return nil
+}
+
+// readMate reads the mate data (CRAMv3 §10.4, DecodeMateData): MF, the
+// name when names are not stored for every record, NS, NP and TS for a
+// detached record; NF (and TS when it is explicit) for one whose mate
+// follows in the slice.
+func (d *Decoder) readMate(s *sliceState, cr *crec, rec int) error {
+	ds := &s.ch.DataSeries
+	var err error
+	switch cf := cr.cf; {
+	case cf&cfDetached != 0:
+		if cr.mateFlags, err = d.readInt(ds, DSMF); err != nil {
+			return err
+		}
+		if !s.ch.ReadNamesIncluded {
+			if err := d.readName(ds, cr); err != nil {
+				return err
+			}
+		}
+		if cr.mateRefID, err = d.readInt(ds, DSNS); err != nil {
+			return err
+		}
+		np, err := d.readInt(ds, DSNP)
+		if err != nil {
+			return err
+		}
+		cr.matePos = int64(np)
+		ts, err := d.readInt(ds, DSTS)
+		if err != nil {
+			return err
+		}
+		cr.tlen = int64(ts)
+	case cf&cfMateDown != 0:
+		nf, err := d.readInt(ds, DSNF)
+		if err != nil {
+			return err
+		}
+		cr.mateLine = nf + int32(rec) + 1
+		if cf&cfExplicitTLen != 0 {
+			ts, err := d.readInt(ds, DSTS)
+			if err != nil {
+				return err
+			}
+			cr.explicitTLen = int64(ts)
+		}
+	case cf&cfExplicitTLen != 0:
+		ts, err := d.readInt(ds, DSTS)
+		if err != nil {
+			return err
+		}
+		cr.explicitTLen = int64(ts)
+	}
+	return nil
+}
+
+// readRead decodes the bases and qualities of the record into the
+// Decoder's buffers: from its read features and the reference for a
+// mapped read (CRAMv3 §10.6), as they are stored for an unmapped one
+// (§10.7).
+func (d *Decoder) readRead(s *sliceState, cr *crec, hasMD, hasNM bool) error {
+	n := int(cr.length)
+	preserve := cr.cf&cfPreserveQual != 0
+	cr.seqOff = int32(len(d.seqs))
+	d.seqs = grow(d.seqs, n)
+	seq := d.seqs[cr.seqOff:]
+	var qual []byte
+	if d.viewQuals && preserve {
+		// Features may still write qualities; readQuals then
+		// replaces them all with a view of the QS block.
+		d.qualScratch = grow(d.qualScratch[:0], n)
+		qual = d.qualScratch
+	} else {
+		cr.qualOff = int32(len(d.quals))
+		d.quals = grow(d.quals, n)
+		qual = d.quals[cr.qualOff:]
+	}
+	if !s.hasRef {
+		for i := range seq {
+			seq[i] = '='
+		}
+	} else {
+		// Damaged features can leave bases unwritten; they must not
+		// show what an earlier container left in the reused buffer
+		// (the output would then depend on the thread count). htslib
+		// decodes into fresh memory, zeroed in practice.
+		clear(seq)
+	}
+	cr.cigOff = int32(len(d.cigars))
+	if cr.flags&flagUnmapped == 0 {
+		if cr.apos <= 0 {
+			return corruptf("alignment position %d but no unmapped flag", cr.apos)
+		}
+		if err := d.decodeSeq(s.ch, cr, &s.view, s.hasRef, seq, qual, hasMD, hasNM); err != nil {
+			return err
+		}
+	} else if err := d.readUnmapped(s.ch, cr, seq, qual); err != nil {
+		return err
+	}
+	if d.viewQuals && preserve && !cr.hasQualView {
+		return corruptf("preserved qualities were not read")
+	}
+	cr.cigN = int32(len(d.cigars)) - cr.cigOff
+	return nil
+}
+
+// readUnmapped reads the bases (BA) and preserved qualities (QS) of an
+// unmapped read (CRAMv3 §10.7, DecodeUnmappedRead).
+func (d *Decoder) readUnmapped(ch *CompressionHeader, cr *crec, seq, qual []byte) error {
+	cr.aend = cr.apos
+	ds := &ch.DataSeries
+	if n := len(seq); n > 0 {
+		e := ds[DSBA]
+		if e == nil {
+			return noEncoding(DSBA)
+		}
+		b, err := e.appendBytes(&d.st, seq[:0], n)
+		if err != nil {
+			return fmt.Errorf("BA: %w", err)
+		}
+		if len(b) != n || &b[0] != &seq[0] {
+			return corruptf("BA gave %d bases for %d", len(b), n)
+		}
+	}
+	if cr.cf&cfPreserveQual == 0 {
+		for i := range qual {
+			qual[i] = 0xff
+		}
+		return nil
+	}
+	return d.readQuals(ds, cr, qual)
 }
 
 // refLength is the reference length htslib bounds MD/NM with.
@@ -363,25 +406,17 @@ func grow(b []byte, n int) []byte {
 	return b[:len(b)+n]
 }
 
+// readName reads the read name (RN; CRAMv3 §10.3, DecodeNames).
 func (d *Decoder) readName(ds *[numDataSeries]*Encoding, cr *crec) error {
 	e := ds[DSRN]
 	if e == nil {
-		return corruptf("data series RN has no encoding")
+		return noEncoding(DSRN)
 	}
 	off := len(d.names)
 	var err error
 	if d.names, err = e.appendArray(&d.st, d.names); err != nil {
-		return err
+		return fmt.Errorf("RN: %w", err)
 	}
 	cr.nameOff, cr.nameLen = int32(off), int32(len(d.names)-off)
 	return nil
-}
-
-func (d *Decoder) readTLen(ds *[numDataSeries]*Encoding) (int64, error) {
-	e := ds[DSTS]
-	if e == nil {
-		return 0, corruptf("data series TS has no encoding")
-	}
-	v, err := e.decodeInt(&d.st)
-	return int64(v), err
 }

@@ -4,16 +4,12 @@ import (
 	"fmt"
 )
 
-// readTags decodes the tags of the record's tag line into the aux buffer
-// (htslib's cram_decode_aux). It reports whether MD and NM are present.
+// readTags decodes the tags of the record's tag line (TL) into the aux
+// buffer (CRAMv3 §10.5, DecodeTagData; htslib's cram_decode_aux). It reports whether MD and NM are present.
 func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, err error) {
-	e := ch.DataSeries[DSTL]
-	if e == nil {
-		return false, false, corruptf("data series TL has no encoding")
-	}
-	tl, err := e.decodeInt(&d.st)
+	tl, err := d.readInt(&ch.DataSeries, DSTL)
 	if err != nil {
-		return false, false, fmt.Errorf("TL: %w", err)
+		return false, false, err
 	}
 	if tl < 0 || int(tl) >= len(ch.TagLines) {
 		return false, false, corruptf("tag line %d, dictionary has %d", tl, len(ch.TagLines))
