@@ -185,8 +185,24 @@ func (d *Decoder) decodeRecord(s *sliceState, rec int) error {
 // readInt reads one integer of data series s (CRAMv3 §10, ReadItem). A
 // series the compression header gives no encoding is an error here, when a
 // record reads it, and nowhere else (noEncoding).
+//
+// It is called a dozen times per record: the EXTERNAL one-byte case and a
+// constant HUFFMAN code are read here, the rest by readIntSlow.
 func (d *Decoder) readInt(ds *[numDataSeries]*Encoding, s DataSeries) (int32, error) {
 	e := ds[s]
+	if e != nil {
+		if v, ok := e.intFast(&d.st); ok {
+			return v, nil
+		}
+		if e.ID == EncodingHuffman && e.huff.count[0] > 0 {
+			return e.huff.symbols[0], nil
+		}
+	}
+	return d.readIntSlow(e, s)
+}
+
+// readIntSlow is readInt past its first cases.
+func (d *Decoder) readIntSlow(e *Encoding, s DataSeries) (int32, error) {
 	if e == nil {
 		return 0, noEncoding(s)
 	}
