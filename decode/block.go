@@ -72,8 +72,8 @@ type Codecs struct {
 	Tok3     AppendDecoder
 }
 
-// parseBlock reads one block from b at *pos. Major version 3 and later
-// carry a CRC32 over the block, which is verified.
+// parseBlock reads one block from b at *pos (CRAMv3 §8). Major version 3
+// and later carry a CRC32 over the block (§4), which is verified.
 func parseBlock(b []byte, pos *int, major int) (Block, error) {
 	start := *pos
 	if start+2 > len(b) {
@@ -122,6 +122,8 @@ func (blk *Block) Decompress(c *Codecs, buf []byte) ([]byte, error) {
 	return blk.decompress(c, buf)
 }
 
+// decompress decodes the block with its method (CRAMv3 §8.1, the methods of
+// §14).
 func (blk *Block) decompress(c *Codecs, buf []byte) ([]byte, error) {
 	raw := int(blk.RawSize)
 	if raw == 0 {

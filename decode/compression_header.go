@@ -3,7 +3,7 @@ package decode
 import "fmt"
 
 // DataSeries identifies a record data series by its two-letter key
-// (CRAMv3 §8.4.2).
+// (CRAMv3 §8.4, Data series encodings).
 type DataSeries int
 
 // The data series, in no particular order.
@@ -98,7 +98,9 @@ type CompressionHeader struct {
 	Tags map[int32]*Encoding
 }
 
-// parseCompressionHeader parses the raw bytes of a compression header block.
+// parseCompressionHeader parses the raw bytes of a compression header block
+// (CRAMv3 §8.4): the preservation map, the data series encodings and the
+// tag encodings.
 func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 	h := &CompressionHeader{APDelta: true, ReferenceRequired: true, QSSeqOrient: true}
 	copy(h.SubstitutionMatrix[0][:], "CGTN")
@@ -244,7 +246,8 @@ func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 	return h, nil
 }
 
-// splitTagLines splits the TD block into its NUL-terminated lines.
+// splitTagLines splits the tag dictionary TD (CRAMv3 §8.4, Preservation
+// map) into its NUL-terminated lines.
 func splitTagLines(td []byte) [][]byte {
 	if len(td) == 0 {
 		return nil

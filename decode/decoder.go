@@ -138,6 +138,8 @@ func (d *Decoder) decodeContainer(i int) error {
 	return nil
 }
 
+// container decodes data container h (CRAMv3 §7): its compression header
+// block (§8.4), then the slice at each landmark.
 func (d *Decoder) container(h *ContainerHeader) error {
 	major := d.f.Def.Major
 	var err error
@@ -198,7 +200,9 @@ func (d *Decoder) container(h *ContainerHeader) error {
 	return nil
 }
 
-// slice decodes the slice whose header block starts at data[pos:].
+// slice decodes the slice whose header block starts at data[pos:]: the
+// slice header (CRAMv3 §8.5), then its core (§8.6) and external (§8.7)
+// blocks, then its records.
 func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
 	major := d.f.Def.Major
 	hb, err := parseBlock(data, &pos, major)
@@ -253,7 +257,8 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
 	return d.records(ch, &sh)
 }
 
-// sliceRef prepares the reference view of a single-reference slice, as
+// sliceRef prepares the reference view of a single-reference slice, from
+// its embedded reference block (CRAMv3 §8.5) or the reference (§11), as
 // htslib's cram_decode_slice does, and checks the slice's MD5.
 func (d *Decoder) sliceRef(ch *CompressionHeader, sh *SliceHeader, v *refView) (bool, error) {
 	id := sh.RefSeqID
@@ -304,7 +309,8 @@ func (d *Decoder) sliceRef(ch *CompressionHeader, sh *SliceHeader, v *refView) (
 	return true, nil
 }
 
-// checkMD5 compares the slice header's reference MD5 with the bases used.
+// checkMD5 compares the slice header's reference MD5 with the bases used
+// (CRAMv3 §8.5; §11 says readers check it).
 func (d *Decoder) checkMD5(sh *SliceHeader, bases []byte) error {
 	if sh.RefMD5 == [16]byte{} || d.opt.IgnoreMD5 {
 		return nil
@@ -318,8 +324,8 @@ func (d *Decoder) checkMD5(sh *SliceHeader, bases []byte) error {
 }
 
 // switchRef points the reference view of a multi-reference slice at
-// reference id, that of the next record (RI), when it is not already
-// there, as htslib's cram_decode_slice does.
+// reference id, that of the next record (RI, CRAMv3 §10.2), when it is not
+// already there, as htslib's cram_decode_slice does.
 func (d *Decoder) switchRef(s *sliceState, id int32) error {
 	if id < 0 || int(id) >= len(d.f.Refs) || id == s.lastRefID {
 		return nil

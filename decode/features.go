@@ -89,7 +89,8 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 }
 
 // readFeatures reads the record's FN features in order and matches the
-// bases between and after them to the reference.
+// bases between and after them to the reference (CRAMv3 §10.6,
+// DecodeMappedRead).
 func (r *featureReader) readFeatures() error {
 	e := r.ds[DSFN]
 	if e == nil {
@@ -130,9 +131,10 @@ func (r *featureReader) readFeatures() error {
 	return nil
 }
 
-// feature reads one feature: its code (FC) and position (FP, a delta from
-// the previous feature's), the match to the reference up to it, and then
-// its own data series.
+// feature reads one feature (CRAMv3 §10.6, Read feature records and
+// DecodeFeature): its code (FC) and position (FP, a delta from the previous
+// feature's), the match to the reference up to it, and then its own data
+// series (Read feature codes).
 func (r *featureReader) feature() error {
 	op, err := r.readByte(DSFC)
 	if err != nil {

@@ -5,7 +5,8 @@ import (
 )
 
 // readTags decodes the tags of the record's tag line (TL) into the aux
-// buffer (CRAMv3 §10.5, DecodeTagData; htslib's cram_decode_aux). It reports whether MD and NM are present.
+// buffer (CRAMv3 §10.5, DecodeTagData; htslib's cram_decode_aux). It
+// reports whether MD and NM are present.
 func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, err error) {
 	tl, err := d.readInt(&ch.DataSeries, DSTL)
 	if err != nil {
@@ -66,7 +67,7 @@ func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, 
 	return hasMD, hasNM, nil
 }
 
-// tagPlan is how a record reads the tags of one tag line (CRAMv3 §8.4.3):
+// tagPlan is how a record reads the tags of one tag line (CRAMv3 §8.4, Tag encodings):
 // one tagOp per tag, and whether the line holds MD or NM, which are then
 // not generated.
 type tagPlan struct {
