@@ -11,8 +11,10 @@ import (
 // neither. Bases past the reference's end stop MD (dist -1) and are not
 // counted in NM, as there.
 type mdBuilder struct {
-	md, nm bool   // generate MD, NM
-	aux    []byte // the Decoder's tag buffer, MD's text appended to it
+	md, nm bool // constant: generate MD, NM
+
+	// Mutable, feature by feature.
+	aux []byte // the Decoder's tag buffer, MD's text appended to it
 	// dist counts the reference matches since MD's last item; -1 once MD
 	// has gone past the reference's end.
 	dist  int64

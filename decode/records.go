@@ -73,25 +73,30 @@ const (
 const unsetTLen = math.MinInt64
 
 // sliceState is what the record loop of one slice carries from record to
-// record.
+// record (one Decoder, one goroutine: no locks).
 type sliceState struct {
+	// Dependencies.
 	ch *CompressionHeader
 	sh SliceHeader // a copy: a pointer would move the caller's to the heap
-	// view gives the reference bases; hasRef says whether there are any
-	// (a slice of a file decoded without reference has none).
-	view   refView
-	hasRef bool
-	multi  bool // a multi-reference slice: each record reads RI
-	// lastRefID is the reference view's reference in a multi-reference
-	// slice (-9: none yet).
-	lastRefID int32
+
+	// Constant for the slice.
+	multi bool // a multi-reference slice: each record reads RI
 	// unknownRG is the read group that htslib's writers name UNKNOWN for
 	// records without one, or -1.
 	unknownRG  int32
-	lastAPos   int64 // AP of the previous record, for AP deltas
 	maxReadLen int64
 	first      int // index in crecs of the slice's first record
 	nrec       int
+
+	// Mutable, record by record.
+	// view gives the reference bases; hasRef says whether there are any
+	// (a slice of a file decoded without reference has none). In a
+	// multi-reference slice, switchRef moves them to each record's
+	// reference, lastRefID (-9: none yet).
+	view      refView
+	hasRef    bool
+	lastRefID int32
+	lastAPos  int64 // AP of the previous record, for AP deltas
 }
 
 // records decodes the records of one slice (CRAMv3 §10), as htslib's
