@@ -5,11 +5,11 @@ import (
 	"strconv"
 )
 
-// mdBuilder generates the MD and NM tags (SAMv1 §1.5) of a mapped read
+// mdBuilder generates the MD:Z and NM:i tags (SAMtags) of a mapped read
 // while its features are resolved against the reference, as htslib's
-// cram_decode_seq does when decode_md is on and the record stores
-// neither. Bases past the reference's end stop MD (dist -1) and are not
-// counted in NM, as there.
+// cram_decode_seq does when decode_md is on, for each of the two the
+// record does not store. Bases past the reference's end stop MD (dist -1)
+// and are not counted in NM, as there.
 type mdBuilder struct {
 	md, nm bool // constant: generate MD, NM
 
