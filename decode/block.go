@@ -72,8 +72,8 @@ type Codecs struct {
 	Tok3     AppendDecoder
 }
 
-// parseBlock reads one block from b at *pos. Major version 3 and later
-// carry a CRC32 over the block, which is verified.
+// parseBlock reads one block from b at *pos (CRAMv3 §8). Major version 3
+// and later carry a CRC32 over the block (§4), which is verified.
 func parseBlock(b []byte, pos *int, major int) (Block, error) {
 	start := *pos
 	if start+2 > len(b) {
@@ -98,7 +98,7 @@ func parseBlock(b []byte, pos *int, major int) (Block, error) {
 		return Block{}, corruptf("block at container byte %d: sizes %d compressed, %d raw", start, size, blk.RawSize)
 	}
 	if int(size) > len(b)-*pos {
-		return Block{}, corruptf("block at container byte %d (content id %d): %d bytes declared, %d remain", start, blk.ContentID, size, len(b)-*pos)
+		return Block{}, &blockError{blk.ContentID, corruptf("block at container byte %d: %d bytes declared, %d remain", start, size, len(b)-*pos)}
 	}
 	blk.Data = b[*pos : *pos+int(size)]
 	*pos += int(size)
@@ -108,7 +108,7 @@ func parseBlock(b []byte, pos *int, major int) (Block, error) {
 		}
 		want := binary.LittleEndian.Uint32(b[*pos:])
 		if got := crc32.ChecksumIEEE(b[start:*pos]); got != want {
-			return Block{}, fmt.Errorf("%w: block at container byte %d (content id %d): CRC32 %08x, header says %08x", ErrChecksum, start, blk.ContentID, got, want)
+			return Block{}, &blockError{blk.ContentID, fmt.Errorf("%w: block at container byte %d: CRC32 %08x, header says %08x", ErrChecksum, start, got, want)}
 		}
 		*pos += 4
 	}
@@ -122,6 +122,8 @@ func (blk *Block) Decompress(c *Codecs, buf []byte) ([]byte, error) {
 	return blk.decompress(c, buf)
 }
 
+// decompress decodes the block with its method (CRAMv3 §8.1, the methods of
+// §14).
 func (blk *Block) decompress(c *Codecs, buf []byte) ([]byte, error) {
 	raw := int(blk.RawSize)
 	if raw == 0 {
@@ -157,15 +159,15 @@ func (blk *Block) decompress(c *Codecs, buf []byte) ([]byte, error) {
 			}
 		}
 		if f == nil {
-			return nil, fmt.Errorf("%w: block compression method %d", ErrUnsupported, blk.Method)
+			return nil, &blockError{blk.ContentID, fmt.Errorf("%w: block compression method %d", ErrUnsupported, blk.Method)}
 		}
 		out, err = f(buf[:0], blk.Data, raw)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: block content id %d, method %d: %w", ErrCorrupt, blk.ContentID, blk.Method, err)
+		return nil, &blockError{blk.ContentID, fmt.Errorf("%w: method %d: %w", ErrCorrupt, blk.Method, err)}
 	}
 	if len(out) != raw {
-		return nil, corruptf("block content id %d, method %d: decoded %d bytes, header says %d", blk.ContentID, blk.Method, len(out), raw)
+		return nil, &blockError{blk.ContentID, corruptf("method %d: decoded %d bytes, header says %d", blk.Method, len(out), raw)}
 	}
 	return out, nil
 }

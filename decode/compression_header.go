@@ -3,7 +3,7 @@ package decode
 import "fmt"
 
 // DataSeries identifies a record data series by its two-letter key
-// (CRAMv3 §8.4.2).
+// (CRAMv3 §8.4, Data series encodings).
 type DataSeries int
 
 // The data series, in no particular order.
@@ -39,21 +39,45 @@ const (
 	numDataSeries
 )
 
-// dataSeriesKeys maps each key to its series and value type.
-var dataSeriesKeys = map[string]struct {
-	ds DataSeries
-	vt valueType
+// dataSeriesInfo gives each series its key and value type.
+var dataSeriesInfo = [numDataSeries]struct {
+	key string
+	vt  valueType
 }{
-	"BF": {DSBF, typeInt}, "CF": {DSCF, typeInt}, "RI": {DSRI, typeInt},
-	"RL": {DSRL, typeInt}, "AP": {DSAP, typeInt}, "RG": {DSRG, typeInt},
-	"RN": {DSRN, typeByteArray}, "MF": {DSMF, typeInt}, "NS": {DSNS, typeInt},
-	"NP": {DSNP, typeInt}, "TS": {DSTS, typeInt}, "NF": {DSNF, typeInt},
-	"TL": {DSTL, typeInt}, "FN": {DSFN, typeInt}, "FC": {DSFC, typeByte},
-	"FP": {DSFP, typeInt}, "DL": {DSDL, typeInt}, "BB": {DSBB, typeByteArray},
-	"QQ": {DSQQ, typeByteArray}, "BS": {DSBS, typeByte}, "IN": {DSIN, typeByteArray},
-	"RS": {DSRS, typeInt}, "PD": {DSPD, typeInt}, "HC": {DSHC, typeInt},
-	"SC": {DSSC, typeByteArray}, "MQ": {DSMQ, typeInt}, "BA": {DSBA, typeByte},
-	"QS": {DSQS, typeByte},
+	DSBF: {"BF", typeInt}, DSCF: {"CF", typeInt}, DSRI: {"RI", typeInt},
+	DSRL: {"RL", typeInt}, DSAP: {"AP", typeInt}, DSRG: {"RG", typeInt},
+	DSRN: {"RN", typeByteArray}, DSMF: {"MF", typeInt}, DSNS: {"NS", typeInt},
+	DSNP: {"NP", typeInt}, DSTS: {"TS", typeInt}, DSNF: {"NF", typeInt},
+	DSTL: {"TL", typeInt}, DSFN: {"FN", typeInt}, DSFC: {"FC", typeByte},
+	DSFP: {"FP", typeInt}, DSDL: {"DL", typeInt}, DSBB: {"BB", typeByteArray},
+	DSQQ: {"QQ", typeByteArray}, DSBS: {"BS", typeByte}, DSIN: {"IN", typeByteArray},
+	DSRS: {"RS", typeInt}, DSPD: {"PD", typeInt}, DSHC: {"HC", typeInt},
+	DSSC: {"SC", typeByteArray}, DSMQ: {"MQ", typeInt}, DSBA: {"BA", typeByte},
+	DSQS: {"QS", typeByte},
+}
+
+// String returns the series' two-letter key.
+func (s DataSeries) String() string {
+	if s >= 0 && s < numDataSeries {
+		return dataSeriesInfo[s].key
+	}
+	return fmt.Sprintf("DataSeries(%d)", int(s))
+}
+
+// dataSeriesKeys maps each key to its series.
+var dataSeriesKeys = func() map[string]DataSeries {
+	m := make(map[string]DataSeries, numDataSeries)
+	for s, info := range dataSeriesInfo {
+		m[info.key] = DataSeries(s)
+	}
+	return m
+}()
+
+// noEncoding is the error for a data series that a record reads but the
+// compression header gives no encoding. Like htslib, a series that no
+// record reads needs none: writers leave out the series they never use.
+func noEncoding(s DataSeries) error {
+	return corruptf("data series %v is read but has no encoding", s)
 }
 
 // CompressionHeader is a container's compression header (CRAMv3 §8.4).
@@ -74,7 +98,9 @@ type CompressionHeader struct {
 	Tags map[int32]*Encoding
 }
 
-// parseCompressionHeader parses the raw bytes of a compression header block.
+// parseCompressionHeader parses the raw bytes of a compression header block
+// (CRAMv3 §8.4): the preservation map, the data series encodings and the
+// tag encodings.
 func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 	h := &CompressionHeader{APDelta: true, ReferenceRequired: true, QSSeqOrient: true}
 	copy(h.SubstitutionMatrix[0][:], "CGTN")
@@ -165,10 +191,10 @@ func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 		}
 		key := string(b[pos : pos+2])
 		pos += 2
-		info, known := dataSeriesKeys[key]
-		vt := info.vt
-		if !known {
-			vt = typeInt
+		ds, known := dataSeriesKeys[key]
+		vt := typeInt
+		if known {
+			vt = dataSeriesInfo[ds].vt
 		}
 		enc, err := parseEncoding(b, &pos, vt, 0)
 		if err != nil {
@@ -178,7 +204,7 @@ func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 			continue // unknown series (TC, TN, ...) are never read
 		}
 		if known {
-			h.DataSeries[info.ds] = enc
+			h.DataSeries[ds] = enc
 		}
 	}
 	if pos-start != int(size) {
@@ -220,64 +246,8 @@ func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 	return h, nil
 }
 
-// tagPlan is how a record reads the tags of one tag line (CRAMv3 §8.4.3):
-// one tagOp per tag, and whether the line holds MD or NM, which are then
-// not generated.
-type tagPlan struct {
-	ops          []tagOp
-	hasMD, hasNM bool
-}
-
-// tagOp reads the value of one tag.
-type tagOp struct {
-	key  [3]byte
-	kind tagKind
-	cF   bool      // htslib's private cF:C tag (see readTags)
-	n    int       // tagConst: the length
-	enc  *Encoding // the tag's encoding; nil when the header gives none
-	val  *Encoding // tagConst: the EXTERNAL encoding of the bytes
-}
-
-type tagKind uint8
-
-const (
-	tagGeneral tagKind = iota // appendArray
-	tagConst                  // a fixed number of bytes from one external block
-	tagStop                   // BYTE_ARRAY_STOP
-)
-
-// planTagLine builds the plan of one tag line from the tag encodings.
-// tagConst is how CRAM writers store integer tags: BYTE_ARRAY_LEN with a
-// one-symbol HUFFMAN length (read with no bits) and EXTERNAL bytes.
-func planTagLine(line []byte, tags map[int32]*Encoding) tagPlan {
-	var p tagPlan
-	p.ops = make([]tagOp, len(line)/3)
-	for j := range p.ops {
-		t := line[3*j : 3*j+3]
-		op := &p.ops[j]
-		copy(op.key[:], t)
-		op.cF = t[0] == 'c' && t[1] == 'F' && t[2] == 'C'
-		if t[0] == 'M' && t[1] == 'D' {
-			p.hasMD = true
-		}
-		if t[0] == 'N' && t[1] == 'M' {
-			p.hasNM = true
-		}
-		e := tags[int32(t[0])<<16|int32(t[1])<<8|int32(t[2])]
-		op.enc = e
-		switch {
-		case e == nil:
-		case e.ID == EncodingByteArrayLen && e.Len.ID == EncodingHuffman && e.Len.huff.count[0] > 0 &&
-			e.Len.huff.symbols[0] >= 0 && e.Val.ID == EncodingExternal:
-			op.kind, op.n, op.val = tagConst, int(e.Len.huff.symbols[0]), e.Val
-		case e.ID == EncodingByteArrayStop:
-			op.kind = tagStop
-		}
-	}
-	return p
-}
-
-// splitTagLines splits the TD block into its NUL-terminated lines.
+// splitTagLines splits the tag dictionary TD (CRAMv3 §8.4, Preservation
+// map) into its NUL-terminated lines.
 func splitTagLines(td []byte) [][]byte {
 	if len(td) == 0 {
 		return nil

@@ -60,8 +60,8 @@ func parseFileDefinition(b []byte) (FileDefinition, error) {
 	return d, nil
 }
 
-// parseContainerHeader parses a container header held in b, which starts
-// at file offset off.
+// parseContainerHeader parses a container header (CRAMv3 §7) held in b,
+// which starts at file offset off.
 func parseContainerHeader(b []byte, off int64, major int) (ContainerHeader, error) {
 	h := ContainerHeader{Offset: off}
 	pos := 0

@@ -76,7 +76,8 @@ type huffman struct {
 	maxLen              int32
 }
 
-// parseEncoding parses an encoding (id, parameter length, parameters) at *pos.
+// parseEncoding parses an encoding (id, parameter length, parameters) at
+// *pos (CRAMv3 §3, with the parameters of each codec in §13).
 func parseEncoding(b []byte, pos *int, vt valueType, depth int) (*Encoding, error) {
 	id, err := readITF8(b, pos)
 	if err != nil {
@@ -167,7 +168,7 @@ func parseEncoding(b []byte, pos *int, vt valueType, depth int) (*Encoding, erro
 }
 
 // parseHuffman reads the alphabet and code lengths and assigns canonical
-// codes in (length, symbol) order.
+// codes in (length, symbol) order (CRAMv3 §13.3).
 func parseHuffman(params []byte) (*huffman, error) {
 	p := 0
 	syms, err := readArrayITF8(params, &p, nil)
@@ -233,7 +234,7 @@ func parseHuffman(params []byte) (*huffman, error) {
 	return h, nil
 }
 
-// decode reads one symbol.
+// decode reads one symbol (CRAMv3 §13.3).
 func (h *huffman) decode(br *bitReader) (int32, error) {
 	if len(h.symbols) == 0 {
 		return 0, corruptf("HUFFMAN with an empty alphabet used")
@@ -255,7 +256,8 @@ func (h *huffman) decode(br *bitReader) (int32, error) {
 	return 0, corruptf("HUFFMAN: no code matches the bits read")
 }
 
-// decodeInt reads one integer value of the series.
+// decodeInt reads one integer value of the series: EXTERNAL (CRAMv3
+// §13.2), HUFFMAN (§13.3), BETA (§13.5), SUBEXP (§13.6) or GAMMA (§13.7).
 func (e *Encoding) decodeInt(s *streams) (int32, error) {
 	switch e.ID {
 	case EncodingExternal:
@@ -413,7 +415,8 @@ func (e *Encoding) appendBytes(s *streams, dst []byte, n int) ([]byte, error) {
 	return dst, nil
 }
 
-// appendArray appends one byte-array value of the series to dst.
+// appendArray appends one byte-array value of the series to dst:
+// BYTE_ARRAY_LEN or BYTE_ARRAY_STOP (CRAMv3 §13.4), or one EXTERNAL byte.
 func (e *Encoding) appendArray(s *streams, dst []byte) ([]byte, error) {
 	switch e.ID {
 	case EncodingByteArrayLen:

@@ -76,8 +76,8 @@ func readInt32(b []byte, pos *int) (int32, error) {
 	return int32(binary.LittleEndian.Uint32(b[p:])), nil
 }
 
-// readArrayITF8 reads an array<itf8> (count then values), with the count
-// bounded by the bytes that remain.
+// readArrayITF8 reads an array<itf8> (CRAMv3 §2.3: count then values),
+// with the count bounded by the bytes that remain.
 func readArrayITF8(b []byte, pos *int, dst []int32) ([]int32, error) {
 	n, err := readITF8(b, pos)
 	if err != nil {

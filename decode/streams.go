@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// bitReader reads the core data block most significant bit first
-// (CRAMv3 §12).
+// bitReader reads the core data block (CRAMv3 §8.6) most significant bit
+// first (§2.2).
 type bitReader struct {
 	data []byte
 	pos  int // next byte
@@ -54,7 +54,8 @@ func (br *bitReader) readBits(n int) (uint32, error) {
 	return v, nil
 }
 
-// extStream is one external block's raw bytes being consumed.
+// extStream is one external block's raw bytes being consumed (CRAMv3
+// §8.7).
 type extStream struct {
 	id   int32
 	data []byte
@@ -88,8 +89,8 @@ func (x *extStream) readByte() (byte, error) {
 	return 0, &extError{id: x.id, pos: x.pos, want: 1, size: len(x.data)}
 }
 
-// readITF8 reads one ITF-8 integer; one-byte values (below 128) are
-// decoded inline.
+// readITF8 reads one ITF-8 integer (CRAMv3 §2.3); one-byte values (below
+// 128) are decoded inline.
 func (x *extStream) readITF8() (int32, error) {
 	if p := x.pos; p < len(x.data) && x.data[p] < 0x80 {
 		x.pos = p + 1

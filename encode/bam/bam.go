@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/internal/record"
 )
 
 // ErrInvalid is returned, wrapped, for a record or header that BAM cannot
@@ -148,7 +148,7 @@ func cigarLens(cigar []uint32) (rlen, qlen int64) {
 // than 65535 CIGAR ops gets htslib's placeholder CIGAR <l_seq>S<rlen>N and
 // the real CIGAR appended as a CG:B:I tag. It allocates only when dst has
 // too little capacity.
-func AppendRecord(dst []byte, r *decode.Record) ([]byte, error) {
+func AppendRecord(dst []byte, r *record.Record) ([]byte, error) {
 	name := r.Name
 	if len(name) == 0 {
 		name = starName[:]

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/record"
 )
 
 func samtools(tb testing.TB) string {
@@ -107,7 +107,7 @@ const testHeader = "@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:chr1\tLN:1000000\n@SQ\tSN:
 
 type samCase struct {
 	name string
-	rec  decode.Record
+	rec  record.Record
 	sam  string // the line samtools view prints
 }
 
@@ -130,33 +130,33 @@ func handBuilt() []samCase {
 	longName := strings.Repeat("n", 254)
 
 	return []samCase{
-		{"all aux types", decode.Record{Name: []byte("r1"), Flags: 99, RefID: 0, Pos: 99, MapQ: 60,
+		{"all aux types", record.Record{Name: []byte("r1"), Flags: 99, RefID: 0, Pos: 99, MapQ: 60,
 			Cigar: cigar("3S5M2I4M1D3M2H"), MateRefID: 0, MatePos: 299, TemplateLength: 214,
 			Seq: []byte("ACGTNacgtRYKMSWBD"), Qual: quals("!#%'),-./0123456I"), Aux: allAux},
 			"r1\t99\tchr1\t100\t60\t3S5M2I4M1D3M2H\t=\t300\t214\tACGTNACGTRYKMSWBD\t!#%'),-./0123456I\t" + allAuxSAM},
-		{"unmapped placed", decode.Record{Name: []byte("u1"), Flags: 4, RefID: 1, Pos: 999, MateRefID: -1, MatePos: -1,
+		{"unmapped placed", record.Record{Name: []byte("u1"), Flags: 4, RefID: 1, Pos: 999, MateRefID: -1, MatePos: -1,
 			Seq: []byte("ACGTA")}, "u1\t4\tchr2\t1000\t0\t*\t*\t0\t0\tACGTA\t*"},
-		{"unmapped unplaced", decode.Record{Name: []byte("u2"), Flags: 4, RefID: -1, Pos: -1, MateRefID: -1, MatePos: -1,
+		{"unmapped unplaced", record.Record{Name: []byte("u2"), Flags: 4, RefID: -1, Pos: -1, MateRefID: -1, MatePos: -1,
 			Seq: []byte("NNNN"), Qual: []byte{2, 2, 2, 2}}, "u2\t4\t*\t0\t0\t*\t*\t0\t0\tNNNN\t####"},
-		{"no sequence", decode.Record{Name: []byte("s1"), RefID: 0, Pos: 4999, MapQ: 30, Cigar: cigar("10M"),
+		{"no sequence", record.Record{Name: []byte("s1"), RefID: 0, Pos: 4999, MapQ: 30, Cigar: cigar("10M"),
 			MateRefID: -1, MatePos: -1}, "s1\t0\tchr1\t5000\t30\t10M\t*\t0\t0\t*\t*"},
-		{"longest name", decode.Record{Name: []byte(longName), Flags: 4, RefID: -1, Pos: -1, MateRefID: -1, MatePos: -1,
+		{"longest name", record.Record{Name: []byte(longName), Flags: 4, RefID: -1, Pos: -1, MateRefID: -1, MatePos: -1,
 			Seq: []byte("A"), Qual: []byte{30}}, longName + "\t4\t*\t0\t0\t*\t*\t0\t0\tA\t?"},
-		{"empty name", decode.Record{Flags: 4, RefID: -1, Pos: -1, MateRefID: -1, MatePos: -1},
+		{"empty name", record.Record{Flags: 4, RefID: -1, Pos: -1, MateRefID: -1, MatePos: -1},
 			"*\t4\t*\t0\t0\t*\t*\t0\t0\t*\t*"},
-		{"no reference span", decode.Record{Name: []byte("c1"), Flags: 16, RefID: 0, Pos: 6, Cigar: cigar("4S"),
+		{"no reference span", record.Record{Name: []byte("c1"), Flags: 16, RefID: 0, Pos: 6, Cigar: cigar("4S"),
 			MateRefID: -1, MatePos: -1, Seq: []byte("ACGT")}, "c1\t16\tchr1\t7\t0\t4S\t*\t0\t0\tACGT\t*"},
-		{"large deletion", decode.Record{Name: []byte("d1"), Flags: 1, RefID: 1, Pos: 99, MapQ: 10,
+		{"large deletion", record.Record{Name: []byte("d1"), Flags: 1, RefID: 1, Pos: 99, MapQ: 10,
 			Cigar: cigar("5M100000D5M"), MateRefID: 1, MatePos: 199, TemplateLength: -50,
 			Seq: []byte("AAAAACCCCC"), Qual: quals("IIIIIIIIII"), Aux: aux(nil).Z("RG", "grp")},
 			"d1\t1\tchr2\t100\t10\t5M100000D5M\t=\t200\t-50\tAAAAACCCCC\tIIIIIIIIII\tRG:Z:grp"},
-		{"other mate reference", decode.Record{Name: []byte("m1"), Flags: 65, RefID: 0, Pos: 0, MapQ: 255,
+		{"other mate reference", record.Record{Name: []byte("m1"), Flags: 65, RefID: 0, Pos: 0, MapQ: 255,
 			Cigar: cigar("2=1X1P3N2M"), MateRefID: 1, MatePos: 0, TemplateLength: math.MinInt32,
 			Seq: []byte("ACGTA")}, "m1\t65\tchr1\t1\t255\t2=1X1P3N2M\tchr2\t1\t-2147483648\tACGTA\t*"},
-		{"all base codes", decode.Record{Name: []byte("b1"), RefID: 1, Pos: 16383, Cigar: cigar("16M"),
+		{"all base codes", record.Record{Name: []byte("b1"), RefID: 1, Pos: 16383, Cigar: cigar("16M"),
 			MateRefID: -1, MatePos: -1, Seq: []byte("=ACMGRSVTWYHKDBN")},
 			"b1\t0\tchr2\t16384\t0\t16M\t*\t0\t0\t=ACMGRSVTWYHKDBN\t*"},
-		{"long CIGAR", decode.Record{Name: []byte("L1"), RefID: 0, Pos: 9999, Cigar: cigar(longCigar.String()),
+		{"long CIGAR", record.Record{Name: []byte("L1"), RefID: 0, Pos: 9999, Cigar: cigar(longCigar.String()),
 			MateRefID: -1, MatePos: -1, Seq: longSeq, Aux: aux(nil).S("NM", 35000)},
 			"L1\t0\tchr1\t10000\t0\t" + longCigar.String() + "\t*\t0\t0\t" + string(longSeq) + "\t*\tNM:i:35000"},
 	}
@@ -243,21 +243,21 @@ func firstDiff(a, b []byte) int {
 }
 
 func TestAppendRecordErrors(t *testing.T) {
-	ok := decode.Record{Name: []byte("x"), RefID: 0, Pos: 10, Cigar: cigar("4M"), MateRefID: -1, MatePos: -1,
+	ok := record.Record{Name: []byte("x"), RefID: 0, Pos: 10, Cigar: cigar("4M"), MateRefID: -1, MatePos: -1,
 		Seq: []byte("ACGT")}
 	tests := []struct {
 		name string
-		edit func(r *decode.Record)
+		edit func(r *record.Record)
 	}{
-		{"name too long", func(r *decode.Record) { r.Name = bytes.Repeat([]byte("n"), 255) }},
-		{"quality length", func(r *decode.Record) { r.Qual = []byte{1, 2, 3} }},
-		{"mapped without CIGAR", func(r *decode.Record) { r.Cigar = nil }},
-		{"CIGAR query length", func(r *decode.Record) { r.Cigar = cigar("3M") }},
-		{"position too large", func(r *decode.Record) { r.Pos = math.MaxInt32 + 1 }},
-		{"position too small", func(r *decode.Record) { r.Pos = math.MinInt32 - 1 }},
-		{"mate position too large", func(r *decode.Record) { r.MatePos = math.MaxInt32 + 1 }},
-		{"template length", func(r *decode.Record) { r.TemplateLength = math.MaxInt32 + 1 }},
-		{"long CIGAR spanning 2^28", func(r *decode.Record) {
+		{"name too long", func(r *record.Record) { r.Name = bytes.Repeat([]byte("n"), 255) }},
+		{"quality length", func(r *record.Record) { r.Qual = []byte{1, 2, 3} }},
+		{"mapped without CIGAR", func(r *record.Record) { r.Cigar = nil }},
+		{"CIGAR query length", func(r *record.Record) { r.Cigar = cigar("3M") }},
+		{"position too large", func(r *record.Record) { r.Pos = math.MaxInt32 + 1 }},
+		{"position too small", func(r *record.Record) { r.Pos = math.MinInt32 - 1 }},
+		{"mate position too large", func(r *record.Record) { r.MatePos = math.MaxInt32 + 1 }},
+		{"template length", func(r *record.Record) { r.TemplateLength = math.MaxInt32 + 1 }},
+		{"long CIGAR spanning 2^28", func(r *record.Record) {
 			r.Cigar = append(cigar("4M"), make([]uint32, 70000)...)
 			for i := 1; i < len(r.Cigar); i++ {
 				r.Cigar[i] = 4000<<4 | 2 // 4000D
@@ -423,7 +423,7 @@ func TestAppendRecordNameAndSeq(t *testing.T) {
 		for i := range seq {
 			seq[i] = bases[(i*7+n)%len(bases)]
 		}
-		r := decode.Record{Name: []byte("ab\x00cd"), Flags: 4, RefID: -1, Pos: -1, MateRefID: -1, MatePos: -1, Seq: seq}
+		r := record.Record{Name: []byte("ab\x00cd"), Flags: 4, RefID: -1, Pos: -1, MateRefID: -1, MatePos: -1, Seq: seq}
 		out, err := AppendRecord([]byte{0xEE}, &r)
 		if err != nil {
 			t.Fatal(err)

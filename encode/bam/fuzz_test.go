@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/internal/record"
 )
 
 // FuzzAppendRecord encodes records with arbitrary field values and checks
@@ -27,7 +27,7 @@ func FuzzAppendRecord(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, name []byte, flags uint16, refID int32, pos int64, mapq uint8, cig []byte,
 		mref int32, mpos, tlen int64, seq, qual, aux []byte, repeat uint16) {
-		r := decode.Record{Name: name, Flags: flags, RefID: refID, Pos: pos, MapQ: mapq, MateRefID: mref,
+		r := record.Record{Name: name, Flags: flags, RefID: refID, Pos: pos, MapQ: mapq, MateRefID: mref,
 			MatePos: mpos, TemplateLength: tlen, Seq: seq, Qual: qual, Aux: aux}
 		for i := 0; i+4 <= len(cig); i += 4 {
 			r.Cigar = append(r.Cigar, binary.LittleEndian.Uint32(cig[i:]))

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/record"
 )
 
 // splitBAM splits an uncompressed BAM stream into header text, references
@@ -40,15 +40,15 @@ func splitBAM(tb testing.TB, data []byte) (headerLen int, text []byte, refs []Re
 	return headerLen, text, refs, recs
 }
 
-// parseRecord decodes a BAM record into a decode.Record, moving a CG:B:I
+// parseRecord decodes a BAM record into a record.Record, moving a CG:B:I
 // tag back into the CIGAR like htslib's reader.
-func parseRecord(b []byte) decode.Record {
+func parseRecord(b []byte) record.Record {
 	le := binary.LittleEndian
 	b = b[4:]
 	lname := int(b[8])
 	nc := int(le.Uint16(b[12:]))
 	lseq := int(le.Uint32(b[16:]))
-	r := decode.Record{
+	r := record.Record{
 		RefID: int32(le.Uint32(b[0:])), Pos: int64(int32(le.Uint32(b[4:]))), MapQ: b[9],
 		Flags: le.Uint16(b[14:]), MateRefID: int32(le.Uint32(b[20:])), MatePos: int64(int32(le.Uint32(b[24:]))),
 		TemplateLength: int64(int32(le.Uint32(b[28:]))),
@@ -170,7 +170,7 @@ func equalRefs(a, b []Reference) bool {
 }
 
 // level1Records loads the records of the corpus' level-1.bam.
-func level1Records(b *testing.B) ([]decode.Record, int) {
+func level1Records(b *testing.B) ([]record.Record, int) {
 	file, err := os.ReadFile(filepath.Join(corpus.Dir(b), "hts-specs/test/bam/passed/level-1.bam"))
 	if err != nil {
 		b.Fatal(err)
@@ -180,7 +180,7 @@ func level1Records(b *testing.B) ([]decode.Record, int) {
 		b.Fatal(err)
 	}
 	hl, _, _, raw := splitBAM(b, data)
-	recs := make([]decode.Record, len(raw))
+	recs := make([]record.Record, len(raw))
 	for i, r := range raw {
 		recs[i] = parseRecord(r)
 	}

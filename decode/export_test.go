@@ -1,0 +1,54 @@
+package decode
+
+import "bytes"
+
+// DataSeriesKeyOffsets returns the file offsets of the two-letter key of
+// data series key in the encoding maps of the compression headers of b,
+// for the containers whose compression header is stored raw, so that a
+// test can rename a series in place.
+func DataSeriesKeyOffsets(b []byte, key string) ([]int64, error) {
+	f, err := Open("x.cram", bytes.NewReader(b), int64(len(b)), OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var offs []int64
+	for i := range f.Containers {
+		h := &f.Containers[i]
+		data := b[h.DataOffset():h.End()]
+		pos := 0
+		blk, err := parseBlock(data, &pos, f.Def.Major)
+		if err != nil {
+			return nil, err
+		}
+		if blk.Method != MethodRaw {
+			continue
+		}
+		ch := blk.Data
+		p := 0
+		size, err := readITF8(ch, &p) // preservation map
+		if err != nil {
+			return nil, err
+		}
+		p += int(size)
+		if _, err = readITF8(ch, &p); err != nil { // encoding map size
+			return nil, err
+		}
+		n, err := readITF8(ch, &p)
+		if err != nil {
+			return nil, err
+		}
+		for range n {
+			k := string(ch[p : p+2])
+			at := p
+			p += 2
+			if _, err := parseEncoding(ch, &p, dataSeriesInfo[dataSeriesKeys[k]].vt, 0); err != nil {
+				return nil, err
+			}
+			if k == key {
+				// blk.Data aliases data, so their capacities give its offset.
+				offs = append(offs, h.DataOffset()+int64(cap(data)-cap(blk.Data)+at))
+			}
+		}
+	}
+	return offs, nil
+}

@@ -1,0 +1,545 @@
+package decode
+
+import "fmt"
+
+// l1 maps a reference base to its substitution matrix row.
+var l1 = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 4
+	}
+	t['A'], t['a'] = 0, 0
+	t['C'], t['c'] = 1, 1
+	t['G'], t['g'] = 2, 2
+	t['T'], t['t'] = 3, 3
+	return
+}()
+
+// featureReader reads the read features of one mapped record (CRAMv3
+// §10.6, DecodeMappedRead and DecodeFeature) and resolves each into the
+// read's bases, qualities and CIGAR against the reference, with MD and NM
+// (mdnm.go) when they are generated: htslib's cram_decode_seq. Positions
+// are 1-based in the read (seqPos) and 0-based on the reference (refPos).
+type featureReader struct {
+	// Dependencies: the slice's blocks and encodings, and its reference.
+	st   *streams
+	ds   *[numDataSeries]*Encoding
+	sm   *[5][4]byte // substitution matrix
+	view *refView
+
+	// Constant for the record.
+	seq, qual    []byte // the read's bases and qualities, n bytes each
+	n            int64  // read length
+	refLen       int64  // length of the record's reference (0 if unplaced)
+	hasRef       bool   // the slice has reference bases
+	placed       bool   // the record has a reference (RI/slice reference >= 0)
+	preserveQual bool   // CF: qualities are stored (QS) for the whole read
+
+	// Mutable, feature by feature.
+	refPos, seqPos, prevPos int64
+	cigOp                   uint32 // the CIGAR operation being extended
+	cigLen                  int64  // its length so far
+	cig                     []uint32
+	md                      mdBuilder
+	scratch                 []byte // byte array values not read in place
+}
+
+// decodeSeq decodes the read features of a mapped record and rebuilds its
+// sequence, qualities, CIGAR, and MD and NM (CRAMv3 §10.6; htslib's
+// cram_decode_seq), then reads its mapping quality (MQ) and preserved
+// qualities (QS).
+func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasRef bool, seq, qual []byte, hasMD, hasNM bool) error {
+	genMD := !d.opt.NoMD && hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
+	r := featureReader{
+		st: &d.st, ds: &ch.DataSeries, sm: &ch.SubstitutionMatrix, view: view,
+		seq: seq, qual: qual, n: int64(cr.length),
+		hasRef: hasRef, placed: cr.refID >= 0, preserveQual: cr.cf&cfPreserveQual != 0,
+		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM, cig: d.cigars,
+		md:      mdBuilder{md: genMD && !hasMD, nm: genMD && !hasNM, aux: d.aux},
+		scratch: d.featScratch,
+	}
+	if !r.preserveQual {
+		for i := range qual {
+			qual[i] = 0xff
+		}
+	}
+	if r.placed {
+		r.refLen = d.refLength(int(cr.refID))
+	}
+	r.md.start()
+	if err := r.readFeatures(); err != nil {
+		return err
+	}
+	d.cigars, d.featScratch = r.cig, r.scratch
+	cr.aend = max(r.refPos, cr.apos)
+	mq, err := d.readInt(&ch.DataSeries, DSMQ)
+	if err != nil {
+		return err
+	}
+	cr.mapq = uint8(mq)
+	if r.preserveQual {
+		if err := d.readQuals(&ch.DataSeries, cr, qual); err != nil {
+			return err
+		}
+	}
+	if cr.cf&cfNoSeq != 0 {
+		cr.length = 0
+	}
+	d.aux = r.md.finish()
+	return nil
+}
+
+// readFeatures reads the record's FN features in order and matches the
+// bases between and after them to the reference (CRAMv3 §10.6,
+// DecodeMappedRead).
+func (r *featureReader) readFeatures() error {
+	e := r.ds[DSFN]
+	if e == nil {
+		return noEncoding(DSFN)
+	}
+	fn, err := e.decodeInt(r.st)
+	if err != nil {
+		return fmt.Errorf("FN: %w", err)
+	}
+	if fn < 0 || int64(fn) > r.n+int64(r.st.maxArray)+1 {
+		return corruptf("%d read features", fn)
+	}
+	for range fn {
+		if err := r.feature(); err != nil {
+			return err
+		}
+	}
+	// The bases after the last feature match the reference.
+	if r.n >= r.seqPos {
+		rest := r.n - r.seqPos + 1
+		if r.hasRef && r.placed {
+			inside, err := r.match(rest)
+			if err != nil {
+				return err
+			}
+			if inside {
+				// Like htslib, the end does not move past the reference's end.
+				r.refPos += rest
+			}
+		} else if r.placed {
+			r.refPos += rest
+		}
+		r.extend(cigM, rest)
+	}
+	if r.cigLen != 0 {
+		r.cig = append(r.cig, uint32(r.cigLen)<<4|r.cigOp)
+	}
+	return nil
+}
+
+// feature reads one feature (CRAMv3 §10.6, Read feature records and
+// DecodeFeature): its code (FC) and position (FP, a delta from the previous
+// feature's), the match to the reference up to it, and then its own data
+// series (Read feature codes).
+func (r *featureReader) feature() error {
+	op, err := r.readByte(DSFC)
+	if err != nil {
+		return err
+	}
+	var fp int32
+	if e := r.ds[DSFP]; e == nil {
+		return noEncoding(DSFP)
+	} else if v, ok := e.intFast(r.st); ok {
+		fp = v
+	} else if fp, err = e.decodeInt(r.st); err != nil {
+		return fmt.Errorf("FP: %w", err)
+	}
+	pos := int64(fp) + r.prevPos
+	if pos <= 0 {
+		return corruptf("feature position %d before the start of the read", pos)
+	}
+	if pos > r.seqPos {
+		if pos > r.n+1 {
+			return corruptf("feature position %d past the end of the %d-base read", pos, r.n)
+		}
+		gap := pos - r.seqPos
+		if r.hasRef && r.placed {
+			if _, err := r.match(gap); err != nil {
+				return err
+			}
+		}
+		r.extend(cigM, gap)
+		r.refPos += gap
+		r.seqPos = pos
+	}
+	r.prevPos = pos
+
+	switch op {
+	case 'S':
+		return r.softClip(pos)
+	case 'X':
+		return r.substitution(pos)
+	case 'D':
+		return r.deletion()
+	case 'I':
+		return r.insertion(pos)
+	case 'i':
+		return r.insertedBase(pos)
+	case 'b':
+		return r.bases(pos)
+	case 'q':
+		return r.qualities(pos)
+	case 'B':
+		return r.baseAndQuality(pos)
+	case 'Q':
+		return r.quality(pos)
+	case 'H':
+		return r.skip(DSHC, cigH)
+	case 'P':
+		return r.skip(DSPD, cigP)
+	case 'N':
+		return r.skip(DSRS, cigN)
+	}
+	return corruptf("unknown read feature code %q", op)
+}
+
+// flush ends the CIGAR operation being extended unless it is op.
+func (r *featureReader) flush(op uint32) {
+	if r.cigLen != 0 && r.cigOp != op {
+		r.cig = append(r.cig, uint32(r.cigLen)<<4|r.cigOp)
+		r.cigLen = 0
+	}
+}
+
+// extend adds k to the CIGAR operation op, ending the previous one if it
+// differs.
+func (r *featureReader) extend(op uint32, k int64) {
+	r.flush(op)
+	r.cigOp = op
+	r.cigLen += k
+}
+
+// softClip is feature 'S': SC bases, a soft clip of their length.
+func (r *featureReader) softClip(pos int64) error {
+	if r.cigLen != 0 {
+		r.cig = append(r.cig, uint32(r.cigLen)<<4|r.cigOp)
+		r.cigLen = 0
+	}
+	m, err := r.readArray(DSSC, r.seq, pos-1)
+	if err != nil {
+		return err
+	}
+	r.cig = append(r.cig, uint32(m)<<4|cigS)
+	r.cigOp = cigS
+	r.seqPos += m
+	return nil
+}
+
+// substitution is feature 'X': a base other than the reference's, as the
+// BS code's entry of the substitution matrix (CRAMv3 §10.6, Base
+// substitution codes).
+func (r *featureReader) substitution(pos int64) error {
+	r.flush(cigM)
+	code, err := r.readByte(DSBS)
+	if err != nil {
+		return err
+	}
+	if code > 3 {
+		return corruptf("BS: substitution code %d", code)
+	}
+	if !r.placed || r.refPos >= r.refLen || !r.hasRef {
+		if pos-1 < r.n {
+			r.seq[pos-1] = r.sm[4][code]
+		}
+		r.md.offReference()
+	} else {
+		refCall := byte('N')
+		if r.refPos < r.view.limit {
+			if refCall, err = r.view.at(r.refPos); err != nil {
+				return err
+			}
+		}
+		if pos-1 < r.n {
+			r.seq[pos-1] = r.sm[l1[refCall]][code]
+		}
+		r.md.mismatch(refCall)
+	}
+	r.md.edits++
+	r.extend(cigM, 1)
+	r.seqPos++
+	r.refPos++
+	return nil
+}
+
+// deletion is feature 'D': DL reference bases the read leaves out.
+func (r *featureReader) deletion() error {
+	r.flush(cigD)
+	dl, err := r.readLength(DSDL)
+	if err != nil {
+		return err
+	}
+	if r.md.active() {
+		if err := r.md.deletion(r.view, r.refPos, dl, r.refLen); err != nil {
+			return err
+		}
+	}
+	r.extend(cigD, dl)
+	r.refPos += dl
+	return nil
+}
+
+// insertion is feature 'I': IN bases inserted in the read.
+func (r *featureReader) insertion(pos int64) error {
+	r.flush(cigI)
+	m, err := r.readArray(DSIN, r.seq, pos-1)
+	if err != nil {
+		return err
+	}
+	r.extend(cigI, m)
+	r.seqPos += m
+	r.md.edits += m
+	return nil
+}
+
+// insertedBase is feature 'i': one inserted base (BA).
+func (r *featureReader) insertedBase(pos int64) error {
+	r.flush(cigI)
+	b, err := r.readByte(DSBA)
+	if err != nil {
+		return err
+	}
+	if r.n > 0 {
+		if pos-1 >= r.n {
+			return corruptf("insertion at read position %d past the %d-base read", pos, r.n)
+		}
+		r.seq[pos-1] = b
+	}
+	r.extend(cigI, 1)
+	r.seqPos++
+	r.md.edits++
+	return nil
+}
+
+// bases is feature 'b': BB bases stored in place of the reference's.
+func (r *featureReader) bases(pos int64) error {
+	r.flush(cigM)
+	m, err := r.readArray(DSBB, r.seq, pos-1)
+	if err != nil {
+		return err
+	}
+	if r.md.active() {
+		if err := r.md.bases(r.view, r.refPos, m, r.refLen, r.hasRef); err != nil {
+			return err
+		}
+	}
+	r.extend(cigM, m)
+	r.seqPos += m
+	r.refPos += m
+	return nil
+}
+
+// qualities is feature 'q': QQ qualities of consecutive bases.
+func (r *featureReader) qualities(pos int64) error {
+	r.flush(cigM)
+	r.fillQual30()
+	if _, err := r.readArray(DSQQ, r.qual, pos-1); err != nil {
+		return err
+	}
+	r.cigOp = cigM
+	return nil
+}
+
+// baseAndQuality is feature 'B': one stored base (BA) and its quality
+// (QS).
+func (r *featureReader) baseAndQuality(pos int64) error {
+	r.flush(cigM)
+	b, err := r.readByte(DSBA)
+	if err != nil {
+		return err
+	}
+	if r.n > 0 {
+		if pos-1 >= r.n {
+			return corruptf("base at read position %d past the %d-base read", pos, r.n)
+		}
+		r.seq[pos-1] = b
+	}
+	if r.md.active() {
+		if err := r.md.base(r.view, r.refPos, r.refLen, r.hasRef); err != nil {
+			return err
+		}
+	}
+	r.fillQual30()
+	q, err := r.readByte(DSQS)
+	if err != nil {
+		return err
+	}
+	if pos-1 < r.n {
+		r.qual[pos-1] = q
+	}
+	r.extend(cigM, 1)
+	r.seqPos++
+	r.refPos++
+	return nil
+}
+
+// quality is feature 'Q': the quality (QS) of one base.
+func (r *featureReader) quality(pos int64) error {
+	r.fillQual30()
+	q, err := r.readByte(DSQS)
+	if err != nil {
+		return err
+	}
+	if pos-1 >= r.n {
+		return corruptf("quality at read position %d past the %d-base read", pos, r.n)
+	}
+	r.qual[pos-1] = q
+	return nil
+}
+
+// skip is features 'H', 'P' and 'N': a hard clip (HC), padding (PD) or
+// reference skip (RS) of the length read from series s.
+func (r *featureReader) skip(s DataSeries, op uint32) error {
+	r.flush(op)
+	v, err := r.readLength(s)
+	if err != nil {
+		return err
+	}
+	r.extend(op, v)
+	if op == cigN {
+		r.refPos += v
+	}
+	return nil
+}
+
+// fillQual30 gives a read whose qualities are not preserved quality 30
+// where no feature sets one, once a feature sets any (htslib's default).
+func (r *featureReader) fillQual30() {
+	if !r.preserveQual && len(r.qual) > 0 && r.qual[0] == 0xff {
+		for i := range r.qual {
+			r.qual[i] = 30
+		}
+	}
+}
+
+// match fills k bases at seqPos from the reference at refPos, the
+// implicit match between features (htslib's cram_decode_seq): an 'N' in
+// the reference counts as a mismatch for MD and NM, and a match running
+// past the reference's end is filled with 'N' (to the read's end when
+// it starts past the reference). It reports whether the match lies
+// inside the reference. It does not move refPos or seqPos.
+func (r *featureReader) match(k int64) (bool, error) {
+	v, at := r.view, r.seqPos-1
+	if r.refPos+k > r.refLen {
+		if rlen := r.refLen - r.refPos; rlen > 0 {
+			if r.refPos+rlen > v.limit {
+				return false, errBeyondSlice(r.refPos + rlen)
+			}
+			b, err := v.slice(r.refPos, r.refPos+rlen)
+			if err != nil {
+				return false, err
+			}
+			copy(r.seq[at:], b)
+			for i := at + rlen; i < at+k; i++ {
+				r.seq[i] = 'N'
+			}
+		} else {
+			for i := at; i < r.n; i++ {
+				r.seq[i] = 'N'
+			}
+		}
+		r.md.pastReference(k)
+		return false, nil
+	}
+	if r.refPos+k > v.limit {
+		return false, errBeyondSlice(r.refPos + k)
+	}
+	b, err := v.slice(r.refPos, r.refPos+k)
+	if err != nil {
+		return false, err
+	}
+	copy(r.seq[at:], b)
+	if r.md.active() {
+		if v.hasN(r.refPos, r.refPos+k) {
+			r.md.matchN(b)
+		} else {
+			r.md.dist += k
+		}
+	}
+	return true, nil
+}
+
+// readByte reads one value of a byte series, the EXTERNAL case inline.
+func (r *featureReader) readByte(s DataSeries) (byte, error) {
+	if e := r.ds[s]; e != nil {
+		if v, ok := e.byteFast(r.st); ok {
+			return v, nil
+		}
+	}
+	return readByteSlow(r.ds[s], r.st, s)
+}
+
+// readByteSlow is readByte past its inlined first case.
+func readByteSlow(e *Encoding, st *streams, s DataSeries) (byte, error) {
+	if e == nil {
+		return 0, noEncoding(s)
+	}
+	v, err := e.decodeByte(st)
+	if err != nil {
+		return 0, fmt.Errorf("%v: %w", s, err)
+	}
+	return v, nil
+}
+
+// readLength reads a length (DL, HC, PD, RS), which must not be negative.
+func (r *featureReader) readLength(s DataSeries) (int64, error) {
+	if e := r.ds[s]; e != nil {
+		if v, ok := e.intFast(r.st); ok {
+			return int64(v), nil // below 128
+		}
+	}
+	return readLengthSlow(r.ds[s], r.st, s)
+}
+
+// readLengthSlow is readLength past its inlined first case.
+func readLengthSlow(e *Encoding, st *streams, s DataSeries) (int64, error) {
+	if e == nil {
+		return 0, noEncoding(s)
+	}
+	v, err := e.decodeInt(st)
+	if err != nil {
+		return 0, fmt.Errorf("%v: %w", s, err)
+	}
+	if v < 0 {
+		return 0, corruptf("%v: length %d", s, v)
+	}
+	return int64(v), nil
+}
+
+// readArray reads one byte array value of series s into dst at off, which
+// it must fit, and returns its length.
+func (r *featureReader) readArray(s DataSeries, dst []byte, off int64) (int64, error) {
+	e := r.ds[s]
+	if e == nil {
+		return 0, noEncoding(s)
+	}
+	var b []byte
+	var err error
+	if e.ID == EncodingByteArrayStop {
+		// The bytes as they lie in their block, copied once.
+		var x *extStream
+		if x, err = e.stream(r.st); err == nil {
+			b, err = x.readUntil(e.Stop)
+		}
+	} else {
+		r.scratch, err = e.appendArray(r.st, r.scratch[:0])
+		b = r.scratch
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%v: %w", s, err)
+	}
+	m := int64(len(b))
+	if r.n == 0 {
+		// A read stored without bases ('*'): htslib decodes the
+		// feature's bytes and drops them.
+		return m, nil
+	}
+	if off < 0 || off+m > int64(len(dst)) {
+		return 0, corruptf("%v: %d bytes at read position %d overrun the %d-base read", s, m, off+1, r.n)
+	}
+	copy(dst[off:], b)
+	return m, nil
+}

@@ -1,0 +1,125 @@
+package decode
+
+import (
+	"fmt"
+)
+
+// readTags decodes the tags of the record's tag line (TL) into the aux
+// buffer (CRAMv3 §10.5, DecodeTagData; htslib's cram_decode_aux). It
+// reports whether MD and NM are present.
+func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, err error) {
+	tl, err := d.readInt(&ch.DataSeries, DSTL)
+	if err != nil {
+		return false, false, err
+	}
+	if tl < 0 || int(tl) >= len(ch.TagLines) {
+		return false, false, corruptf("tag line %d, dictionary has %d", tl, len(ch.TagLines))
+	}
+	plan := &ch.tagPlans[tl]
+	hasMD, hasNM = plan.hasMD, plan.hasNM
+	cr.auxOff = int32(len(d.aux))
+	for k := range plan.ops {
+		op := &plan.ops[k]
+		start := len(d.aux)
+		d.aux = append(d.aux, op.key[0], op.key[1], op.key[2])
+		switch op.kind {
+		case tagConst:
+			x, err := op.val.stream(&d.st)
+			if err != nil {
+				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
+			}
+			b, err := x.readN(op.n)
+			if err != nil {
+				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
+			}
+			d.aux = append(d.aux, b...)
+		case tagStop:
+			x, err := op.enc.stream(&d.st)
+			if err != nil {
+				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
+			}
+			b, err := x.readUntil(op.enc.Stop)
+			if err != nil {
+				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
+			}
+			d.aux = append(d.aux, b...)
+		default:
+			if op.enc == nil {
+				return false, false, corruptf("tag %s has no encoding", op.key[:])
+			}
+			if d.aux, err = op.enc.appendArray(&d.st, d.aux); err != nil {
+				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
+			}
+		}
+		if op.cF && len(d.aux)-start == 4 {
+			// htslib's private cF tag: bit 1 keeps MD, bit 2 keeps NM from
+			// being generated. It is not output.
+			cF := d.aux[start+3]
+			d.aux = d.aux[:start]
+			if cF&1 != 0 {
+				hasMD = true
+			}
+			if cF&2 != 0 {
+				hasNM = true
+			}
+		}
+	}
+	return hasMD, hasNM, nil
+}
+
+// tagPlan is how a record reads the tags of one tag line (CRAMv3 §8.4, Tag encodings):
+// one tagOp per tag, and whether the line holds MD or NM, which are then
+// not generated.
+type tagPlan struct {
+	ops          []tagOp
+	hasMD, hasNM bool
+}
+
+// tagOp reads the value of one tag.
+type tagOp struct {
+	key  [3]byte
+	kind tagKind
+	cF   bool      // htslib's private cF:C tag (see readTags)
+	n    int       // tagConst: the length
+	enc  *Encoding // the tag's encoding; nil when the header gives none
+	val  *Encoding // tagConst: the EXTERNAL encoding of the bytes
+}
+
+type tagKind uint8
+
+const (
+	tagGeneral tagKind = iota // appendArray
+	tagConst                  // a fixed number of bytes from one external block
+	tagStop                   // BYTE_ARRAY_STOP
+)
+
+// planTagLine builds the plan of one tag line from the tag encodings.
+// tagConst is how CRAM writers store integer tags: BYTE_ARRAY_LEN with a
+// one-symbol HUFFMAN length (read with no bits) and EXTERNAL bytes.
+func planTagLine(line []byte, tags map[int32]*Encoding) tagPlan {
+	var p tagPlan
+	p.ops = make([]tagOp, len(line)/3)
+	for j := range p.ops {
+		t := line[3*j : 3*j+3]
+		op := &p.ops[j]
+		copy(op.key[:], t)
+		op.cF = t[0] == 'c' && t[1] == 'F' && t[2] == 'C'
+		if t[0] == 'M' && t[1] == 'D' {
+			p.hasMD = true
+		}
+		if t[0] == 'N' && t[1] == 'M' {
+			p.hasNM = true
+		}
+		e := tags[int32(t[0])<<16|int32(t[1])<<8|int32(t[2])]
+		op.enc = e
+		switch {
+		case e == nil:
+		case e.ID == EncodingByteArrayLen && e.Len.ID == EncodingHuffman && e.Len.huff.count[0] > 0 &&
+			e.Len.huff.symbols[0] >= 0 && e.Val.ID == EncodingExternal:
+			op.kind, op.n, op.val = tagConst, int(e.Len.huff.symbols[0]), e.Val
+		case e.ID == EncodingByteArrayStop:
+			op.kind = tagStop
+		}
+	}
+	return p
+}
