@@ -61,6 +61,9 @@ type Decoder struct {
 	name     []byte // ContainerFunc's generated name
 	refBuf   []byte
 	md5buf   []byte
+	// window serves the records of multi-reference slices; it keeps its
+	// bases from slice to slice of a container, until Reset.
+	window refView
 	// Decompressed blocks: the compression header's (alive for the
 	// container), the slice header's and each slice block's (alive for the
 	// slice), reused from container to container.
@@ -89,6 +92,7 @@ func (d *Decoder) Reset(f *File, opt DecoderOptions) {
 	}
 	d.f, d.opt = f, opt
 	d.lenID = -1
+	d.window.drop()
 }
 
 // blockBufs keeps the decompression buffer of each block from slice to
@@ -459,8 +463,9 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 		}
 		return nil, corruptf("data series %s is used but has no encoding", name)
 	}
-	var view refView
-	hasRef, err := d.sliceRef(ch, sh, &view)
+	var fixed refView
+	view := &fixed
+	hasRef, err := d.sliceRef(ch, sh, view)
 	if err != nil {
 		return err
 	}
@@ -519,9 +524,8 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 							r := d.f.Refs[cr.refID]
 							return fmt.Errorf("%w: records on %s need a reference (M5 %s) and none was given", ErrReference, r.Name, r.M5)
 						}
-						id := int(cr.refID)
-						src := d.opt.Reference
-						view = refView{buf: view.buf[:0], start: 0, load: func(dst []byte, s, e int64) ([]byte, error) { return src.Bases(dst, id, s, e) }}
+						d.window.window(d.opt.Reference, int(cr.refID))
+						view = &d.window
 						hasRef = true
 					}
 					view.limit = d.refLength(int(cr.refID))
@@ -662,7 +666,7 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 			if cr.apos <= 0 {
 				return corruptf("record %d: alignment position %d but no unmapped flag", rec, cr.apos)
 			}
-			if err := d.decodeSeq(ch, &cr, &view, hasRef, seq, qual, hasMD, hasNM); err != nil {
+			if err := d.decodeSeq(ch, &cr, view, hasRef, seq, qual, hasMD, hasNM); err != nil {
 				return fmt.Errorf("record %d: %w", rec, err)
 			}
 		} else {
@@ -1470,7 +1474,7 @@ func featureInt2MQ(ds *[numDataSeries]*Encoding, st *streams) (int32, error) {
 // Codec state outside d is not counted.
 func (d *Decoder) Footprint() int64 {
 	n := cap(d.cbuf) + cap(d.names) + cap(d.seqs) + cap(d.quals) + cap(d.qualScratch) +
-		cap(d.aux) + cap(d.name) + cap(d.refBuf) + cap(d.md5buf) + cap(d.chBuf) + cap(d.shBuf) +
+		cap(d.aux) + cap(d.name) + cap(d.refBuf) + cap(d.md5buf) + cap(d.window.buf) + cap(d.chBuf) + cap(d.shBuf) +
 		4*cap(d.cigars) +
 		cap(d.crecs)*int(unsafe.Sizeof(crec{})) +
 		cap(d.recs)*int(unsafe.Sizeof(Record{})) +
