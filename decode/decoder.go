@@ -482,9 +482,7 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 	// a larger length is a lie that would only make us allocate.
 	maxReadLen := int64(st.maxArray) + 1<<16 + sh.RefSpan
 	if multi {
-		for _, r := range d.f.Refs {
-			maxReadLen = max(maxReadLen, int64(st.maxArray)+1<<16+r.Length)
-		}
+		maxReadLen = max(maxReadLen, int64(st.maxArray)+1<<16+d.f.maxRefLen)
 	}
 	nrec := int(sh.NumRecords)
 	if nrec > st.maxArray+1 && nrec > 1<<20 {

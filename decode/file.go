@@ -28,6 +28,9 @@ type File struct {
 	ReadGroups []string // @RG IDs in header order
 	Containers []ContainerHeader
 	HasEOF     bool
+	// maxRefLen is the longest @SQ length: it bounds the reads of a
+	// multi-reference slice, found once rather than per slice.
+	maxRefLen int64
 }
 
 // OpenOptions adjusts Open.
@@ -49,6 +52,9 @@ func Open(name string, r io.ReaderAt, size int64, opt OpenOptions) (*File, error
 	}
 	major := f.Def.Major
 	f.HeaderText, f.Refs, f.ReadGroups = sh.Text, sh.Refs, sh.ReadGroups
+	for _, r := range f.Refs {
+		f.maxRefLen = max(f.maxRefLen, r.Length)
+	}
 
 	for off < size {
 		h, err := readContainerHeader(r, off, size, major)
