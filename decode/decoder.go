@@ -64,6 +64,8 @@ type Decoder struct {
 	// window serves the records of multi-reference slices; it keeps its
 	// bases from slice to slice of a container, until Reset.
 	window refView
+	// encs holds the encodings of the container's compression header.
+	encs encodings
 	// Decompressed blocks: the compression header's (alive for the
 	// container), the slice header's and each slice block's (alive for the
 	// slice), reused from container to container.
@@ -296,7 +298,8 @@ func (d *Decoder) container(h *ContainerHeader) error {
 	if chBlock.Method != MethodRaw && cap(chRaw) > cap(d.chBuf) {
 		d.chBuf = chRaw[:0]
 	}
-	ch, err := parseCompressionHeader(chRaw)
+	d.encs.reset()
+	ch, err := parseCompressionHeader(chRaw, &d.encs)
 	if err != nil {
 		return fmt.Errorf("compression header: %w", err)
 	}
@@ -1476,7 +1479,8 @@ func (d *Decoder) Footprint() int64 {
 		4*cap(d.cigars) +
 		cap(d.crecs)*int(unsafe.Sizeof(crec{})) +
 		cap(d.recs)*int(unsafe.Sizeof(Record{})) +
-		cap(d.nameRefs)*int(unsafe.Sizeof(nameRef{}))
+		cap(d.nameRefs)*int(unsafe.Sizeof(nameRef{})) +
+		cap(d.encs.encs)*int(unsafe.Sizeof(Encoding{})) + cap(d.encs.huffs)*int(unsafe.Sizeof(huffman{}))
 	for _, b := range d.blockBufs.bufs {
 		n += cap(b.b)
 	}

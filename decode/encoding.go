@@ -79,8 +79,64 @@ type huffman struct {
 	one [4]int32
 }
 
-// parseEncoding parses an encoding (id, parameter length, parameters) at *pos.
-func parseEncoding(b []byte, pos *int, vt valueType, depth int) (*Encoding, error) {
+// encodings holds the Encodings and Huffman codes of one compression
+// header in blocks that a Decoder reuses from container to container, so
+// that parsing a header allocates little once the blocks have grown (files
+// of one-read containers parse one header per read). A nil *encodings, or
+// one without room, allocates each one.
+type encodings struct {
+	encs  []Encoding
+	huffs []huffman
+	used  int // encodings handed out since reset
+}
+
+// reset makes the blocks free for the next header; what the previous
+// one's encodings pointed to must no longer be used.
+func (a *encodings) reset() {
+	a.encs, a.huffs, a.used = a.encs[:0], a.huffs[:0], 0
+}
+
+// ensure makes room for n more top-level encodings, each of at most
+// maxParts Encodings and as many Huffman codes. A new block takes the
+// ones already handed out into account, so that the next header of the
+// same shape fits in it; those stay where they are, in the old block.
+func (a *encodings) ensure(n int) {
+	need := n * maxParts
+	if a == nil || cap(a.encs)-len(a.encs) >= need {
+		return
+	}
+	a.encs = make([]Encoding, 0, a.used+need)
+	a.huffs = make([]huffman, 0, a.used+need)
+}
+
+// maxParts is the most Encodings one top-level encoding holds: a
+// BYTE_ARRAY_LEN and its two parts, which cannot nest further.
+const maxParts = 3
+
+func (a *encodings) encoding(id EncodingID) *Encoding {
+	if a == nil || len(a.encs) == cap(a.encs) {
+		return &Encoding{ID: id}
+	}
+	a.used++
+	a.encs = a.encs[:len(a.encs)+1]
+	e := &a.encs[len(a.encs)-1]
+	*e = Encoding{ID: id}
+	return e
+}
+
+func (a *encodings) huffman() *huffman {
+	if a == nil || len(a.huffs) == cap(a.huffs) {
+		return &huffman{}
+	}
+	a.huffs = a.huffs[:len(a.huffs)+1]
+	h := &a.huffs[len(a.huffs)-1]
+	*h = huffman{}
+	return h
+}
+
+// parseEncoding parses an encoding (id, parameter length, parameters) at
+// *pos, taking its storage from a.
+func parseEncoding(b []byte, pos *int, vt valueType, depth int, a *encodings) (*Encoding, error) {
 	id, err := readITF8(b, pos)
 	if err != nil {
 		return nil, err
@@ -94,11 +150,12 @@ func parseEncoding(b []byte, pos *int, vt valueType, depth int) (*Encoding, erro
 	}
 	params := b[*pos : *pos+int(n)]
 	*pos += int(n)
-	e := &Encoding{ID: EncodingID(id)}
+	if EncodingID(id) == EncodingNull {
+		return nil, nil
+	}
+	e := a.encoding(EncodingID(id))
 	p := 0
 	switch e.ID {
-	case EncodingNull:
-		return nil, nil
 	case EncodingExternal:
 		if e.ContentID, err = readITF8(params, &p); err != nil {
 			return nil, err
@@ -107,7 +164,7 @@ func parseEncoding(b []byte, pos *int, vt valueType, depth int) (*Encoding, erro
 		if vt == typeByteArray {
 			return nil, corruptf("HUFFMAN used for a byte array series")
 		}
-		if e.huff, err = parseHuffman(params); err != nil {
+		if e.huff, err = parseHuffman(params, a); err != nil {
 			return nil, err
 		}
 		p = len(params)
@@ -115,10 +172,10 @@ func parseEncoding(b []byte, pos *int, vt valueType, depth int) (*Encoding, erro
 		if vt != typeByteArray || depth > 0 {
 			return nil, corruptf("BYTE_ARRAY_LEN outside a byte array series")
 		}
-		if e.Len, err = parseEncoding(params, &p, typeInt, depth+1); err != nil {
+		if e.Len, err = parseEncoding(params, &p, typeInt, depth+1, a); err != nil {
 			return nil, err
 		}
-		if e.Val, err = parseEncoding(params, &p, typeByte, depth+1); err != nil {
+		if e.Val, err = parseEncoding(params, &p, typeByte, depth+1, a); err != nil {
 			return nil, err
 		}
 		if e.Len == nil || e.Val == nil {
@@ -170,10 +227,11 @@ func parseEncoding(b []byte, pos *int, vt valueType, depth int) (*Encoding, erro
 }
 
 // parseHuffman reads the alphabet and code lengths and assigns canonical
-// codes in (length, symbol) order. Every container's compression header
-// has a few dozen codes, so it allocates little: the code itself and, for
-// more than one symbol, one block for its tables.
-func parseHuffman(params []byte) (*huffman, error) {
+// codes in (length, symbol) order, taking its storage from a. Every
+// container's compression header has a few dozen codes, so it allocates
+// little: the code itself and, for more than one symbol, one block for
+// its tables.
+func parseHuffman(params []byte, a *encodings) (*huffman, error) {
 	p := 0
 	n, err := readITF8(params, &p)
 	if err != nil {
@@ -203,7 +261,7 @@ func parseHuffman(params []byte) (*huffman, error) {
 	if nl != n {
 		return nil, corruptf("HUFFMAN: %d symbols, %d code lengths", n, nl)
 	}
-	h := &huffman{}
+	h := a.huffman()
 	for i := range codes {
 		l, err := readITF8(params, &p)
 		if err != nil {
