@@ -38,7 +38,7 @@ func (r *storeRef) Length(int) int64 { return -1 }
 // CRAM file's size.
 func BenchmarkDecode(b *testing.B) {
 	root := filepath.Join(corpus.Root(), "testdata")
-	for _, name := range []string{"ce_1000.3.0", "ce_1000.3.1-normal", "ce_1000.3.1-archive", "ce_1000.2.1"} {
+	for _, name := range []string{"ce_1000.3.0", "ce_1000.3.1-normal", "ce_1000.3.1-archive", "ce_1000.2.1", "ce_1000.scramble-3.0-s1S50", "ce_1000.3.0-sps1"} {
 		b.Run(name, func(b *testing.B) {
 			p := filepath.Join(root, "cram", name+".cram")
 			data, err := os.ReadFile(p)

@@ -100,8 +100,9 @@ type CompressionHeader struct {
 
 // parseCompressionHeader parses the raw bytes of a compression header block
 // (CRAMv3 §8.4): the preservation map, the data series encodings and the
-// tag encodings.
-func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
+// tag encodings, taking the storage of its encodings from a (nil:
+// allocated).
+func parseCompressionHeader(b []byte, a *encodings) (*CompressionHeader, error) {
 	h := &CompressionHeader{APDelta: true, ReferenceRequired: true, QSSeqOrient: true}
 	copy(h.SubstitutionMatrix[0][:], "CGTN")
 	copy(h.SubstitutionMatrix[1][:], "AGTN")
@@ -185,6 +186,7 @@ func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 	if n, err = readITF8(b, &pos); err != nil {
 		return nil, fmt.Errorf("data series encodings: %w", err)
 	}
+	a.ensure(min(max(int(n), 0), len(b)-pos))
 	for i := int32(0); i < n; i++ {
 		if pos+2 > len(b) {
 			return nil, corruptf("data series encodings: entry %d past the end", i)
@@ -196,7 +198,7 @@ func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 		if known {
 			vt = dataSeriesInfo[ds].vt
 		}
-		enc, err := parseEncoding(b, &pos, vt, 0)
+		enc, err := parseEncoding(b, &pos, vt, 0, a)
 		if err != nil {
 			if known {
 				return nil, fmt.Errorf("data series %s: %w", key, err)
@@ -223,12 +225,13 @@ func parseCompressionHeader(b []byte) (*CompressionHeader, error) {
 		return nil, corruptf("tag encodings: %d entries", n)
 	}
 	h.Tags = make(map[int32]*Encoding, n)
+	a.ensure(int(n))
 	for i := int32(0); i < n; i++ {
 		key, err := readITF8(b, &pos)
 		if err != nil {
 			return nil, fmt.Errorf("tag encodings: %w", err)
 		}
-		enc, err := parseEncoding(b, &pos, typeByteArray, 0)
+		enc, err := parseEncoding(b, &pos, typeByteArray, 0, a)
 		if err != nil {
 			return nil, fmt.Errorf("tag %c%c:%c: %w", byte(key>>16), byte(key>>8), byte(key), err)
 		}

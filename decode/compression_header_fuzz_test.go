@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/cramfs/cramfs/internal/corpus"
@@ -47,13 +48,18 @@ func TestCompressionHeadersOfFixturesParse(t *testing.T) {
 	if len(hs) < 50 {
 		t.Fatalf("only %d compression headers found in the fixtures", len(hs))
 	}
+	var a encodings // reused from header to header, as a Decoder does
 	for i, raw := range hs {
-		ch, err := parseCompressionHeader(raw)
+		ch, err := parseCompressionHeader(raw, nil)
 		if err != nil {
 			t.Fatalf("header %d: %v", i, err)
 		}
 		if ch.DataSeries[DSBF] == nil || ch.DataSeries[DSRL] == nil {
 			t.Errorf("header %d: BF or RL has no encoding", i)
+		}
+		a.reset()
+		if reused, err := parseCompressionHeader(raw, &a); err != nil || !reflect.DeepEqual(reused, ch) {
+			t.Fatalf("header %d parses otherwise into reused storage (%v)", i, err)
 		}
 	}
 }
@@ -64,8 +70,14 @@ func FuzzCompressionHeader(f *testing.F) {
 	for _, raw := range compressionHeaders(f) {
 		f.Add(raw)
 	}
+	var a encodings // reused from input to input, as a Decoder does
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ch, err := parseCompressionHeader(b)
+		ch, err := parseCompressionHeader(b, nil)
+		a.reset()
+		reused, rerr := parseCompressionHeader(b, &a)
+		if (err == nil) != (rerr == nil) || !reflect.DeepEqual(reused, ch) {
+			t.Fatalf("parsed into reused storage: %v, %v; allocated: %v", reused, rerr, err)
+		}
 		if err != nil {
 			if ch != nil {
 				t.Fatalf("error %v with a header", err)

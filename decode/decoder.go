@@ -64,6 +64,11 @@ type Decoder struct {
 	name     []byte // ContainerFunc's generated name
 	refBuf   []byte
 	md5buf   []byte
+	// window serves the records of multi-reference slices; it keeps its
+	// bases from slice to slice of a container, until Reset.
+	window refView
+	// encs holds the encodings of the container's compression header.
+	encs encodings
 	// Decompressed blocks: the compression header's (alive for the
 	// container), the slice header's and each slice block's (alive for the
 	// slice), reused from container to container.
@@ -92,6 +97,7 @@ func (d *Decoder) Reset(f *File, opt DecoderOptions) {
 	}
 	d.f, d.opt = f, opt
 	d.lenID = -1
+	d.window.drop()
 }
 
 // Container decodes data container i and returns its records, valid until
@@ -173,7 +179,8 @@ func (d *Decoder) container(h *ContainerHeader) error {
 	if chBlock.Method != MethodRaw && cap(chRaw) > cap(d.chBuf) {
 		d.chBuf = chRaw[:0]
 	}
-	ch, err := parseCompressionHeader(chRaw)
+	d.encs.reset()
+	ch, err := parseCompressionHeader(chRaw, &d.encs)
 	if err != nil {
 		return fmt.Errorf("compression header: %w", err)
 	}
@@ -345,9 +352,8 @@ func (d *Decoder) switchRef(s *sliceState, id int32) error {
 			r := d.f.Refs[id]
 			return fmt.Errorf("%w: records on %s need a reference (M5 %s) and none was given", ErrReference, r.Name, r.M5)
 		}
-		rid := int(id)
-		src := d.opt.Reference
-		s.view = refView{buf: s.view.buf[:0], start: 0, load: func(dst []byte, s, e int64) ([]byte, error) { return src.Bases(dst, rid, s, e) }}
+		d.window.window(d.opt.Reference, int(id))
+		s.view = &d.window
 		s.hasRef = true
 	}
 	s.view.limit = d.refLength(int(id))
@@ -361,11 +367,12 @@ func (d *Decoder) switchRef(s *sliceState, id int32) error {
 // Codec state outside d is not counted.
 func (d *Decoder) Footprint() int64 {
 	n := cap(d.cbuf) + cap(d.names) + cap(d.seqs) + cap(d.quals) + cap(d.qualScratch) + cap(d.featScratch) +
-		cap(d.aux) + cap(d.name) + cap(d.refBuf) + cap(d.md5buf) + cap(d.chBuf) + cap(d.shBuf) +
+		cap(d.aux) + cap(d.name) + cap(d.refBuf) + cap(d.md5buf) + cap(d.window.buf) + cap(d.chBuf) + cap(d.shBuf) +
 		4*cap(d.cigars) +
 		cap(d.crecs)*int(unsafe.Sizeof(crec{})) +
 		cap(d.recs)*int(unsafe.Sizeof(Record{})) +
-		cap(d.nameRefs)*int(unsafe.Sizeof(nameRef{}))
+		cap(d.nameRefs)*int(unsafe.Sizeof(nameRef{})) +
+		cap(d.encs.encs)*int(unsafe.Sizeof(Encoding{})) + cap(d.encs.huffs)*int(unsafe.Sizeof(huffman{}))
 	for _, b := range d.blockBufs.bufs {
 		n += cap(b.b)
 	}

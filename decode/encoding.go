@@ -2,7 +2,7 @@ package decode
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 )
 
 // EncodingID names a data series encoding (CRAMv3 §13).
@@ -74,11 +74,70 @@ type huffman struct {
 	// codes and index of the first symbol of that length.
 	first, count, index []int32
 	maxLen              int32
+	// one holds the four slices of a one-symbol code, the most common
+	// (a constant series), so that it costs a single allocation.
+	one [4]int32
+}
+
+// encodings holds the Encodings and Huffman codes of one compression
+// header in blocks that a Decoder reuses from container to container, so
+// that parsing a header allocates little once the blocks have grown (files
+// of one-read containers parse one header per read). A nil *encodings, or
+// one without room, allocates each one.
+type encodings struct {
+	encs  []Encoding
+	huffs []huffman
+	used  int // encodings handed out since reset
+}
+
+// reset makes the blocks free for the next header; what the previous
+// one's encodings pointed to must no longer be used.
+func (a *encodings) reset() {
+	a.encs, a.huffs, a.used = a.encs[:0], a.huffs[:0], 0
+}
+
+// ensure makes room for n more top-level encodings, each of at most
+// maxParts Encodings and as many Huffman codes. A new block takes the
+// ones already handed out into account, so that the next header of the
+// same shape fits in it; those stay where they are, in the old block.
+func (a *encodings) ensure(n int) {
+	need := n * maxParts
+	if a == nil || cap(a.encs)-len(a.encs) >= need {
+		return
+	}
+	a.encs = make([]Encoding, 0, a.used+need)
+	a.huffs = make([]huffman, 0, a.used+need)
+}
+
+// maxParts is the most Encodings one top-level encoding holds: a
+// BYTE_ARRAY_LEN and its two parts, which cannot nest further.
+const maxParts = 3
+
+func (a *encodings) encoding(id EncodingID) *Encoding {
+	if a == nil || len(a.encs) == cap(a.encs) {
+		return &Encoding{ID: id}
+	}
+	a.used++
+	a.encs = a.encs[:len(a.encs)+1]
+	e := &a.encs[len(a.encs)-1]
+	*e = Encoding{ID: id}
+	return e
+}
+
+func (a *encodings) huffman() *huffman {
+	if a == nil || len(a.huffs) == cap(a.huffs) {
+		return &huffman{}
+	}
+	a.huffs = a.huffs[:len(a.huffs)+1]
+	h := &a.huffs[len(a.huffs)-1]
+	*h = huffman{}
+	return h
 }
 
 // parseEncoding parses an encoding (id, parameter length, parameters) at
-// *pos (CRAMv3 §3, with the parameters of each codec in §13).
-func parseEncoding(b []byte, pos *int, vt valueType, depth int) (*Encoding, error) {
+// *pos (CRAMv3 §3, with the parameters of each codec in §13), taking its
+// storage from a.
+func parseEncoding(b []byte, pos *int, vt valueType, depth int, a *encodings) (*Encoding, error) {
 	id, err := readITF8(b, pos)
 	if err != nil {
 		return nil, err
@@ -92,11 +151,12 @@ func parseEncoding(b []byte, pos *int, vt valueType, depth int) (*Encoding, erro
 	}
 	params := b[*pos : *pos+int(n)]
 	*pos += int(n)
-	e := &Encoding{ID: EncodingID(id)}
+	if EncodingID(id) == EncodingNull {
+		return nil, nil
+	}
+	e := a.encoding(EncodingID(id))
 	p := 0
 	switch e.ID {
-	case EncodingNull:
-		return nil, nil
 	case EncodingExternal:
 		if e.ContentID, err = readITF8(params, &p); err != nil {
 			return nil, err
@@ -105,7 +165,7 @@ func parseEncoding(b []byte, pos *int, vt valueType, depth int) (*Encoding, erro
 		if vt == typeByteArray {
 			return nil, corruptf("HUFFMAN used for a byte array series")
 		}
-		if e.huff, err = parseHuffman(params); err != nil {
+		if e.huff, err = parseHuffman(params, a); err != nil {
 			return nil, err
 		}
 		p = len(params)
@@ -113,10 +173,10 @@ func parseEncoding(b []byte, pos *int, vt valueType, depth int) (*Encoding, erro
 		if vt != typeByteArray || depth > 0 {
 			return nil, corruptf("BYTE_ARRAY_LEN outside a byte array series")
 		}
-		if e.Len, err = parseEncoding(params, &p, typeInt, depth+1); err != nil {
+		if e.Len, err = parseEncoding(params, &p, typeInt, depth+1, a); err != nil {
 			return nil, err
 		}
-		if e.Val, err = parseEncoding(params, &p, typeByte, depth+1); err != nil {
+		if e.Val, err = parseEncoding(params, &p, typeByte, depth+1, a); err != nil {
 			return nil, err
 		}
 		if e.Len == nil || e.Val == nil {
@@ -168,68 +228,93 @@ func parseEncoding(b []byte, pos *int, vt valueType, depth int) (*Encoding, erro
 }
 
 // parseHuffman reads the alphabet and code lengths and assigns canonical
-// codes in (length, symbol) order (CRAMv3 §13.3).
-func parseHuffman(params []byte) (*huffman, error) {
+// codes in (length, symbol) order (CRAMv3 §13.3), taking its storage from a. Every
+// container's compression header has a few dozen codes, so it allocates
+// little: the code itself and, for more than one symbol, one block for
+// its tables.
+func parseHuffman(params []byte, a *encodings) (*huffman, error) {
 	p := 0
-	syms, err := readArrayITF8(params, &p, nil)
+	n, err := readITF8(params, &p)
 	if err != nil {
 		return nil, err
 	}
-	lens, err := readArrayITF8(params, &p, nil)
+	if n < 0 || int(n) > len(params)-p {
+		return nil, corruptf("HUFFMAN: %d symbols in %d bytes", n, len(params)-p)
+	}
+	// codes holds (length<<32 | symbol with its sign bit flipped): sorted
+	// as integers, they are in (length, symbol) order.
+	var small [32]uint64
+	codes := small[:0]
+	if n > int32(len(small)) {
+		codes = make([]uint64, 0, n)
+	}
+	for range n {
+		v, err := readITF8(params, &p)
+		if err != nil {
+			return nil, err
+		}
+		codes = append(codes, uint64(uint32(v)^1<<31))
+	}
+	nl, err := readITF8(params, &p)
 	if err != nil {
 		return nil, err
 	}
-	if len(syms) != len(lens) {
-		return nil, corruptf("HUFFMAN: %d symbols, %d code lengths", len(syms), len(lens))
+	if nl != n {
+		return nil, corruptf("HUFFMAN: %d symbols, %d code lengths", n, nl)
+	}
+	h := a.huffman()
+	for i := range codes {
+		l, err := readITF8(params, &p)
+		if err != nil {
+			return nil, err
+		}
+		if l < 0 || l > 31 {
+			return nil, corruptf("HUFFMAN: code length %d", l)
+		}
+		if int(l) >= len(codes) && !(len(codes) == 1 && l == 0) {
+			return nil, corruptf("HUFFMAN: code length %d for %d symbols", l, len(codes))
+		}
+		codes[i] |= uint64(l) << 32
+		h.maxLen = max(h.maxLen, l)
 	}
 	if p != len(params) {
 		return nil, corruptf("HUFFMAN: %d parameter bytes unused", len(params)-p)
 	}
-	if len(syms) == 0 {
+	if n == 0 {
 		// An empty alphabet parses, and fails when read (decode). count
 		// has its length-0 entry, zero, so that the one-symbol tests of
 		// decodeInt and appendArray see no constant.
-		return &huffman{count: []int32{0}}, nil
+		h.count = h.one[:1]
+		return h, nil
 	}
-	h := &huffman{}
-	type code struct{ sym, len int32 }
-	codes := make([]code, len(syms))
-	for i := range syms {
-		if lens[i] < 0 || lens[i] > 31 {
-			return nil, corruptf("HUFFMAN: code length %d", lens[i])
-		}
-		if int(lens[i]) >= len(syms) && !(len(syms) == 1 && lens[i] == 0) {
-			return nil, corruptf("HUFFMAN: code length %d for %d symbols", lens[i], len(syms))
-		}
-		codes[i] = code{syms[i], lens[i]}
-		h.maxLen = max(h.maxLen, lens[i])
+	slices.Sort(codes)
+	// maxLen < n (checked above), so each table has at most n entries.
+	tables := h.one[:]
+	if n > 1 {
+		tables = make([]int32, int(n)+3*int(h.maxLen+1))
 	}
-	sort.Slice(codes, func(i, j int) bool {
-		if codes[i].len != codes[j].len {
-			return codes[i].len < codes[j].len
-		}
-		return codes[i].sym < codes[j].sym
-	})
-	h.symbols = make([]int32, len(codes))
-	h.first = make([]int32, h.maxLen+1)
-	h.count = make([]int32, h.maxLen+1)
-	h.index = make([]int32, h.maxLen+1)
+	k := int(h.maxLen + 1)
+	h.symbols = tables[:n:n]
+	h.first = tables[n : int(n)+k : int(n)+k]
+	h.count = tables[int(n)+k : int(n)+2*k : int(n)+2*k]
+	h.index = tables[int(n)+2*k : int(n)+3*k]
 	val, lastLen := int64(-1), int32(0)
 	for i, c := range codes {
+		sym, l := int32(uint32(c)^1<<31), int32(c>>32)
 		val++
-		if c.len > lastLen {
-			val <<= uint(c.len - lastLen)
-			lastLen = c.len
+		if l > lastLen {
+			val <<= uint(l - lastLen)
+			lastLen = l
 		}
-		if val >= int64(1)<<uint(c.len) && c.len > 0 {
+		if val >= int64(1)<<uint(l) && l > 0 {
 			return nil, corruptf("HUFFMAN: code lengths over-subscribe the code space")
 		}
-		if h.count[c.len] == 0 {
-			h.first[c.len] = int32(val)
-			h.index[c.len] = int32(i)
+		if h.count[l] == 0 {
+			h.first[l] = int32(val)
+			h.index[l] = int32(i)
 		}
-		h.count[c.len]++
-		h.symbols[i] = c.sym
+		h.count[l]++
+		h.symbols[i] = sym
 	}
 	return h, nil
 }

@@ -31,6 +31,9 @@ type File struct {
 	ReadGroups []string // @RG IDs in header order
 	Containers []ContainerHeader
 	HasEOF     bool
+	// maxRefLen is the longest @SQ length: it bounds the reads of a
+	// multi-reference slice, found once rather than per slice.
+	maxRefLen int64
 }
 
 // OpenOptions adjusts Open.
@@ -52,9 +55,13 @@ func Open(name string, r io.ReaderAt, size int64, opt OpenOptions) (*File, error
 	}
 	major := f.Def.Major
 	f.HeaderText, f.Refs, f.ReadGroups = sh.Text, sh.Refs, sh.ReadGroups
+	for _, q := range f.Refs {
+		f.maxRefLen = max(f.maxRefLen, q.Length)
+	}
 
+	ahead := &aheadReader{r: r, buf: make([]byte, 0, aheadSize)}
 	for off < size {
-		h, err := readContainerHeader(r, off, size, major)
+		h, err := readContainerHeader(ahead, off, size, major)
 		if err != nil {
 			return nil, wrap(off, err)
 		}
@@ -76,6 +83,36 @@ func Open(name string, r io.ReaderAt, size int64, opt OpenOptions) (*File, error
 		return nil, wrap(size, fmt.Errorf("%w: no EOF container at the end of the file", ErrTruncated))
 	}
 	return f, nil
+}
+
+// aheadSize is how much aheadReader reads at once.
+const aheadSize = 64 << 10
+
+// aheadReader serves Open's reads of container headers, at increasing
+// offsets, from reads of aheadSize bytes: a file of tiny containers made
+// one read(2) per container.
+type aheadReader struct {
+	r   io.ReaderAt
+	buf []byte // the bytes at off
+	off int64
+}
+
+func (a *aheadReader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= a.off && off+int64(len(p)) <= a.off+int64(len(a.buf)) {
+		return copy(p, a.buf[off-a.off:]), nil
+	}
+	if len(p) > cap(a.buf)/2 {
+		return a.r.ReadAt(p, off)
+	}
+	n, err := a.r.ReadAt(a.buf[:cap(a.buf)], off)
+	a.buf, a.off = a.buf[:n], off
+	if n >= len(p) {
+		return copy(p, a.buf), nil
+	}
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	return copy(p, a.buf), err
 }
 
 // readHeader reads the file definition into f.Def and parses the SAM

@@ -92,8 +92,11 @@ type sliceState struct {
 	// view gives the reference bases; hasRef says whether there are any
 	// (a slice of a file decoded without reference has none). In a
 	// multi-reference slice, switchRef moves them to each record's
-	// reference, lastRefID (-9: none yet).
-	view      refView
+	// reference, lastRefID (-9: none yet): to the Decoder's window view,
+	// which keeps what it loaded from slice to slice; fixed holds the span
+	// of a single-reference slice.
+	view      *refView
+	fixed     refView
 	hasRef    bool
 	lastRefID int32
 	lastAPos  int64 // AP of the previous record, for AP deltas
@@ -118,7 +121,8 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 func (d *Decoder) sliceRecords(s *sliceState) error {
 	ch, sh := s.ch, &s.sh
 	var err error
-	if s.hasRef, err = d.sliceRef(ch, sh, &s.view); err != nil {
+	s.view = &s.fixed
+	if s.hasRef, err = d.sliceRef(ch, sh, s.view); err != nil {
 		return err
 	}
 	if n := len(d.f.ReadGroups); n > 0 && d.f.ReadGroups[n-1] == "UNKNOWN" {
@@ -130,9 +134,7 @@ func (d *Decoder) sliceRecords(s *sliceState) error {
 	maxArray := int64(d.st.maxArray)
 	s.maxReadLen = maxArray + 1<<16 + sh.RefSpan
 	if s.multi {
-		for _, r := range d.f.Refs {
-			s.maxReadLen = max(s.maxReadLen, maxArray+1<<16+r.Length)
-		}
+		s.maxReadLen = max(s.maxReadLen, maxArray+1<<16+d.f.maxRefLen)
 	}
 	if s.nrec > d.st.maxArray+1 && s.nrec > 1<<20 {
 		return corruptf("slice claims %d records for %d bytes of data", s.nrec, d.st.maxArray)
@@ -362,7 +364,7 @@ func (d *Decoder) readRead(s *sliceState, cr *crec, hasMD, hasNM bool) error {
 		if cr.apos <= 0 {
 			return corruptf("alignment position %d but no unmapped flag", cr.apos)
 		}
-		if err := d.decodeSeq(s.ch, cr, &s.view, s.hasRef, seq, qual, hasMD, hasNM); err != nil {
+		if err := d.decodeSeq(s.ch, cr, s.view, s.hasRef, seq, qual, hasMD, hasNM); err != nil {
 			return err
 		}
 	} else if err := d.readUnmapped(s.ch, cr, seq, qual); err != nil {

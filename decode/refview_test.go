@@ -18,10 +18,9 @@ func TestRefViewHasN(t *testing.T) {
 		contig[p] = 'N'
 	}
 	copy(contig[3000:3100], bytes.Repeat([]byte{'N'}, 100))
-	load := func(dst []byte, s, e int64) ([]byte, error) { return append(dst, contig[s:e]...), nil }
 	views := map[string]*refView{
 		"fixed":   {buf: contig, limit: int64(len(contig))},
-		"windows": {load: load, limit: int64(len(contig))},
+		"windows": {src: memRef{contig}, limit: int64(len(contig))},
 	}
 	for name, v := range views {
 		for q := 0; q < 20000; q++ {
@@ -44,3 +43,11 @@ func TestRefViewHasN(t *testing.T) {
 		}
 	}
 }
+
+// memRef is a ReferenceSource of one contig held in memory.
+type memRef struct{ bases []byte }
+
+func (r memRef) Bases(dst []byte, _ int, start, end int64) ([]byte, error) {
+	return append(dst, r.bases[start:end]...), nil
+}
+func (r memRef) Length(int) int64 { return int64(len(r.bases)) }

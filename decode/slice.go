@@ -83,21 +83,47 @@ func errBeyondSlice(pos int64) error {
 	return corruptf("alignment at reference position %d extends beyond the slice's reference extents", pos+1)
 }
 
-// refView gives reference bases to the record decoder. For a single
-// reference slice it holds the slice's span; for multi-reference slices it
-// loads windows of a whole contig on demand.
+// refView gives reference bases to the record decoder. A fixed view holds
+// the span of a single-reference slice. A window view (src set) serves the
+// records of multi-reference slices: it loads bases of one contig on
+// demand as a window that follows the records forward, so the bases loaded
+// stay proportional to those the records cover.
 type refView struct {
+	// src and id name the contig a window view loads from; src is nil for
+	// a fixed view.
+	src ReferenceSource
+	id  int
+
 	buf   []byte
 	start int64 // 0-based position of buf[0]
 	// limit is the exclusive 0-based end the decoder may read (htslib's ref_end).
 	limit int64
-	// load fetches [start, end) of the current contig; nil for a fixed view.
-	load func(dst []byte, start, end int64) ([]byte, error)
 	// nFrom and nNext remember hasN's last scan of buf (when nScanned):
 	// no 'N' in [nFrom, nNext), and nNext is an 'N' or the end of buf.
 	nFrom, nNext int64
 	nScanned     bool
 }
+
+// A window view loads at least minWindow bases when it starts afresh. While
+// records come in order it doubles each time it moves on, up to maxWindow,
+// so that a run of records costs few loads and a slice of one read only a
+// little more than the read.
+const (
+	minWindow = 1 << 10
+	maxWindow = 1 << 20
+)
+
+// window makes v a window view of contig id of src. It keeps the bases it
+// holds when they are of the same contig: consecutive slices of a
+// container usually lie close together. The caller sets limit.
+func (v *refView) window(src ReferenceSource, id int) {
+	if v.src == nil || v.id != id {
+		*v = refView{src: src, id: id, buf: v.buf[:0]}
+	}
+}
+
+// drop forgets the source and bases of v, keeping its buffer.
+func (v *refView) drop() { *v = refView{buf: v.buf[:0]} }
 
 // slice returns the bases of [from, to). Callers check the range against
 // limit first, as htslib does.
@@ -105,21 +131,38 @@ func (v *refView) slice(from, to int64) ([]byte, error) {
 	if from >= v.start && to <= v.start+int64(len(v.buf)) && from <= to {
 		return v.buf[from-v.start : to-v.start], nil
 	}
-	if v.load == nil || from < 0 || to > v.limit || from > to {
+	if v.src == nil || from < 0 || to > v.limit || from > to {
 		return nil, errBeyondSlice(to)
 	}
-	end := min(max(to, from+1<<20), v.limit)
-	var err error
-	v.buf, err = v.load(v.buf[:0], from, end)
-	if err != nil {
+	if err := v.load(from, to); err != nil {
 		return nil, err
 	}
-	v.start = from
-	v.nScanned = false
-	if int64(len(v.buf)) < to-from {
-		return nil, fmt.Errorf("%w: reference returned %d bases for [%d,%d)", ErrReference, len(v.buf), from, end)
-	}
 	return v.buf[:to-from], nil
+}
+
+// load moves the window to start at from and cover at least to. When from
+// lies inside the current window, the bases from there on are kept and
+// only the rest is read.
+func (v *refView) load(from, to int64) error {
+	end := v.start + int64(len(v.buf))
+	size, keep, at := int64(minWindow), 0, from
+	if from >= v.start && from <= end {
+		size = min(max(2*int64(len(v.buf)), minWindow), maxWindow)
+		keep = copy(v.buf, v.buf[from-v.start:])
+		at = end
+	}
+	stop := min(max(to, from+size), v.limit)
+	buf, err := v.src.Bases(v.buf[:keep], v.id, at, stop)
+	v.start, v.nScanned = from, false
+	if err != nil {
+		v.buf = buf[:0]
+		return err
+	}
+	v.buf = buf
+	if int64(len(buf)) < to-from {
+		return fmt.Errorf("%w: reference returned %d bases for [%d,%d)", ErrReference, len(buf)-keep, at, stop)
+	}
+	return nil
 }
 
 // hasN reports whether the bases of [from, to), which a call of slice has

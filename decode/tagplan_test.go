@@ -14,7 +14,7 @@ import (
 func TestTagPlan(t *testing.T) {
 	parseAs := func(b []byte, vt valueType) *Encoding {
 		p := 0
-		e, err := parseEncoding(b, &p, vt, 0)
+		e, err := parseEncoding(b, &p, vt, 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

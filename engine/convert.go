@@ -46,76 +46,45 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type result struct {
-		data []byte
-		err  error
-	}
 	n := src.NumContainers()
-	queue := make(chan chan result, 2*threads)
-	sem := make(chan struct{}, threads)
-	// Buffers cycle between the workers and the writer: compressed bytes
-	// back after writing, and raw BAM bytes back to the workers for a
-	// Source that is not a BlockAppender.
-	raws := make(chan []byte, threads)
-	outs := make(chan []byte, 3*threads)
-	comps := make(chan *bgzf.Compressor, threads)
+	cw := &convertWorkers{src: src,
+		raws: make(chan []byte, threads), outs: make(chan []byte, 3*threads),
+		comps: make(chan *bgzf.Compressor, threads)}
 	for range threads {
 		c, err := bgzf.NewCompressor(level)
 		if err != nil {
 			return err
 		}
-		comps <- c
+		cw.comps <- c
+	}
+	queue := make(chan chan convertResult, 2*threads)
+	// Long-lived workers rather than a goroutine per container: each new
+	// goroutine grew its stack again to the decoder's depth, a fifth of
+	// the time of files of one-read containers.
+	jobs := make(chan convertJob)
+	for range threads {
+		go func() {
+			for j := range jobs {
+				j.res <- cw.container(ctx, j.i)
+			}
+		}()
 	}
 	go func() {
 		defer close(queue)
+		defer close(jobs)
 		for i := range n {
-			ch := make(chan result, 1)
+			ch := make(chan convertResult, 1)
 			select {
 			case queue <- ch:
 			case <-ctx.Done():
 				return
 			}
 			select {
-			case sem <- struct{}{}:
+			case jobs <- convertJob{i: i, res: ch}:
 			case <-ctx.Done():
-				ch <- result{err: ctx.Err()}
+				ch <- convertResult{err: ctx.Err()}
 				return
 			}
-			go func() {
-				defer func() { <-sem }()
-				var out []byte
-				select {
-				case out = <-outs:
-				default:
-				}
-				if ba, ok := src.(BlockAppender); ok {
-					// Records go into blocks as they are encoded: no
-					// container-sized BAM buffer.
-					c := <-comps
-					data, _, err := ba.AppendContainerBlocks(ctx, i, c, out[:0], nil)
-					comps <- c
-					ch <- result{data: data, err: err}
-					return
-				}
-				var raw []byte
-				select {
-				case raw = <-raws:
-				default:
-				}
-				raw, err := src.AppendContainer(ctx, i, raw[:0])
-				if err != nil {
-					ch <- result{err: err}
-					return
-				}
-				c := <-comps
-				data, err := c.AppendBlocks(out[:0], raw)
-				comps <- c
-				select {
-				case raws <- raw:
-				default:
-				}
-				ch <- result{data: data, err: err}
-			}()
 		}
 	}()
 	done := 0
@@ -136,7 +105,7 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 			return err
 		}
 		select {
-		case outs <- r.data:
+		case cw.outs <- r.data:
 		default:
 		}
 		done++
@@ -149,6 +118,60 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	}
 	_, err = io.WriteString(w, bgzf.EOF)
 	return err
+}
+
+type convertJob struct {
+	i   int
+	res chan<- convertResult
+}
+
+type convertResult struct {
+	data []byte
+	err  error
+}
+
+// convertWorkers is what Convert's workers share.
+type convertWorkers struct {
+	src Source
+	// Buffers cycle between the workers and the writer: compressed bytes
+	// back after writing, and raw BAM bytes back to the workers for a
+	// Source that is not a BlockAppender.
+	raws, outs chan []byte
+	comps      chan *bgzf.Compressor // one per worker
+}
+
+// container builds the BGZF blocks of container i.
+func (cw *convertWorkers) container(ctx context.Context, i int) convertResult {
+	var out []byte
+	select {
+	case out = <-cw.outs:
+	default:
+	}
+	if ba, ok := cw.src.(BlockAppender); ok {
+		// Records go into blocks as they are encoded: no container-sized
+		// BAM buffer.
+		c := <-cw.comps
+		data, _, err := ba.AppendContainerBlocks(ctx, i, c, out[:0], nil)
+		cw.comps <- c
+		return convertResult{data: data, err: err}
+	}
+	var raw []byte
+	select {
+	case raw = <-cw.raws:
+	default:
+	}
+	raw, err := cw.src.AppendContainer(ctx, i, raw[:0])
+	if err != nil {
+		return convertResult{err: err}
+	}
+	c := <-cw.comps
+	data, err := c.AppendBlocks(out[:0], raw)
+	cw.comps <- c
+	select {
+	case cw.raws <- raw:
+	default:
+	}
+	return convertResult{data: data, err: err}
 }
 
 // WritePiece is the most Convert hands to one Write call, and a good

@@ -176,6 +176,9 @@ done
 #   ce_1, xx_pair   ce#1.sam, xx#pair.sam as they are, without M5 tags: CRAM 2.1
 #                   writers declare the container of so short a header text 2
 #                   bytes shorter than its block
+#   ce_1000         (group slices) as written above, in slices of one read:
+#                   both writers then make multi-reference slices, each
+#                   covering a few hundred bases of a 1 Mb contig
 awk 'function rd(name, pos, ops, op,   i, cig, seq, qual) {
 		for (i = 0; i < ops / 2; i++) {
 			cig = cig "1M1" op
@@ -201,13 +204,14 @@ OTHER_SETS=(
 	"ce_1	$src/ce#1.sam	ce.fa	short"
 	"xx_pair	$src/xx#pair.sam	xx.fa	short"
 	"xx_tlen	$work/xx_tlen.sam	xx.fa	other"
+	"ce_1000	$work/ce_1000.sam	ce.fa	slices"
 )
 # Writers: variant name, the groups of sets it applies to (all: corner sets;
 # long: corner_long; other: sets of the first part, which samtools 1.16
-# already wrote; short: short headers), and the command (@IN@, @OUT@, @REF@ replaced). scramble -q and
+# already wrote; short: short headers; slices: small multi-reference slices), and the command (@IN@, @OUT@, @REF@ replaced). scramble -q and
 # --no-PG keep @PG lines out; picard adds none.
 WRITERS=(
-	"3.0-sps1	all	samtools view --no-PG -T @REF@ -O cram,version=3.0,seqs_per_slice=1 -o @OUT@ @IN@"
+	"3.0-sps1	all,slices	samtools view --no-PG -T @REF@ -O cram,version=3.0,seqs_per_slice=1 -o @OUT@ @IN@"
 	"3.0	all,long	samtools view --no-PG -T @REF@ -O cram,version=3.0 -o @OUT@ @IN@"
 	"3.0-noref	all	samtools view --no-PG -T @REF@ -O cram,version=3.0,no_ref=1 -o @OUT@ @IN@"
 	"3.1-archive	all	samtools view --no-PG -T @REF@ -O cram,version=3.1,archive -o @OUT@ @IN@"
@@ -221,6 +225,7 @@ WRITERS=(
 	"scramble-2.1-x	all,other,short	scramble -q -I sam -O cram -V2.1 -x -r @REF@ @IN@ @OUT@"
 	"scramble-3.0-9jZ	all,other	scramble -q -I sam -O cram -V3.0 -9 -j -Z -r @REF@ @IN@ @OUT@"
 	"scramble-3.0-s3S2	all,other	scramble -q -I sam -O cram -V3.0 -s 3 -S 2 -r @REF@ @IN@ @OUT@"
+	"scramble-3.0-s1S50	slices	scramble -q -I sam -O cram -V3.0 -s 1 -S 50 -r @REF@ @IN@ @OUT@"
 	"scramble-3.0-Ms50	other	scramble -q -I sam -O cram -V3.0 -M -s 50 -r @REF@ @IN@ @OUT@"
 	"scramble-3.0-e	other	scramble -q -I sam -O cram -V3.0 -e -r @REF@ @IN@ @OUT@"
 	"scramble-3.1-archive	all,other	scramble -q -I sam -O cram -V3.1 -X archive -r @REF@ @IN@ @OUT@"

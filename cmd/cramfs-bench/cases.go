@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -93,6 +94,7 @@ func (b *bench) cases() []benchCase {
 		out = append(out, rc)
 		if f.ID == "v30" {
 			out = append(out, b.scaleCase(f))
+			out = append(out, b.smallSliceCases(f)...)
 		}
 	}
 	return out
@@ -120,6 +122,61 @@ func (b *bench) scaleCase(f flavour) benchCase {
 		return warm(ctx)
 	}
 	return c
+}
+
+// smallSliceReads is how many reads of the 3.0 file the small-slice
+// flavours hold: a second or two of samtools, and few enough that writing
+// them in slices of one read stays quick.
+const smallSliceReads = 120_000
+
+// smallSliceWriters write the small-slice flavours: layouts that other
+// writers and settings make, whose slices hold one read each, so that
+// both writers switch to multi-reference slices. args are the writer's
+// arguments, reading SAM from standard input; REF and OUT are replaced.
+var smallSliceWriters = []struct {
+	id, name string
+	scramble bool // written by scramble (staden io_lib), else by samtools
+	args     []string
+}{
+	{"sps1", "samtools seqs_per_slice=1", false,
+		[]string{"view", "--no-PG", "-T", "REF", "-O", "cram,version=3.0,seqs_per_slice=1", "-o", "OUT", "-"}},
+	{"s1S50", "scramble -s 1 -S 50", true,
+		[]string{"-q", "-I", "sam", "-O", "cram", "-V3.0", "-s", "1", "-S", "50", "-r", "REF", "/dev/stdin", "OUT"}},
+}
+
+// smallSliceCases convert, at level 0, CRAMs of the first smallSliceReads
+// reads of f written in tiny slices, made once per run in the scratch
+// directory (samtools head | writer).
+func (b *bench) smallSliceCases(f flavour) []benchCase {
+	head := b.sam("head", "-n", strconv.Itoa(smallSliceReads), "-T", b.data.Ref, f.CRAM)
+	var out []benchCase
+	for _, w := range smallSliceWriters {
+		sf := flavour{ID: f.ID + "-" + w.id, Name: fmt.Sprintf("%s, %dk reads, %s", f.Name, smallSliceReads/1000, w.name),
+			CRAM: filepath.Join(b.scratch, "small", f.Stem()+"."+w.id+".cram")}
+		c := b.convertCase(sf, "level 0 (-u)", 0, []string{"-u"})
+		write := command{Path: b.samtools, Env: samEnv}
+		if w.scramble {
+			p, err := exec.LookPath("scramble")
+			if err != nil {
+				c.Skip = "scramble not found (apt-get install staden-io-lib-utils)"
+			}
+			write.Path = p
+		}
+		for _, a := range w.args {
+			write.Args = append(write.Args, strings.NewReplacer("REF", b.data.Ref, "OUT", sf.CRAM).Replace(a))
+		}
+		c.Setup = func(ctx context.Context) error {
+			if err := os.MkdirAll(filepath.Dir(sf.CRAM), 0o755); err != nil {
+				return err
+			}
+			if err := pipe(ctx, head, write); err != nil {
+				return fmt.Errorf("making %s: %w", sf.Name, err)
+			}
+			return nil
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func (b *bench) convertCase(f flavour, variant string, level int, samOpt []string) benchCase {

@@ -55,7 +55,7 @@ func main() {
 	flag.StringVar(&c.cramfs, "cramfs", "", "cramfs binary (default: go build ./cmd/cramfs into a temporary directory)")
 	flag.StringVar(&c.samtools, "samtools", "samtools", "samtools binary")
 	flag.StringVar(&c.out, "out", "bench", "directory for BENCHMARKS.md and ratios.svg, or CODECS.md with -codecs (\"\" to write nothing)")
-	flag.StringVar(&c.only, "only", "", "run only the cases whose id matches this regular expression (ids: convert/FLAVOUR/levelN, first-access/FLAVOUR, seq-read/FLAVOUR, seq-read-plain/FLAVOUR, seq-read-x4/v30, regions/FLAVOUR); with -codecs, the streams whose family or file name matches")
+	flag.StringVar(&c.only, "only", "", "run only the cases whose id matches this regular expression (ids: convert/FLAVOUR/levelN, first-access/FLAVOUR, seq-read/FLAVOUR, seq-read-plain/FLAVOUR, seq-read-x4/v30, regions/FLAVOUR; the small-slice flavours are v30-sps1 and v30-s1S50); with -codecs, the streams whose family or file name matches")
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds per pair")
 	flag.IntVar(&c.threads, "threads", 2, "threads for both tools (-@)")
 	flag.IntVar(&c.nRegions, "regions", 20, "number of region queries")
@@ -272,7 +272,9 @@ func writePreamble(w io.Writer, c config, b *bench) {
 		"Mount rows: the layout index is built once beforehand (warm index), every round mounts afresh (cold block cache) "+
 		"and only the samtools read through the mount is timed. "+
 		"The \"file ×4\" row reads a CRAM made of four copies of the 3.0 file (samtools cat, re-encoded by samtools view -C) "+
-		"through the mount: its peak RSS beside the 3.0 row's shows whether memory grows with the file.\n\n", c.rounds)
+		"through the mount: its peak RSS beside the 3.0 row's shows whether memory grows with the file. "+
+		"The \"3.0, %dk reads\" rows convert the first %d reads of the 3.0 file written in slices of one read "+
+		"(samtools head, then samtools view -C or scramble), as other writers and settings make them.\n\n", c.rounds, smallSliceReads/1000, smallSliceReads)
 	fmt.Fprintf(w, "![ratios](ratios.svg)\n\n")
 }
 
