@@ -297,8 +297,8 @@ func readIndex(b []byte) (*indexFile, error) {
 }
 
 // errUntrusted and errUntrustedDir mark an index file or a cache
-// directory that the trust model of the cache (README, "Cache directory
-// and trust") refuses.
+// directory that the trust model of the cache (docs/trust.md, "Cache
+// directory and trust") refuses.
 var (
 	errUntrusted    = errors.New("index file not trusted")
 	errUntrustedDir = errors.New("cache directory not trusted")

@@ -45,8 +45,8 @@ func indexFiles(t *testing.T, dir string) []string {
 	return out
 }
 
-// TestClusterSharedCache checks what the README's "Clusters and
-// containers" section says: two `cramfs index --shared-cache` processes
+// TestClusterSharedCache checks what docs/clusters.md ("Clusters and
+// containers") says: two `cramfs index --shared-cache` processes
 // (batch jobs) given overlapping sets of files write into one group cache
 // directory at the same time, each file's layout lands there once, and a
 // mount with --shared-cache on that directory then opens every file from
@@ -67,7 +67,7 @@ func TestClusterSharedCache(t *testing.T) {
 		crams = append(crams, filepath.Join(src, name+".cram"))
 		fixtureOf[name] = f
 	}
-	// The group cache as the README sets it up: setgid, group-writable.
+	// The group cache as docs/clusters.md sets it up: setgid, group-writable.
 	cache := filepath.Join(t.TempDir(), "cache")
 	if err := os.Mkdir(cache, 0o775); err != nil {
 		t.Fatal(err)
