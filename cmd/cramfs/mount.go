@@ -38,7 +38,7 @@ func (e *engineFlags) register(fs *pflag.FlagSet) {
 	registerRefs(fs, &e.refs)
 	fs.StringVar(&e.cacheDir, "cache-dir", "", "keep the persisted layout indexes in `DIR` (default $XDG_CACHE_HOME/cramfs)")
 	fs.StringVar(&e.cacheSize, "cache-size", "256M", "memory budget, `SIZE` bytes (K, M, G suffixes), of the BGZF blocks kept, the builds in flight, the open files' state (up to an eighth) and the decoders (up to half)")
-	fs.BoolVar(&e.sharedCache, "shared-cache", false, "trust layout indexes of --cache-dir written by other users of its group (see README)")
+	fs.BoolVar(&e.sharedCache, "shared-cache", false, "trust layout indexes of --cache-dir written by other users of its group (see docs/trust.md)")
 	registerThreads(fs, &e.threads)
 	fs.IntVar(&e.level, "level", 0, "BGZF compression `LEVEL` of the served BAM, 0 (stored blocks, fastest to read) to 9")
 	fs.BoolVar(&e.noMD, "no-md", false, "do not generate MD and NM tags (htslib decode_md=0)")
