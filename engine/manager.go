@@ -48,6 +48,10 @@ type Manager struct {
 
 	ctx    context.Context // cancelled by Close; bounds readahead
 	cancel context.CancelFunc
+	// background counts the goroutines started (startBackground) that
+	// Close waits for; closed, guarded by mu, is set by Close.
+	background sync.WaitGroup
+	closed     bool
 
 	// reorder is reorderWindow; tests shrink it to fit small fixtures.
 	reorder int64
@@ -94,11 +98,29 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 	}
 }
 
-// Close stops readahead and drops the file states, closing the descriptors
-// not in use. Open VirtualBAMs still serve reads.
+// Close stops readahead, waits for the goroutines the Manager started
+// (builds ahead of readers) to end, and drops the file states, closing the
+// descriptors not in use. Open VirtualBAMs still serve reads.
 func (m *Manager) Close() {
 	m.cancel()
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.background.Wait()
 	m.states.dropAll()
+}
+
+// startBackground counts a goroutine about to start, which must call
+// m.background.Done when it ends, so that Close waits for it; it reports
+// false, counting nothing, once Close has begun.
+func (m *Manager) startBackground() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.background.Add(1)
+	return true
 }
 
 // States returns the FileStates of the Manager: CRAMs opened with it as

@@ -109,34 +109,45 @@ func (v *VirtualBAM) prefetch(want Segment, i int, runID uint64) {
 	}
 	v.ahead[i] = true
 	v.mu.Unlock()
-	go func() {
-		defer func() {
-			v.mu.Lock()
-			delete(v.ahead, i)
-			v.mu.Unlock()
-		}()
-		// The reader may have overtaken this goroutine before it ran:
-		// a segment it has left behind is not built again, and one it
-		// passed during the build does not stay in the cache. The check
-		// is made again where the build would start, under the lock the
-		// cache lookup takes: the reader may build, read and drop the
-		// segment between a check here and the lookup (seen on a loaded
-		// machine, where this goroutine then built it a second time).
-		if v.behind(i, runID) {
-			return
+	if !v.m.startBackground() {
+		v.doneAhead(i)
+		return
+	}
+	go v.buildAhead(want, i, runID)
+}
+
+// buildAhead is prefetch's goroutine, one of those Manager.Close waits for.
+func (v *VirtualBAM) buildAhead(want Segment, i int, runID uint64) {
+	defer v.m.background.Done()
+	defer v.doneAhead(i)
+	// The reader may have overtaken this goroutine before it ran:
+	// a segment it has left behind is not built again, and one it
+	// passed during the build does not stay in the cache. The check
+	// is made again where the build would start, under the lock the
+	// cache lookup takes: the reader may build, read and drop the
+	// segment between a check here and the lookup (seen on a loaded
+	// machine, where this goroutine then built it a second time).
+	if v.behind(i, runID) {
+		return
+	}
+	b, err := v.segmentUnless(v.m.ctx, want, i, func() bool { return v.behind(i, runID) })
+	if err != nil {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, errSkipped) {
+			v.m.log.Debug("readahead failed", "file", v.src.Name(), "segment", i, "err", err)
 		}
-		b, err := v.segmentUnless(v.m.ctx, want, i, func() bool { return v.behind(i, runID) })
-		if err != nil {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, errSkipped) {
-				v.m.log.Debug("readahead failed", "file", v.src.Name(), "segment", i, "err", err)
-			}
-			return
-		}
-		b.Release()
-		if v.behind(i, runID) {
-			v.m.cache.Remove(cache.Key{File: v.id, Segment: i})
-		}
-	}()
+		return
+	}
+	b.Release()
+	if v.behind(i, runID) {
+		v.m.cache.Remove(cache.Key{File: v.id, Segment: i})
+	}
+}
+
+// doneAhead forgets that segment i is being built ahead.
+func (v *VirtualBAM) doneAhead(i int) {
+	v.mu.Lock()
+	delete(v.ahead, i)
+	v.mu.Unlock()
 }
 
 // behind reports whether the run of reads runID, still going on, has
