@@ -124,32 +124,16 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 	return buf, nil
 }
 
-// buildOrWait builds segment i, or waits for the build already in flight,
-// and returns it with a reference for the caller.
-func (v *VirtualBAM) buildOrWait(ctx context.Context, key cache.Key, want Segment, i int, skip func() bool) (*cache.Buf, error) {
-	m := v.m
+// buildOrWait builds segment i of v (want, cached under key), or waits for
+// the build already in flight, and returns it with a reference for the
+// caller. The builds in flight are the Manager's: every VirtualBAM of the
+// same file version shares them.
+func (m *Manager) buildOrWait(ctx context.Context, v *VirtualBAM, key cache.Key, want Segment, i int, skip func() bool) (*cache.Buf, error) {
 	m.mu.Lock()
 	if b, ok := m.building[key]; ok {
 		b.waiters++
 		m.mu.Unlock()
-		select {
-		case <-b.done:
-			return b.buf, b.err
-		case <-ctx.Done():
-			m.mu.Lock()
-			select {
-			case <-b.done:
-				// Finished meanwhile: a reference was taken for us.
-				m.mu.Unlock()
-				if b.buf != nil {
-					b.buf.Release()
-				}
-			default:
-				b.waiters--
-				m.mu.Unlock()
-			}
-			return nil, ctx.Err()
-		}
+		return m.waitBuild(ctx, b)
 	}
 	// The segment may have been cached between the caller's lookup and
 	// here; the in-flight entry is registered under the same lock that
@@ -172,7 +156,38 @@ func (v *VirtualBAM) buildOrWait(ctx context.Context, key cache.Key, want Segmen
 	} else if errors.Is(err, ErrMismatch) {
 		m.dropLayout(v)
 	}
+	m.finishBuild(key, b, buf, err)
+	return buf, err
+}
+
+// waitBuild waits, as one of its waiters, for the build b led by another
+// caller, and returns its result with a reference for this caller.
+func (m *Manager) waitBuild(ctx context.Context, b *building) (*cache.Buf, error) {
+	select {
+	case <-b.done:
+		return b.buf, b.err
+	case <-ctx.Done():
+	}
 	m.mu.Lock()
+	select {
+	case <-b.done:
+		// Finished meanwhile: a reference was taken for us.
+		m.mu.Unlock()
+		if b.buf != nil {
+			b.buf.Release()
+		}
+	default:
+		b.waiters--
+		m.mu.Unlock()
+	}
+	return nil, ctx.Err()
+}
+
+// finishBuild ends the build b of key with its result, taking a reference
+// to buf for each waiter, and wakes them.
+func (m *Manager) finishBuild(key cache.Key, b *building, buf *cache.Buf, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	delete(m.building, key)
 	b.buf, b.err = buf, err
 	if buf != nil {
@@ -181,6 +196,4 @@ func (v *VirtualBAM) buildOrWait(ctx context.Context, key cache.Key, want Segmen
 		}
 	}
 	close(b.done)
-	m.mu.Unlock()
-	return buf, err
 }

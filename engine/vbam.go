@@ -264,7 +264,7 @@ func (v *VirtualBAM) segmentUnless(ctx context.Context, want Segment, i int, ski
 		if b, ok := v.m.cache.Get(key); ok {
 			return b, nil
 		}
-		b, err := v.buildOrWait(ctx, key, want, i, skip)
+		b, err := v.m.buildOrWait(ctx, v, key, want, i, skip)
 		if err == nil {
 			return b, nil
 		}
