@@ -37,10 +37,14 @@ func (m *Manager) buildHeader(src Source, want Segment) (*cache.Buf, error) {
 // building is one segment build in flight, shared by every caller that
 // asks for the segment meanwhile.
 type building struct {
-	done    chan struct{} // closed when buf or err is set
-	waiters int           // callers waiting besides the leader, guarded by Manager.mu
-	buf     *cache.Buf    // holds one reference per waiter
-	err     error
+	// Constant.
+	done chan struct{} // closed when buf and err are set
+
+	// Mutable, guarded by Manager.mu.
+	waiters int // callers waiting besides the leader
+	// Set once, before done is closed; read after it is.
+	buf *cache.Buf // holds one reference per waiter
+	err error
 }
 
 // build appends container i of src to buf.B as BGZF blocks made by c and

@@ -19,45 +19,45 @@ import (
 // block cache and one bounded pool of workers between them. It is safe for
 // concurrent use.
 type Manager struct {
-	opts  Options
+	// Dependencies, made by NewManager; each is safe for concurrent use.
 	log   *slog.Logger
 	cache *cache.Cache[cache.Key]
-	sem   chan struct{} // one token per worker
-
-	// Free lists, one entry per worker at most; unlike a sync.Pool they
-	// survive garbage collections, which emptied a pool every few
-	// containers and made each build regrow its buffer.
-	comps chan *bgzf.Compressor // at opts.Level
-	raws  chan []byte           // scratch for decoded containers
-
 	// pool recycles the storage of segments that left the cache and that
 	// no reader holds any more (a sixteenth of the cache at most: in steady
 	// state each build takes what its Add evicted).
 	pool *cache.Pool
-
 	// states holds the per-file state of open files (see FileStates),
 	// its bytes counted against the cache.
 	states *FileStates
 
-	opens    singleflight.Group // one layout scan per file
-	mu       sync.Mutex
-	layouts  map[string]*layoutState // by index key, those held in states; guarded by mu
-	building map[cache.Key]*building // segment builds in flight, guarded by mu
-	warnOnce sync.Once
-	anonSeq  atomic.Uint64
-
+	// Constant after NewManager.
+	opts   Options         // defaults resolved
 	ctx    context.Context // cancelled by Close; bounds readahead
 	cancel context.CancelFunc
-	// background counts the goroutines started (startBackground) that
-	// Close waits for; closed, guarded by mu, is set by Close.
-	background sync.WaitGroup
-	closed     bool
-
-	// reorder is reorderWindow; tests shrink it to fit small fixtures.
+	// reorder is reorderWindow; tests shrink it, before any read, to fit
+	// small fixtures.
 	reorder int64
+	// Resource pools, synchronised by their channels: sem holds one token
+	// per worker; comps and raws are free lists, one entry per worker at
+	// most (unlike a sync.Pool they survive garbage collections, which
+	// would make each build regrow its buffer).
+	sem   chan struct{}
+	comps chan *bgzf.Compressor // at opts.Level
+	raws  chan []byte           // scratch for decoded containers
 
+	// Mutable.
+	mu       sync.Mutex
+	layouts  map[string]*layoutState // by index key, those held in states; guarded by mu
+	building map[cache.Key]*building // segment builds in flight; guarded by mu
+	closed   bool                    // set by Close; guarded by mu
+	// background counts the goroutines started (startBackground) that
+	// Close waits for; its Adds are made under mu while !closed.
+	background sync.WaitGroup
+	opens      singleflight.Group // one layout scan per file; its own lock
+	warnOnce   sync.Once          // one warning about the cache directory
+	anonSeq    atomic.Uint64      // numbers the layouts of files without identity
 	// decoders, set by CountDecoders, count against the cache; maxSeg is
-	// the largest segment of the files opened.
+	// the largest segment of the files opened. Both atomic.
 	decoders atomic.Pointer[DecoderPool]
 	maxSeg   atomic.Int64
 }

@@ -137,10 +137,15 @@ func compressHeader(c *bgzf.Compressor, src Source, dst, hdrRaw []byte) ([]byte,
 // Manager's FileStates when the layout can be read again from its index
 // key, else pinned by its VirtualBAMs.
 type layoutState struct {
-	m   *Manager
+	// Dependencies.
+	m *Manager
+
+	// Constant.
 	key string
 	idx *indexFile
 	tag string // layoutTag of idx.Layout
+
+	// Mutable, guarded by the FileStates' lock.
 	resident
 }
 

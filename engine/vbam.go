@@ -18,12 +18,13 @@ import (
 // built segment by segment as they are read, identical on every read. It
 // is safe for concurrent use.
 type VirtualBAM struct {
-	// dependencies
+	// Dependencies.
 	m   *Manager
 	src Source
-	// constant after Manager.Open; the layout and index are the
+
+	// Constant after Manager.Open. The layout and index are the
 	// Manager's, in its FileStates (see state), the header's blocks a
-	// segment of its cache
+	// segment of its cache.
 	id      string   // identity of the file and its layout in the block cache
 	key     string   // index key of the layout; "" when it is not persisted
 	depends string   // what the bytes depend on besides the file (dependsOn)
@@ -39,13 +40,14 @@ type VirtualBAM struct {
 	readahead int
 	maxSeg    int64 // the largest segment's BGZF bytes
 
-	// stale is set once a rebuilt segment disagreed with the layout (see
-	// Manager.dropLayout), which then keeps in dropped the layout it took
-	// from the Manager, so that the segments that still match it are
-	// served.
+	// Mutable, atomic: stale is set once a rebuilt segment disagreed with
+	// the layout (see Manager.dropLayout), which then keeps in dropped the
+	// layout it took from the Manager, so that the segments that still
+	// match it are served.
 	stale   atomic.Bool
 	dropped atomic.Pointer[layoutState]
 
+	// Mutable, guarded by mu: the position of the run of reads.
 	mu      sync.Mutex
 	lastEnd int64 // where the previous read ended; -1 before any
 	run     int   // sequential reads in a row
