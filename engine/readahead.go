@@ -26,11 +26,8 @@ const (
 // a short run, mostly ends in it) and widens by one segment every
 // rampReads reads up to the file's readahead, so that a reader streaming
 // the whole file keeps every worker busy without region queries paying
-// for containers they never read. (Starting at one segment per worker
-// built the next container for every region, and with large containers
-// the cache then dropped segments that later regions came back for.) Reads
-// that arrive slightly out of order (the kernel's concurrent readahead
-// requests) keep the run going.
+// for containers they never read. Reads that arrive slightly out of
+// order (the kernel's concurrent readahead requests) keep the run going.
 func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 	v.mu.Lock()
 	seq := off == v.lastEnd
@@ -66,10 +63,8 @@ func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 	// well behind, and through the mount the kernel keeps what it was
 	// served in its page cache (files are opened with FOPEN_KEEP_CACHE).
 	// Such a segment leaves the cache now rather than when it is least
-	// recently used, and its storage goes to the next segment built: a
-	// streamed file no longer fills the cache with fresh pages (76,000
-	// page faults and 310 MiB peak RSS for the 2M-read CRAM 3.0 file
-	// before, 27,000 and 112 MiB after).
+	// recently used, and its storage goes to the next segment built, so
+	// that a streamed file does not fill the cache with fresh pages.
 	for j := drop; j < dropEnd; j++ {
 		v.m.cache.Remove(cache.Key{File: v.id, Segment: j})
 	}
@@ -125,8 +120,7 @@ func (v *VirtualBAM) buildAhead(want Segment, i int, runID uint64) {
 	// passed during the build does not stay in the cache. The check
 	// is made again where the build would start, under the lock the
 	// cache lookup takes: the reader may build, read and drop the
-	// segment between a check here and the lookup (seen on a loaded
-	// machine, where this goroutine then built it a second time).
+	// segment between a check here and the lookup.
 	if v.behind(i, runID) {
 		return
 	}
