@@ -59,8 +59,7 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	}
 	queue := make(chan chan convertResult, 2*threads)
 	// Long-lived workers rather than a goroutine per container: each new
-	// goroutine grew its stack again to the decoder's depth, a fifth of
-	// the time of files of one-read containers.
+	// goroutine grows its stack again to the decoder's depth.
 	jobs := make(chan convertJob)
 	for range threads {
 		go func() {
