@@ -59,8 +59,7 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	}
 	queue := make(chan chan convertResult, 2*threads)
 	// Long-lived workers rather than a goroutine per container: each new
-	// goroutine grew its stack again to the decoder's depth, a fifth of
-	// the time of files of one-read containers.
+	// goroutine grows its stack again to the decoder's depth.
 	jobs := make(chan convertJob)
 	for range threads {
 		go func() {
@@ -177,14 +176,10 @@ func (cw *convertWorkers) container(ctx context.Context, i int) convertResult {
 // WritePiece is the most Convert hands to one Write call, and a good
 // buffer size for what it writes to.
 //
-// One write(2) of a whole container (tens of MB for large containers) into
-// a file on ext4 cost several times the system time of the same bytes in
-// 1 MiB writes (1.45 s against 0.26 s for 680 MB), and 1 MiB writes in
-// turn cost two to five times what 128-512 KiB writes do when the page
-// cache takes new pages: writing 700 MB from 35 MB buffers after removing
-// the last output, 1 MiB pieces took 0.51-0.65 s of system time in four
-// of five runs, 256 KiB pieces 0.19-0.23 s in all five. samtools writes
-// 64 KiB at a time.
+// Writing a whole container (tens of MB) in one write(2) costs the kernel
+// far more system time than writing it in pieces, and pieces of a few
+// hundred KiB less than 1 MiB ones while the page cache takes new pages
+// (measurements in bench/NOTES.md).
 const WritePiece = 256 << 10
 
 // writePieces writes b in pieces of at most WritePiece bytes.

@@ -50,13 +50,16 @@ type CRAMOptions struct {
 // keeps count of its decoders' memory and, once given a budget (see
 // Manager.CountDecoders), counts it against that budget.
 type DecoderPool struct {
+	// Constant after NewDecoderPool: the idle decoders, synchronised by
+	// the channel.
 	free chan *pooledDecoder
 
-	mu       sync.Mutex // guards the fields below
-	total    int64      // footprint of every decoder made and not dropped
-	counted  int64      // the part of total reserved in budget
-	budget   reserver   // nil: nothing counted
-	maxCount int64      // most of total reserved in budget
+	// Mutable, guarded by mu.
+	mu       sync.Mutex
+	budget   reserver // set by count; nil: nothing counted
+	maxCount int64    // most of total reserved in budget
+	total    int64    // footprint of every decoder made and not dropped
+	counted  int64    // the part of total reserved in budget
 	onChange func()
 }
 
@@ -182,11 +185,12 @@ const (
 // way (through the same root), which must give the version first opened
 // (else ErrChanged).
 type CRAM struct {
-	// dependencies
+	// Dependencies, each safe for concurrent use.
 	decoders *DecoderPool
 	states   *FileStates // nil: the state lives as long as the CRAM
-	// constant after OpenCRAM: where the file is, so that a re-open is
-	// confined the same way (root nil: rel is a path opened as given)
+
+	// Constant after OpenCRAM: where the file is, so that a re-open is
+	// confined the same way (root nil: rel is a path opened as given).
 	root *os.Root
 	rel  string
 	path string // the name in messages
@@ -195,14 +199,19 @@ type CRAM struct {
 	ver  fileVersion // the same, as compared on a re-open
 	n    int         // data containers
 
-	mu     sync.Mutex // guards st and closed, and every state's users and dropped
+	// Mutable, guarded by mu (which also guards every state's users and
+	// dropped).
+	mu     sync.Mutex
 	st     *cramState // nil while dropped
 	closed bool
 }
 
 // cramState is what a CRAM rebuilds after it was dropped.
 type cramState struct {
-	c    *CRAM
+	// Dependencies.
+	c *CRAM
+
+	// Constant once made (CRAM.load).
 	file *os.File
 	f    *decode.File
 	dopt decode.DecoderOptions
@@ -210,9 +219,10 @@ type cramState struct {
 	rebuildOpt decode.DecoderOptions
 	rs         *refSource // nil without a reference store
 
-	users   int  // guarded by c.mu
-	dropped bool // guarded by c.mu: file is closed once users is 0
-	resident
+	// Mutable.
+	users    int  // readers of file; guarded by c.mu
+	dropped  bool // file is closed once users is 0; guarded by c.mu
+	resident      // guarded by the FileStates' lock
 }
 
 func (st *cramState) res() *resident { return &st.resident }

@@ -1083,3 +1083,57 @@ func checkDecodedOnce(t *testing.T, src *fakeSource, before []int64) {
 		}
 	}
 }
+
+// TestCloseWaitsForReadahead checks that Close returns only once the
+// segments being built ahead of a reader are no longer being built, even
+// when a build is slow to notice that Close cancelled it.
+func TestCloseWaitsForReadahead(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	src.gateIdx, src.gate, src.gateHold = 0, make(chan struct{}), true
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(src.gate)
+		}
+	}
+	t.Cleanup(release)
+	m, _ := newTestManager(t, Options{Readahead: 1, Threads: 2})
+	v := openT(t, m, src)
+	// Two sequential reads in the header: segment 0 is built ahead.
+	for _, off := range []int64{0, 10} {
+		if _, err := v.ReadAt(make([]byte, 10), off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for src.decodes[0].Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("segment 0 was not built ahead")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	closed := make(chan struct{})
+	go func() {
+		m.Close()
+		close(closed)
+	}()
+	// The build ahead is held: Close must not return meanwhile.
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a segment was being built ahead")
+	case <-time.After(200 * time.Millisecond):
+	}
+	release()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return after the build ahead ended")
+	}
+	v.mu.Lock()
+	n := len(v.ahead)
+	v.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d segments still being built ahead after Close", n)
+	}
+}

@@ -212,6 +212,9 @@ type fakeSource struct {
 	// until it is closed or the context ends.
 	gate    chan struct{}
 	gateIdx int
+	// gateHold makes the gate hold even after the context ended (a
+	// decoder slow to notice a cancellation).
+	gateHold bool
 	// duringScan, when set, is called at the first decode of container 3.
 	duringScan func()
 }
@@ -268,7 +271,9 @@ func (s *fakeSource) AppendContainer(ctx context.Context, i int, dst []byte) ([]
 	if s.duringScan != nil && i == 3 && n == 1 {
 		s.duringScan()
 	}
-	if s.gate != nil && i == s.gateIdx && n > 1 {
+	if s.gate != nil && i == s.gateIdx && n > 1 && s.gateHold {
+		<-s.gate
+	} else if s.gate != nil && i == s.gateIdx && n > 1 {
 		select {
 		case <-s.gate:
 		case <-ctx.Done():

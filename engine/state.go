@@ -17,16 +17,16 @@ import (
 // the cache keeps fewer segments while many files are open. It is safe
 // for concurrent use.
 type FileStates struct {
-	// dependency
-	budget reserver // nil: nothing counted
-	// constant
+	// Constant after NewFileStates.
 	maxBytes int64
 	maxFiles int
 
-	mu    sync.Mutex // guards the fields below and every entry's resident
-	lru   list.List  // of stateEntry, most recently used first
-	bytes int64      // bytes of the entries held
-	files int        // entries holding a descriptor
+	// Mutable, guarded by mu (which also guards every entry's resident).
+	mu     sync.Mutex
+	budget reserver  // set by count; nil: nothing counted
+	lru    list.List // of stateEntry, most recently used first
+	bytes  int64     // bytes of the entries held
+	files  int       // entries holding a descriptor
 }
 
 // stateEntry is one file's state in a FileStates.

@@ -18,12 +18,13 @@ import (
 // built segment by segment as they are read, identical on every read. It
 // is safe for concurrent use.
 type VirtualBAM struct {
-	// dependencies
+	// Dependencies.
 	m   *Manager
 	src Source
-	// constant after Manager.Open; the layout and index are the
+
+	// Constant after Manager.Open. The layout and index are the
 	// Manager's, in its FileStates (see state), the header's blocks a
-	// segment of its cache
+	// segment of its cache.
 	id      string   // identity of the file and its layout in the block cache
 	key     string   // index key of the layout; "" when it is not persisted
 	depends string   // what the bytes depend on besides the file (dependsOn)
@@ -39,13 +40,14 @@ type VirtualBAM struct {
 	readahead int
 	maxSeg    int64 // the largest segment's BGZF bytes
 
-	// stale is set once a rebuilt segment disagreed with the layout (see
-	// Manager.dropLayout), which then keeps in dropped the layout it took
-	// from the Manager, so that the segments that still match it are
-	// served.
+	// Mutable, atomic: stale is set once a rebuilt segment disagreed with
+	// the layout (see Manager.dropLayout), which then keeps in dropped the
+	// layout it took from the Manager, so that the segments that still
+	// match it are served.
 	stale   atomic.Bool
 	dropped atomic.Pointer[layoutState]
 
+	// Mutable, guarded by mu: the position of the run of reads.
 	mu      sync.Mutex
 	lastEnd int64 // where the previous read ended; -1 before any
 	run     int   // sequential reads in a row
@@ -264,7 +266,7 @@ func (v *VirtualBAM) segmentUnless(ctx context.Context, want Segment, i int, ski
 		if b, ok := v.m.cache.Get(key); ok {
 			return b, nil
 		}
-		b, err := v.buildOrWait(ctx, key, want, i, skip)
+		b, err := v.m.buildOrWait(ctx, v, key, want, i, skip)
 		if err == nil {
 			return b, nil
 		}
@@ -275,206 +277,4 @@ func (v *VirtualBAM) segmentUnless(ctx context.Context, want Segment, i int, ski
 		}
 		return nil, err
 	}
-}
-
-// buildOrWait builds segment i, or waits for the build already in flight,
-// and returns it with a reference for the caller.
-func (v *VirtualBAM) buildOrWait(ctx context.Context, key cache.Key, want Segment, i int, skip func() bool) (*cache.Buf, error) {
-	m := v.m
-	m.mu.Lock()
-	if b, ok := m.building[key]; ok {
-		b.waiters++
-		m.mu.Unlock()
-		select {
-		case <-b.done:
-			return b.buf, b.err
-		case <-ctx.Done():
-			m.mu.Lock()
-			select {
-			case <-b.done:
-				// Finished meanwhile: a reference was taken for us.
-				m.mu.Unlock()
-				if b.buf != nil {
-					b.buf.Release()
-				}
-			default:
-				b.waiters--
-				m.mu.Unlock()
-			}
-			return nil, ctx.Err()
-		}
-	}
-	// The segment may have been cached between the caller's lookup and
-	// here; the in-flight entry is registered under the same lock that
-	// finishing builds take after adding to the cache.
-	if b, ok := m.cache.Get(key); ok {
-		m.mu.Unlock()
-		return b, nil
-	}
-	if skip != nil && skip() {
-		m.mu.Unlock()
-		return nil, errSkipped
-	}
-	b := &building{done: make(chan struct{})}
-	m.building[key] = b
-	m.mu.Unlock()
-
-	buf, err := m.buildSegment(ctx, v.src, i, want)
-	if err == nil {
-		m.cache.Add(key, buf)
-	} else if errors.Is(err, ErrMismatch) {
-		m.dropLayout(v)
-	}
-	m.mu.Lock()
-	delete(m.building, key)
-	b.buf, b.err = buf, err
-	if buf != nil {
-		for range b.waiters {
-			buf.Retain()
-		}
-	}
-	close(b.done)
-	m.mu.Unlock()
-	return buf, err
-}
-
-// reorderWindow is how far before or after the previous read's end a read
-// may start and still count as part of a sequential run; rampReads is how
-// many sequential reads widen the readahead window by one segment.
-const (
-	reorderWindow = 4 << 20
-	rampReads     = 4
-)
-
-// noteRead records a read of [off, end) and, when it continues the
-// previous read, builds the next segments ahead in the background and
-// drops from the cache the segments the run has left more than the
-// reorder window behind.
-//
-// Unless Options.Readahead is set, the window grows with the run of
-// sequential reads: it starts at the segment being read (a region query,
-// a short run, mostly ends in it) and widens by one segment every
-// rampReads reads up to the file's readahead, so that a reader streaming
-// the whole file keeps every worker busy without region queries paying
-// for containers they never read. (Starting at one segment per worker
-// built the next container for every region, and with large containers
-// the cache then dropped segments that later regions came back for.) Reads
-// that arrive slightly out of order (the kernel's concurrent readahead
-// requests) keep the run going.
-func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
-	v.mu.Lock()
-	seq := off == v.lastEnd
-	win := v.m.reorder
-	near := v.lastEnd >= 0 && off >= v.lastEnd-win && off <= v.lastEnd+win
-	switch {
-	case seq:
-		v.run++
-	case !near:
-		v.run = 0
-	}
-	v.lastEnd = end
-	run := v.run
-	segs := l.Segments
-	// The segment read is in use: a jump, or a read going back, restarts
-	// the count of segments the run has passed from it. Only a jump
-	// starts a new run (another reader, or a seek): reads going back a
-	// little are the kernel's readahead requests arriving out of order.
-	if cur := sort.Search(len(segs), func(i int) bool { return segs[i].End() > off }); !near || cur < v.passed {
-		v.passed = cur
-		if !near {
-			v.runID++
-		}
-	}
-	runID := v.runID
-	drop := v.passed
-	for v.passed < len(segs) && segs[v.passed].End() <= off-win {
-		v.passed++
-	}
-	dropEnd := v.passed
-	v.mu.Unlock()
-	// A sequential reader does not come back for a segment it has left
-	// well behind, and through the mount the kernel keeps what it was
-	// served in its page cache (files are opened with FOPEN_KEEP_CACHE).
-	// Such a segment leaves the cache now rather than when it is least
-	// recently used, and its storage goes to the next segment built: a
-	// streamed file no longer fills the cache with fresh pages (76,000
-	// page faults and 310 MiB peak RSS for the 2M-read CRAM 3.0 file
-	// before, 27,000 and 112 MiB after).
-	for j := drop; j < dropEnd; j++ {
-		v.m.cache.Remove(cache.Key{File: v.id, Segment: j})
-	}
-	if !seq || v.readahead == 0 {
-		return
-	}
-	window := v.readahead
-	if v.m.opts.Readahead == 0 {
-		window = min(window, 1+run/rampReads)
-	}
-	// The window (the segment read counts) holds fewer segments than the
-	// cache can keep beside the decoders, one being left for the segment
-	// just passed or one finishing as the next starts: built ahead of a
-	// cache too small for them, segments push out the one being read or
-	// each other, and are built again.
-	window = min(window, v.m.segmentsThatFit(v.maxSeg)-1)
-	i := sort.Search(len(segs), func(i int) bool { return segs[i].End() > end })
-	for todo := window; i < len(segs) && todo > 0; i++ {
-		if segs[i].CompLen == 0 {
-			continue
-		}
-		todo--
-		v.prefetch(segs[i], i, runID)
-	}
-}
-
-// prefetch builds segment i (want) in the background, for the run of reads
-// runID, unless it is cached or already being prefetched.
-func (v *VirtualBAM) prefetch(want Segment, i int, runID uint64) {
-	if v.m.ctx.Err() != nil || v.m.cache.Contains(cache.Key{File: v.id, Segment: i}) {
-		return
-	}
-	v.mu.Lock()
-	if v.ahead[i] {
-		v.mu.Unlock()
-		return
-	}
-	v.ahead[i] = true
-	v.mu.Unlock()
-	go func() {
-		defer func() {
-			v.mu.Lock()
-			delete(v.ahead, i)
-			v.mu.Unlock()
-		}()
-		// The reader may have overtaken this goroutine before it ran:
-		// a segment it has left behind is not built again, and one it
-		// passed during the build does not stay in the cache. The check
-		// is made again where the build would start, under the lock the
-		// cache lookup takes: the reader may build, read and drop the
-		// segment between a check here and the lookup (seen on a loaded
-		// machine, where this goroutine then built it a second time).
-		if v.behind(i, runID) {
-			return
-		}
-		b, err := v.segmentUnless(v.m.ctx, want, i, func() bool { return v.behind(i, runID) })
-		if err != nil {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, errSkipped) {
-				v.m.log.Debug("readahead failed", "file", v.src.Name(), "segment", i, "err", err)
-			}
-			return
-		}
-		b.Release()
-		if v.behind(i, runID) {
-			v.m.cache.Remove(cache.Key{File: v.id, Segment: i})
-		}
-	}()
-}
-
-// behind reports whether the run of reads runID, still going on, has
-// left segment i behind (see noteRead). Readers taking turns on one file
-// restart the run at each other's reads, so their readahead is never
-// judged by another reader's position.
-func (v *VirtualBAM) behind(i int, runID uint64) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return runID == v.runID && i < v.passed
 }

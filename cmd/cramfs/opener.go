@@ -45,18 +45,22 @@ func keyOf(rel string, st *syscall.Stat_t) fileKey {
 // of as many): a path forgotten is opened again, its layout read back
 // from the cache directory.
 type opener struct {
-	// dependencies
+	// Dependencies, each safe for concurrent use; states and onOpen are
+	// set, if at all, before the opener serves.
 	mgr  *engine.Manager
 	refs *reference.Store
-	copt engine.CRAMOptions
 	log  *slog.Logger
-	// onOpen, when set, is told the layout of each file opened.
-	onOpen func(engine.Layout)
 	// states, when set, follows each file's state and reports reference
 	// problems once per file.
 	states *fileStates
 
-	mu      sync.Mutex                           // guards entries and hints
+	// Constant.
+	copt engine.CRAMOptions
+	// onOpen, when set, is told the layout of each file opened.
+	onOpen func(engine.Layout)
+
+	// Mutable, guarded by mu.
+	mu      sync.Mutex
 	entries *simplelru.LRU[string, *openEntry]   // by path, its current version
 	hints   *simplelru.LRU[string, indexExtHint] // by path
 }
@@ -71,10 +75,13 @@ type indexExtHint struct {
 }
 
 type openEntry struct {
-	k    fileKey
+	// Constant.
+	k fileKey
+
+	// Mutable: once makes the fields below, written inside once.Do
+	// without o.mu; done is set once they are final, and the retry check
+	// reads them only then.
 	once sync.Once
-	// done is set once the fields below are final; the retry check reads
-	// them only then (they are written inside once.Do without o.mu).
 	done atomic.Bool
 	vbam *engine.VirtualBAM
 	src  *engine.CRAM

@@ -14,17 +14,10 @@ import (
 // Go's sysmon thread sleeps 20 us at a time for a millisecond after every
 // time it takes a P back from a thread blocked in a system call for long,
 // and the mount always has such threads: go-fuse's readers wait in read(2)
-// on /dev/fuse. During `samtools view -c -@2` through the mount, on two
-// cores, sysmon woke about 7,000 times and used 120-140 ms of CPU per
-// read of the quality-binned benchmark file, each wake-up displacing a
-// decoding worker or the reader. With 1 ms of slack its short sleeps end
-// on the next timer or tick instead: about 1,000 wake-ups and 20-30 ms,
-// and the read took 1.05-1.36 s (median 1.15) against 1.14-1.73 s (median
-// 1.28) in 8 alternating rounds. No answer of the mount waits on a timer;
-// the runtime's other short sleeps (a thread stealing work sleeps 3 us)
-// also get coarser, which those measurements include. The 3.1 archive
-// file's read, whose containers take longest to decode, measured within
-// its noise (median 3.88 s without, 3.95 s with, 4 rounds).
+// on /dev/fuse. Each wake-up displaces a decoding worker or the reader;
+// with 1 ms of slack the short sleeps end on the next timer or tick
+// instead. No answer of the mount waits on a timer. Measurements in
+// bench/NOTES.md.
 const mountTimerSlack = time.Millisecond
 
 // reexecEnv marks a process that raiseTimerSlack already re-executed.

@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/cramfs/cramfs/decode"
+)
+
+// CountDecoders makes the memory of p's decoders count against the cache
+// budget, so that the budget bounds the decoded data of the containers
+// being built as well as the BGZF data kept: the cache holds less while
+// the decoders are large. They take at most half of the budget, and never
+// so much that three of the largest segments opened so far no longer fit
+// (the one read and two built ahead): a cache taken over by decoders
+// would evict segments before they are read, and rebuild the one being
+// read at every read. Call it before opening files.
+func (m *Manager) CountDecoders(p *DecoderPool) {
+	m.decoders.Store(p)
+	p.count(m.cache, m.decoderShare())
+}
+
+// decoderShare is how much of the cache budget counted decoders may take.
+func (m *Manager) decoderShare() int64 {
+	c := m.opts.CacheSize
+	return max(0, min(c/2, c-3*m.maxSeg.Load()))
+}
+
+// noteSegmentSize records the largest segment of a file being opened,
+// shrinking the decoders' share of the cache to keep room for three.
+func (m *Manager) noteSegmentSize(n int64) {
+	for {
+		old := m.maxSeg.Load()
+		if n <= old {
+			return
+		}
+		if m.maxSeg.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	if p := m.decoders.Load(); p != nil {
+		p.count(m.cache, m.decoderShare())
+	}
+}
+
+// segmentsThatFit returns how many segments of size seg the cache can
+// hold beside the decoders and the file states counted in it (a segment's storage is a
+// sixteenth larger than its bytes, see cache.Pool.Get).
+func (m *Manager) segmentsThatFit(seg int64) int {
+	if seg <= 0 {
+		return math.MaxInt
+	}
+	stateBytes, _ := m.states.Stats()
+	free := m.opts.CacheSize - stateBytes
+	if p := m.decoders.Load(); p != nil {
+		_, counted := p.Footprint()
+		free -= counted
+	}
+	return int(max(free, 0) / (seg + seg/16))
+}
+
+// explainSize adds to a container refused for its size (decode.ErrTooLarge)
+// the cache size that would let it be decoded.
+func (m *Manager) explainSize(err error) error {
+	var se *decode.SizeError
+	if !errors.As(err, &se) {
+		return err
+	}
+	mib := func(n int64) int64 { return (n + 1<<20 - 1) >> 20 }
+	return fmt.Errorf("%w; with %d threads (-@) and a %d MiB cache (--cache-size) a container may take %d MiB to decode: --cache-size %dM would allow this one",
+		err, m.opts.Threads, mib(m.opts.CacheSize), mib(m.opts.ContainerMemory()), mib(m.opts.cacheSizeFor(se.Need)))
+}

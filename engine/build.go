@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cramfs/cramfs/cache"
+	"github.com/cramfs/cramfs/encode/bgzf"
+)
+
+// buildHeader builds the header's blocks of src again and checks them
+// against want, the header segment src was opened with.
+func (m *Manager) buildHeader(src Source, want Segment) (*cache.Buf, error) {
+	raw, err := headerOf(src)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.getComp()
+	if err != nil {
+		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level.Deflate(), err)
+	}
+	defer m.putComp(c)
+	buf := m.pool.Get(int(want.CompLen))
+	var got Segment
+	buf.B, got, err = compressHeader(c, src, buf.B[:0], raw)
+	if err == nil && got != want {
+		err = fmt.Errorf("%w: %s: header built again gives %+v, not %+v", ErrChanged, src.Name(), got, want)
+	}
+	if err != nil {
+		buf.Release()
+		return nil, err
+	}
+	return buf, nil
+}
+
+// building is one segment build in flight, shared by every caller that
+// asks for the segment meanwhile.
+type building struct {
+	// Constant.
+	done chan struct{} // closed when buf and err are set
+
+	// Mutable, guarded by Manager.mu.
+	waiters int // callers waiting besides the leader
+	// Set once, before done is closed; read after it is.
+	buf *cache.Buf // holds one reference per waiter
+	err error
+}
+
+// build appends container i of src to buf.B as BGZF blocks made by c and
+// returns the BAM bytes they hold. With rebuild, a Rebuilder source may
+// leave out the checks the caller's digest comparison covers.
+func (m *Manager) build(ctx context.Context, src Source, i int, c *bgzf.Compressor, buf *cache.Buf, rebuild bool) (int64, error) {
+	if rb, ok := src.(Rebuilder); ok && rebuild {
+		var rawLen int64
+		var err error
+		buf.B, rawLen, err = rb.RebuildContainerBlocks(ctx, i, c, buf.B)
+		return rawLen, err
+	}
+	if ba, ok := src.(BlockAppender); ok {
+		// Records go into blocks as they are encoded: no BAM buffer.
+		var rawLen int64
+		var err error
+		buf.B, rawLen, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, nil)
+		return rawLen, err
+	}
+	raw, err := src.AppendContainer(ctx, i, m.getRaw())
+	defer m.putRaw(raw)
+	if err != nil {
+		return 0, err
+	}
+	if buf.B, err = compressSegment(c, buf.B, raw); err != nil {
+		return 0, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
+	}
+	return int64(len(raw)), nil
+}
+
+// buildSegment rebuilds segment i of src and checks it against want. The
+// Buf it returns holds one reference, the caller's.
+func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segment) (*cache.Buf, error) {
+	if i == headerSegment {
+		return m.buildHeader(src, want)
+	}
+	if err := m.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer m.release()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The segment counts against the cache's bound while it is built, so
+	// that the cache budget covers the builds in flight too.
+	m.cache.Reserve(want.CompLen)
+	defer m.cache.Unreserve(want.CompLen)
+	c, err := m.getComp()
+	if err != nil {
+		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level.Deflate(), err)
+	}
+	defer m.putComp(c)
+	buf := m.pool.Get(int(min(want.CompLen, 64<<20)))
+	rawLen, err := m.build(ctx, src, i, c, buf, true)
+	if err != nil {
+		buf.Release()
+		return nil, m.explainSize(err) // Source errors name the file and container
+	}
+	comp := buf.B
+	crc, err := segmentDigest(comp)
+	if err == nil && (int64(len(comp)) != want.CompLen || rawLen != want.RawLen || crc != want.Digest) {
+		err = fmt.Errorf("built %d bytes (%d raw, digest %08x), layout has %d (%d raw, %08x)", len(comp), rawLen, crc, want.CompLen, want.RawLen, want.Digest)
+		// The rebuild skipped checks the digest stands in for; building
+		// with them names the cause when one of them fails (a different
+		// reference than the layout was made with fails its MD5 check).
+		if _, ok := src.(Rebuilder); ok {
+			buf.B = buf.B[:0]
+			if _, cerr := m.build(ctx, src, i, c, buf, false); cerr != nil {
+				buf.Release()
+				m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", src.Name(), "container", i, "err", cerr)
+				return nil, fmt.Errorf("%w: %w", ErrMismatch, cerr)
+			}
+		}
+	}
+	if err != nil {
+		buf.Release()
+		err := fmt.Errorf("%w: %s: container %d at offset %d: %w", ErrMismatch, src.Name(), i, src.ContainerOffset(i), err)
+		m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", src.Name(), "container", i, "err", err)
+		return nil, err
+	}
+	return buf, nil
+}
+
+// buildOrWait builds segment i of v (want, cached under key), or waits for
+// the build already in flight, and returns it with a reference for the
+// caller. The builds in flight are the Manager's: every VirtualBAM of the
+// same file version shares them.
+func (m *Manager) buildOrWait(ctx context.Context, v *VirtualBAM, key cache.Key, want Segment, i int, skip func() bool) (*cache.Buf, error) {
+	m.mu.Lock()
+	if b, ok := m.building[key]; ok {
+		b.waiters++
+		m.mu.Unlock()
+		return m.waitBuild(ctx, b)
+	}
+	// The segment may have been cached between the caller's lookup and
+	// here; the in-flight entry is registered under the same lock that
+	// finishing builds take after adding to the cache.
+	if b, ok := m.cache.Get(key); ok {
+		m.mu.Unlock()
+		return b, nil
+	}
+	if skip != nil && skip() {
+		m.mu.Unlock()
+		return nil, errSkipped
+	}
+	b := &building{done: make(chan struct{})}
+	m.building[key] = b
+	m.mu.Unlock()
+
+	buf, err := m.buildSegment(ctx, v.src, i, want)
+	if err == nil {
+		m.cache.Add(key, buf)
+	} else if errors.Is(err, ErrMismatch) {
+		m.dropLayout(v)
+	}
+	m.finishBuild(key, b, buf, err)
+	return buf, err
+}
+
+// waitBuild waits, as one of its waiters, for the build b led by another
+// caller, and returns its result with a reference for this caller.
+func (m *Manager) waitBuild(ctx context.Context, b *building) (*cache.Buf, error) {
+	select {
+	case <-b.done:
+		return b.buf, b.err
+	case <-ctx.Done():
+	}
+	m.mu.Lock()
+	select {
+	case <-b.done:
+		// Finished meanwhile: a reference was taken for us.
+		m.mu.Unlock()
+		if b.buf != nil {
+			b.buf.Release()
+		}
+	default:
+		b.waiters--
+		m.mu.Unlock()
+	}
+	return nil, ctx.Err()
+}
+
+// finishBuild ends the build b of key with its result, taking a reference
+// to buf for each waiter, and wakes them.
+func (m *Manager) finishBuild(key cache.Key, b *building, buf *cache.Buf, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.building, key)
+	b.buf, b.err = buf, err
+	if buf != nil {
+		for range b.waiters {
+			buf.Retain()
+		}
+	}
+	close(b.done)
+}

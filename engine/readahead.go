@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	"github.com/cramfs/cramfs/cache"
+)
+
+// reorderWindow is how far before or after the previous read's end a read
+// may start and still count as part of a sequential run; rampReads is how
+// many sequential reads widen the readahead window by one segment.
+const (
+	reorderWindow = 4 << 20
+	rampReads     = 4
+)
+
+// noteRead records a read of [off, end) and, when it continues the
+// previous read, builds the next segments ahead in the background and
+// drops from the cache the segments the run has left more than the
+// reorder window behind.
+//
+// Unless Options.Readahead is set, the window grows with the run of
+// sequential reads: it starts at the segment being read (a region query,
+// a short run, mostly ends in it) and widens by one segment every
+// rampReads reads up to the file's readahead, so that a reader streaming
+// the whole file keeps every worker busy without region queries paying
+// for containers they never read. Reads that arrive slightly out of
+// order (the kernel's concurrent readahead requests) keep the run going.
+func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
+	v.mu.Lock()
+	seq := off == v.lastEnd
+	win := v.m.reorder
+	near := v.lastEnd >= 0 && off >= v.lastEnd-win && off <= v.lastEnd+win
+	switch {
+	case seq:
+		v.run++
+	case !near:
+		v.run = 0
+	}
+	v.lastEnd = end
+	run := v.run
+	segs := l.Segments
+	// The segment read is in use: a jump, or a read going back, restarts
+	// the count of segments the run has passed from it. Only a jump
+	// starts a new run (another reader, or a seek): reads going back a
+	// little are the kernel's readahead requests arriving out of order.
+	if cur := sort.Search(len(segs), func(i int) bool { return segs[i].End() > off }); !near || cur < v.passed {
+		v.passed = cur
+		if !near {
+			v.runID++
+		}
+	}
+	runID := v.runID
+	drop := v.passed
+	for v.passed < len(segs) && segs[v.passed].End() <= off-win {
+		v.passed++
+	}
+	dropEnd := v.passed
+	v.mu.Unlock()
+	// A sequential reader does not come back for a segment it has left
+	// well behind, and through the mount the kernel keeps what it was
+	// served in its page cache (files are opened with FOPEN_KEEP_CACHE).
+	// Such a segment leaves the cache now rather than when it is least
+	// recently used, and its storage goes to the next segment built, so
+	// that a streamed file does not fill the cache with fresh pages.
+	for j := drop; j < dropEnd; j++ {
+		v.m.cache.Remove(cache.Key{File: v.id, Segment: j})
+	}
+	if !seq || v.readahead == 0 {
+		return
+	}
+	window := v.readahead
+	if v.m.opts.Readahead == 0 {
+		window = min(window, 1+run/rampReads)
+	}
+	// The window (the segment read counts) holds fewer segments than the
+	// cache can keep beside the decoders, one being left for the segment
+	// just passed or one finishing as the next starts: built ahead of a
+	// cache too small for them, segments push out the one being read or
+	// each other, and are built again.
+	window = min(window, v.m.segmentsThatFit(v.maxSeg)-1)
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].End() > end })
+	for todo := window; i < len(segs) && todo > 0; i++ {
+		if segs[i].CompLen == 0 {
+			continue
+		}
+		todo--
+		v.prefetch(segs[i], i, runID)
+	}
+}
+
+// prefetch builds segment i (want) in the background, for the run of reads
+// runID, unless it is cached or already being prefetched.
+func (v *VirtualBAM) prefetch(want Segment, i int, runID uint64) {
+	if v.m.ctx.Err() != nil || v.m.cache.Contains(cache.Key{File: v.id, Segment: i}) {
+		return
+	}
+	v.mu.Lock()
+	if v.ahead[i] {
+		v.mu.Unlock()
+		return
+	}
+	v.ahead[i] = true
+	v.mu.Unlock()
+	if !v.m.startBackground() {
+		v.doneAhead(i)
+		return
+	}
+	go v.buildAhead(want, i, runID)
+}
+
+// buildAhead is prefetch's goroutine, one of those Manager.Close waits for.
+func (v *VirtualBAM) buildAhead(want Segment, i int, runID uint64) {
+	defer v.m.background.Done()
+	defer v.doneAhead(i)
+	// The reader may have overtaken this goroutine before it ran:
+	// a segment it has left behind is not built again, and one it
+	// passed during the build does not stay in the cache. The check
+	// is made again where the build would start, under the lock the
+	// cache lookup takes: the reader may build, read and drop the
+	// segment between a check here and the lookup.
+	if v.behind(i, runID) {
+		return
+	}
+	b, err := v.segmentUnless(v.m.ctx, want, i, func() bool { return v.behind(i, runID) })
+	if err != nil {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, errSkipped) {
+			v.m.log.Debug("readahead failed", "file", v.src.Name(), "segment", i, "err", err)
+		}
+		return
+	}
+	b.Release()
+	if v.behind(i, runID) {
+		v.m.cache.Remove(cache.Key{File: v.id, Segment: i})
+	}
+}
+
+// doneAhead forgets that segment i is being built ahead.
+func (v *VirtualBAM) doneAhead(i int) {
+	v.mu.Lock()
+	delete(v.ahead, i)
+	v.mu.Unlock()
+}
+
+// behind reports whether the run of reads runID, still going on, has
+// left segment i behind (see noteRead). Readers taking turns on one file
+// restart the run at each other's reads, so their readahead is never
+// judged by another reader's position.
+func (v *VirtualBAM) behind(i int, runID uint64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return runID == v.runID && i < v.passed
+}

@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cramfs/cramfs/encode/bai"
+	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/encode/csi"
+)
+
+// indexBuilder is a BAI or CSI builder.
+type indexBuilder interface {
+	Add(refID int32, beg, end int64, unmapped bool, vStart, vEnd uint64) error
+	Finish(finalVOffset uint64) ([]byte, error)
+}
+
+// baiMaxRefLen is the longest reference a BAI can index (SAMv1 §5.2).
+const baiMaxRefLen = 1 << 29
+
+// scan decodes and compresses every container of src once, in parallel,
+// and derives the layout and the .bai (SAMv1 §5.2) from the results, which
+// are consumed in container order within a bounded window.
+func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Segment) (*indexFile, error) {
+	n := src.NumContainers()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	r := &scanRun{
+		m:      m,
+		src:    src,
+		g:      g,
+		gctx:   gctx,
+		cancel: cancel,
+		slots:  make(chan struct{}, 2*m.opts.Threads),
+		res:    make([]chan *builtSegment, n),
+	}
+	for i := range r.res {
+		r.res[i] = make(chan *builtSegment, 1)
+	}
+	g.Go(r.startBuilds)
+	r.newIndex(hdrRaw)
+	segs, off, consumeErr := r.consume(hdrSeg.CompLen)
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if consumeErr != nil {
+		return nil, consumeErr
+	}
+	if len(segs) != n {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s: scan stopped after %d of %d containers", src.Name(), len(segs), n)
+	}
+	idx := &indexFile{
+		Layout: Layout{
+			Level:    m.opts.Level.Deflate(),
+			Header:   hdrSeg,
+			Segments: segs,
+			Size:     off + int64(len(bgzf.EOF)),
+		},
+	}
+	if r.bld != nil {
+		b, err := r.bld.Finish(uint64(off) << 16)
+		if err != nil {
+			r.noIndex(err)
+		} else {
+			idx.HasBAI, idx.BAI, idx.CSI = true, b, r.csi
+		}
+	}
+	return idx, nil
+}
+
+// scanRun is one scan of a file: the container builds in flight, at most
+// one per slot, and the index made of their results in container order.
+type scanRun struct {
+	// Dependencies.
+	m   *Manager
+	src Source
+
+	// Constant for the scan.
+	g      *errgroup.Group
+	gctx   context.Context // ends with the first failed build
+	cancel context.CancelFunc
+	slots  chan struct{}        // one token per build not yet consumed
+	res    []chan *builtSegment // by container, each filled once
+
+	// Mutable: hint, atomic, is the largest container's blocks so far (a
+	// size hint, its max racy); bld and csi are the consumer's only.
+	hint atomic.Int64
+	bld  indexBuilder // nil once no index can be built
+	csi  bool         // bld is a CSI builder
+}
+
+// startBuilds starts the build of every container in order, each once a
+// slot and a worker are free; it stops when the scan's context ends.
+func (r *scanRun) startBuilds() error {
+	for i := range r.res {
+		select {
+		case r.slots <- struct{}{}:
+		case <-r.gctx.Done():
+			return nil
+		}
+		if err := r.m.acquire(r.gctx); err != nil {
+			return nil
+		}
+		r.g.Go(func() error { return r.build(i) })
+	}
+	return nil
+}
+
+// build builds container i, holding a worker, and hands its result to
+// the consumer.
+func (r *scanRun) build(i int) error {
+	m := r.m
+	defer m.release()
+	c, err := m.getComp()
+	if err != nil {
+		return fmt.Errorf("%s: BGZF level %d: %w", r.src.Name(), m.opts.Level.Deflate(), err)
+	}
+	defer m.putComp(c)
+	bs, raw, err := scanContainer(r.gctx, r.src, c, m.pool, r.hint.Load(), i, m.getRaw())
+	m.putRaw(raw)
+	if err != nil {
+		return err
+	}
+	if n := bgzf.StoredSize(bs.seg.RawLen); n > r.hint.Load() {
+		r.hint.Store(n) // racy max: only a size hint
+	}
+	r.res[i] <- bs
+	return nil
+}
+
+// newIndex chooses the index builder for the references of hdrRaw: a BAI,
+// or a CSI when a reference is longer than a BAI addresses (2^29 bases;
+// samtools index -c builds the same); none when the header is unreadable.
+func (r *scanRun) newIndex(hdrRaw []byte) {
+	nRef, maxLen, err := parseRefs(hdrRaw)
+	switch {
+	case err != nil:
+		r.m.log.Warn("no index: unreadable header", "file", r.src.Name(), "err", err)
+	case maxLen > baiMaxRefLen:
+		r.bld, r.csi = csi.NewBuilder(nRef, maxLen), true
+	default:
+		r.bld = bai.NewBuilder(nRef)
+	}
+}
+
+// noIndex gives up the index, saying why.
+func (r *scanRun) noIndex(err error) {
+	r.m.log.Warn("no index for this file", "file", r.src.Name(), "err", err)
+	r.bld = nil
+}
+
+// consume takes the builds' results in container order, placing each
+// segment after the previous (the first at off) and adding its records to
+// the index. It returns the segments placed and where the last ends; it
+// stops early, with those placed so far, when the scan's context ends,
+// and with an error (cancelling the scan) when a record's virtual offset
+// cannot be found.
+func (r *scanRun) consume(off int64) ([]Segment, int64, error) {
+	segs := make([]Segment, 0, len(r.res))
+	for i := range r.res {
+		var bs *builtSegment
+		select {
+		case bs = <-r.res[i]:
+		case <-r.gctx.Done():
+			return segs, off, nil
+		}
+		<-r.slots
+		s := bs.seg
+		s.Offset = off
+		off += s.CompLen
+		segs = append(segs, s)
+		if err := r.addRecords(i, s, bs); err != nil {
+			r.cancel()
+			return segs, off, err
+		}
+	}
+	return segs, off, nil
+}
+
+// addRecords adds the records of container i, placed as s, to the index.
+// A record the index refuses gives up the index, not the scan.
+func (r *scanRun) addRecords(i int, s Segment, bs *builtSegment) error {
+	if r.bld == nil {
+		return nil
+	}
+	vm := voffsetMapper{base: s.Offset, end: s.End(), blocks: bs.blocks}
+	for _, rec := range bs.recs {
+		vs, err := vm.at(rec.uStart)
+		if err != nil {
+			return fmt.Errorf("%s: container %d: %w", r.src.Name(), i, err)
+		}
+		ve, err := vm.at(rec.uEnd)
+		if err != nil {
+			return fmt.Errorf("%s: container %d: %w", r.src.Name(), i, err)
+		}
+		if err := r.bld.Add(rec.refID, rec.beg, rec.end, rec.unmapped, vs, ve); err != nil {
+			r.noIndex(fmt.Errorf("container %d: %w", i, err))
+			return nil
+		}
+	}
+	return nil
+}
