@@ -194,7 +194,11 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 		t.Fatal(err)
 	}
 	mgr := engine.NewManager(engine.Options{Threads: ef.threads, CacheSize: size, Level: level, CacheDir: ef.cacheDir, SharedCache: ef.sharedCache, Readahead: ef.readahead, MaxOpenFiles: cfg.maxOpenFiles}, log)
-	op := newOpener(mgr, store, engine.CRAMOptions{Reference: store, NoMD: ef.noMD, States: mgr.States()}, log)
+	// As engineFlags.open: one set of decoders for every file.
+	decoders := engine.NewDecoderPool(max(ef.threads, 1))
+	mgr.CountDecoders(decoders)
+	copt := engine.CRAMOptions{Reference: store, NoMD: ef.noMD, Decoders: decoders, MaxContainerMemory: mgr.Options().ContainerMemory(), States: mgr.States()}
+	op := newOpener(mgr, store, copt, log)
 	mnt := cfg.mnt
 	if mnt == "" {
 		mnt = t.TempDir()
