@@ -17,9 +17,9 @@
 set -euo pipefail
 cram=${1:-/tmp/cramfs-bench/data/sample.v31.cram}
 out=${2:-/tmp/scal}
-shift $(( $# > 2 ? 2 : $# )) || true
-threads=("${@:-1 2}")
-[ $# -eq 0 ] && threads=(1 2)
+shift $(( $# > 2 ? 2 : $# ))
+threads=("$@")
+[ ${#threads[@]} -gt 0 ] || threads=(1 2)
 ref=$(dirname "$cram")/ref.fa
 base=$(basename "$cram" .cram)
 mkdir -p "$out"
@@ -36,9 +36,11 @@ for t in "${threads[@]}"; do
 	ln "$cram" "$src/$base.cram" 2>/dev/null || cp "$cram" "$src/$base.cram"
 	"$bin" mount -@ "$t" -T "$ref" --cache-dir "$cache" --cpuprofile "$out/mount.t$t.prof" "$src" "$mnt" &
 	pid=$!
+	trap 'fusermount3 -u "$mnt" 2>/dev/null' EXIT
 	for _ in $(seq 100); do mountpoint -q "$mnt" && break; sleep 0.1; done
 	T "scan(stat) -@$t" stat -c %s "$mnt/$base.bam"
 	T "read(dd) -@$t" dd if="$mnt/$base.bam" of=/dev/null bs=1M status=none
 	fusermount3 -u "$mnt"
 	wait "$pid"
+	trap - EXIT
 done
