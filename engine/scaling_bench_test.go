@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+)
+
+// The benchmarks below measure how the scan and the segment builds share
+// out over workers, for bench/SCALING.md: run them with -cpuprofile,
+// -mutexprofile and -blockprofile (go test then records every contention
+// and every blocking event) to see what runs on one goroutine or waits on
+// one lock. They use the benchmark dataset (see benchDataCRAM).
+
+// scalingThreads are the worker counts measured: this machine has two
+// cores; bench/SCALING.md projects the rest.
+var scalingThreads = []int{1, 2}
+
+// BenchmarkBenchDataScan scans a CRAM of the benchmark dataset with an
+// empty cache directory: every container decoded and compressed by the
+// workers, the layout and the BAI built by the in-order consumer.
+func BenchmarkBenchDataScan(b *testing.B) {
+	for _, t := range scalingThreads {
+		b.Run(fmt.Sprintf("threads=%d", t), func(b *testing.B) {
+			src := benchDataCRAM(b)
+			for b.Loop() {
+				dir, err := os.MkdirTemp(b.TempDir(), "scan")
+				if err != nil {
+					b.Fatal(err)
+				}
+				m := NewManager(Options{Level: Stored, Threads: t, CacheSize: 256 << 20, CacheDir: dir}, nil)
+				v, err := m.Open(context.Background(), src)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.SetBytes(v.Size())
+				m.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkBenchDataParallelRead reads the whole virtual BAM with a cold
+// cache and as many readers as workers, reader r reading segments r,
+// r+threads, ... in 128 KiB pieces (the kernel's FUSE read size), without
+// readahead: every segment is built by the reader that first asks, so the
+// builds, the cache and the Manager's lock are shared as by concurrent
+// readers of a mount.
+func BenchmarkBenchDataParallelRead(b *testing.B) {
+	for _, t := range scalingThreads {
+		b.Run(fmt.Sprintf("threads=%d", t), func(b *testing.B) {
+			dir := b.TempDir()
+			opts := Options{Level: Stored, Threads: t, CacheSize: 256 << 20, Readahead: -1}
+			m, v := benchDataVBAM(b, dir, opts)
+			m.Close()
+			b.SetBytes(v.Size())
+			for b.Loop() {
+				m, v := benchDataVBAM(b, dir, opts)
+				segs := v.Layout().Segments
+				var wg sync.WaitGroup
+				errs := make([]error, t)
+				for r := range t {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						errs[r] = readSegments(v, segs, r, t)
+					}()
+				}
+				wg.Wait()
+				for _, err := range errs {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				m.Close()
+			}
+		})
+	}
+}
+
+// readSegments reads segments first, first+step, ... of v in 128 KiB
+// pieces.
+func readSegments(v *VirtualBAM, segs []Segment, first, step int) error {
+	p := make([]byte, 128<<10)
+	for i := first; i < len(segs); i += step {
+		for off := segs[i].Offset; off < segs[i].End(); {
+			n := int(min(int64(len(p)), segs[i].End()-off))
+			if _, err := v.ReadAt(p[:n], off); err != nil {
+				return fmt.Errorf("segment %d at %d: %w", i, off, err)
+			}
+			off += int64(n)
+		}
+	}
+	return nil
+}
