@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
@@ -323,4 +324,60 @@ func refIn(t *testing.T, path string) cfs.CRAMRef {
 	}
 	t.Cleanup(func() { root.Close() })
 	return cramRef(t, root, filepath.Base(path))
+}
+
+// TestMountSeesInPlaceRewriteWithoutRemount: the CRAM of a running mount
+// is rewritten in place with its size and mtime kept. Its ctime changes,
+// which the node identity holds, so once the kernel looks the name up
+// again (a 100 ms entry timeout here) x.bam is a new node serving the new
+// version; before, the old node stayed, and its reads of the changed
+// container failed with EIO until a remount.
+func TestMountSeesInPlaceRewriteWithoutRemount(t *testing.T) {
+	corpus.RequireFUSE(t)
+	src := t.TempDir()
+	p := filepath.Join(src, "x.cram")
+	orig := multiContainerCRAM(t, p)
+	off := bytes.Index(orig, []byte("r1500"))
+	if off < 128<<10 || off > len(orig)-128<<10 {
+		t.Fatalf("read r1500 at %d of %d bytes: not in a middle container", off, len(orig))
+	}
+	changed, err := hostile.FlipAt(orig, off, 0x01, true) // r1500 becomes s1500
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOld := convertAt(t, 1, p, nil)
+	m := mountT(t, src, mountConfig{cacheSize: "0", level: "1", timeout: 100 * time.Millisecond})
+	bam := filepath.Join(m.mnt, "x.bam")
+	if got, err := readDirect(bam); err != nil || !bytes.Equal(got, wantOld) {
+		t.Fatalf("before the rewrite: %d bytes, %v", len(got), err)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(changed, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	wantNew := convertAt(t, 1, p, nil)
+	var got []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		got, err = readDirect(bam)
+		if err == nil && !bytes.Equal(got, wantOld) && !bytes.Equal(got, wantNew) {
+			t.Fatalf("a read gave %d bytes that are neither version", len(got))
+		}
+		if err == nil && bytes.Equal(got, wantNew) {
+			return
+		}
+	}
+	t.Fatalf("x.bam still not the new version 10 s after the rewrite: %d bytes, %v", len(got), err)
 }
