@@ -68,15 +68,7 @@ func TestFaultCRAMRewrittenInPlaceSameSizeAndMtime(t *testing.T) {
 	corpus.RequireFUSE(t)
 	src, cacheDir := t.TempDir(), t.TempDir()
 	p := filepath.Join(src, "x.cram")
-	orig := multiContainerCRAM(t, p)
-	off := bytes.Index(orig, []byte("r1500"))
-	if off < 128<<10 || off > len(orig)-128<<10 {
-		t.Fatalf("read r1500 at %d of %d bytes: not in a middle container", off, len(orig))
-	}
-	changed, err := hostile.FlipAt(orig, off, 0x01, true) // r1500 becomes s1500
-	if err != nil {
-		t.Fatal(err)
-	}
+	changed := middleContainerChange(t, p)
 	wantOld := convertAt(t, 1, p, nil)
 	cfg := mountConfig{cacheSize: "0", level: "1", cacheDir: cacheDir}
 	m := mountT(t, src, cfg)
@@ -89,19 +81,7 @@ func TestFaultCRAMRewrittenInPlaceSameSizeAndMtime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(changed, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(p, st.ModTime(), st.ModTime()); err != nil {
-		t.Fatal(err)
-	}
+	rewriteInPlace(t, p, changed, st.ModTime())
 	if st2, err := os.Stat(p); err != nil || st2.Size() != st.Size() || !st2.ModTime().Equal(st.ModTime()) {
 		t.Fatalf("the rewrite changed size or mtime (%v)", err)
 	}
@@ -336,15 +316,7 @@ func TestMountSeesInPlaceRewriteWithoutRemount(t *testing.T) {
 	corpus.RequireFUSE(t)
 	src := t.TempDir()
 	p := filepath.Join(src, "x.cram")
-	orig := multiContainerCRAM(t, p)
-	off := bytes.Index(orig, []byte("r1500"))
-	if off < 128<<10 || off > len(orig)-128<<10 {
-		t.Fatalf("read r1500 at %d of %d bytes: not in a middle container", off, len(orig))
-	}
-	changed, err := hostile.FlipAt(orig, off, 0x01, true) // r1500 becomes s1500
-	if err != nil {
-		t.Fatal(err)
-	}
+	changed := middleContainerChange(t, p)
 	wantOld := convertAt(t, 1, p, nil)
 	m := mountT(t, src, mountConfig{cacheSize: "0", level: "1", timeout: 100 * time.Millisecond})
 	bam := filepath.Join(m.mnt, "x.bam")
@@ -355,19 +327,7 @@ func TestMountSeesInPlaceRewriteWithoutRemount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(changed, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(p, st.ModTime(), st.ModTime()); err != nil {
-		t.Fatal(err)
-	}
+	rewriteInPlace(t, p, changed, st.ModTime())
 	wantNew := convertAt(t, 1, p, nil)
 	var got []byte
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
@@ -380,4 +340,40 @@ func TestMountSeesInPlaceRewriteWithoutRemount(t *testing.T) {
 		}
 	}
 	t.Fatalf("x.bam still not the new version 10 s after the rewrite: %d bytes, %v", len(got), err)
+}
+
+// middleContainerChange writes a CRAM of several containers at p and
+// returns its bytes with read r1500, in a middle container, renamed
+// s1500 (its CRCs fixed).
+func middleContainerChange(t *testing.T, p string) []byte {
+	t.Helper()
+	orig := multiContainerCRAM(t, p)
+	off := bytes.Index(orig, []byte("r1500"))
+	if off < 128<<10 || off > len(orig)-128<<10 {
+		t.Fatalf("read r1500 at %d of %d bytes: not in a middle container", off, len(orig))
+	}
+	changed, err := hostile.FlipAt(orig, off, 0x01, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return changed
+}
+
+// rewriteInPlace overwrites the file p with b (of the same size) and sets
+// its mtime back to mtime: only its ctime tells the change.
+func rewriteInPlace(t *testing.T, p string, b []byte, mtime time.Time) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
 }
