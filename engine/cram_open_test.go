@@ -165,22 +165,7 @@ func TestCRAMReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Opening or reading another CRAM closes c's descriptor.
-	evict := func() {
-		t.Helper()
-		o, err := OpenCRAMAt(root, "other.cram", "other.cram", opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Close()
-		c.mu.Lock()
-		dropped := c.st == nil
-		c.mu.Unlock()
-		if !dropped {
-			t.Fatal("the CRAM's state was not dropped by a FileStates of one descriptor")
-		}
-	}
-	evict()
+	evictByOther(t, c, root, opt)
 	if got, err := c.AppendContainer(ctx, 0, nil); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("read again, unchanged: %d bytes (%v), want the %d first read", len(got), err, len(want))
 	}
@@ -188,7 +173,7 @@ func TestCRAMReopen(t *testing.T) {
 		t.Fatal("no file structure after opening again")
 	}
 
-	evict()
+	evictByOther(t, c, root, opt)
 	copyTestCRAM(t, "ce_5b.3.0-noref.cram", p+".new")
 	if err := os.Rename(p+".new", p); err != nil {
 		t.Fatal(err)
@@ -258,24 +243,11 @@ func TestCRAMIdentityAfterDescriptorClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evict := func() {
-		t.Helper()
-		o, err := OpenCRAMAt(root, "other.cram", "other.cram", opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Close()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.st != nil {
-			t.Fatal("the CRAM's state was not dropped by a FileStates of one descriptor")
-		}
-	}
-	evict()
+	evictByOther(t, c, root, opt)
 	if got, err := c.fileIdentity(true); err != nil || got != want {
 		t.Fatalf("identity after the descriptor was closed: %+v (%v), want %+v", got, err, want)
 	}
-	evict()
+	evictByOther(t, c, root, opt)
 	copyTestCRAM(t, "ce_5b.3.0-noref.cram", p+".new")
 	if err := os.Rename(p+".new", p); err != nil {
 		t.Fatal(err)
@@ -328,4 +300,20 @@ func mustFile(t *testing.T, p string) *decode.File {
 	}
 	defer c.Close()
 	return c.File()
+}
+
+// evictByOther opens other.cram of root with opt, whose FileStates holds
+// one descriptor: that drops c's state, which it checks.
+func evictByOther(t *testing.T, c *CRAM, root *os.Root, opt CRAMOptions) {
+	t.Helper()
+	o, err := OpenCRAMAt(root, "other.cram", "other.cram", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st != nil {
+		t.Fatal("the CRAM's state was not dropped by a FileStates of one descriptor")
+	}
 }

@@ -120,14 +120,7 @@ func TestClusterSharedCache(t *testing.T) {
 			t.Errorf("%s.bam (%s): BAM md5 %s, want samtools' %s", name, fixtureOf[name], got, want)
 		}
 	}
-	rc, stderr, out := runCmd(t, "status", "--json", "--cache-dir", cache, p.mnt)
-	if rc != 0 {
-		t.Fatalf("cramfs status --json: exit %d: %s", rc, stderr)
-	}
-	var st mountStatus
-	if err := json.Unmarshal(out, &st); err != nil {
-		t.Fatalf("status JSON: %v\n%s", err, out)
-	}
+	st := statusJSON(t, cache, p.mnt)
 	if len(st.Files) != len(crams) {
 		t.Errorf("status lists %d files, want %d", len(st.Files), len(crams))
 	}

@@ -27,14 +27,7 @@ func TestStatus(t *testing.T) {
 	}
 	os.Stat(filepath.Join(p.mnt, "gone.bam")) // fails: its reference is missing
 
-	rc, stderr, out := runCmd(t, "status", "--json", "--cache-dir", cache, p.mnt)
-	if rc != 0 {
-		t.Fatalf("cramfs status --json: exit %d: %s", rc, stderr)
-	}
-	var st mountStatus
-	if err := json.Unmarshal(out, &st); err != nil {
-		t.Fatalf("status JSON: %v\n%s", err, out)
-	}
+	st := statusJSON(t, cache, p.mnt)
 	if st.PID != p.cmd.Process.Pid || st.Mnt != p.mnt || st.Cache.MaxBytes != 256<<20 || st.Cache.Misses == 0 {
 		t.Errorf("status = %+v, want pid %d, mnt %s, a 256 MiB cache that was used", st, p.cmd.Process.Pid, p.mnt)
 	}
@@ -49,7 +42,7 @@ func TestStatus(t *testing.T) {
 		t.Errorf("gone.cram: %+v, want its reference problem", g)
 	}
 
-	rc, stderr, out = runCmd(t, "status", "--cache-dir", cache, p.mnt)
+	rc, stderr, out := runCmd(t, "status", "--cache-dir", cache, p.mnt)
 	if rc != 0 || !strings.Contains(string(out), "cache: ") || !strings.Contains(string(out), filepath.Join(src, "a.cram")) || !strings.Contains(string(out), "failing: reference") {
 		t.Errorf("cramfs status: exit %d, stderr %q, stdout:\n%s", rc, stderr, out)
 	}
@@ -81,4 +74,19 @@ func TestStatus(t *testing.T) {
 	if rc != 1 || !strings.Contains(stderr, "no cramfs mount of yours is running at "+p.mnt) {
 		t.Errorf("status after the unmount: exit %d, stderr %q", rc, stderr)
 	}
+}
+
+// statusJSON runs `cramfs status --json` for the mount at mnt whose cache
+// directory is cache, and decodes its answer.
+func statusJSON(t *testing.T, cache, mnt string) mountStatus {
+	t.Helper()
+	rc, stderr, out := runCmd(t, "status", "--json", "--cache-dir", cache, mnt)
+	if rc != 0 {
+		t.Fatalf("cramfs status --json: exit %d: %s", rc, stderr)
+	}
+	var st mountStatus
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatalf("status JSON: %v\n%s", err, out)
+	}
+	return st
 }
