@@ -66,3 +66,22 @@ type fileSource interface {
 	// the file (see dependsOn).
 	variant() string
 }
+
+// LayoutScanner is implemented by Sources that can measure a container's
+// BAM records without building them: the layout of a level-0 (stored)
+// virtual BAM follows from the record lengths alone, and its index from
+// what each record reports here.
+type LayoutScanner interface {
+	// ScanLayout calls each with every record of container i, in order,
+	// and returns the container's BAM length (the sum of the records'
+	// Len). Its errors name the file and the container.
+	ScanLayout(ctx context.Context, i int, each func(r RecordLayout) error) (int64, error)
+}
+
+// RecordLayout is what the layout and the index need of one BAM record.
+type RecordLayout struct {
+	Len      int64 // BAM bytes of the record, its block_size included
+	RefID    int32 // -1 for none
+	Beg, End int64 // 0-based alignment start and end (exclusive), as bam.RecordInfo gives them
+	Unmapped bool  // flag 0x4
+}
