@@ -73,7 +73,8 @@ type Codecs struct {
 }
 
 // parseBlock reads one block from b at *pos (CRAMv3 §8). Major version 3
-// and later carry a CRC32 over the block (§4), which is verified.
+// and later carry a CRC32 over the block (§4), which is verified; from
+// 4.0 on, its content id and sizes are uint7 rather than ITF-8.
 func parseBlock(b []byte, pos *int, major int) (Block, error) {
 	start := *pos
 	if start+2 > len(b) {
@@ -84,14 +85,15 @@ func parseBlock(b []byte, pos *int, major int) (Block, error) {
 	blk.ContentType = ContentType(b[start+1])
 	*pos = start + 2
 	var err error
-	if blk.ContentID, err = readITF8(b, pos); err != nil {
+	r := varintsFor(major)
+	if blk.ContentID, err = r.u32(b, pos); err != nil {
 		return Block{}, err
 	}
-	size, err := readITF8(b, pos)
+	size, err := r.u32(b, pos)
 	if err != nil {
 		return Block{}, err
 	}
-	if blk.RawSize, err = readITF8(b, pos); err != nil {
+	if blk.RawSize, err = r.u32(b, pos); err != nil {
 		return Block{}, err
 	}
 	if size < 0 || blk.RawSize < 0 || blk.RawSize > MaxBlockSize {

@@ -82,10 +82,14 @@ func noEncoding(s DataSeries) error {
 
 // CompressionHeader is a container's compression header (CRAMv3 §8.4).
 type CompressionHeader struct {
-	ReadNamesIncluded  bool // RN
-	APDelta            bool // AP
-	ReferenceRequired  bool // RR
-	QSSeqOrient        bool // QO (CRAM 4 only; true otherwise)
+	ReadNamesIncluded bool // RN
+	APDelta           bool // AP
+	ReferenceRequired bool // RR
+	QSSeqOrient       bool // QO (CRAM 4 only; true otherwise)
+	// V4 says the CRAM 4.0 rules apply: AP, NP and TS are 64-bit series,
+	// and tag lines hold placeholders (MD*, NM*, RG*) for the tags the
+	// decoder makes; MD and NM are made only where they stand.
+	V4                 bool
 	SubstitutionMatrix [5][4]byte
 	// TagLines is the tag dictionary TD: for each line, the tags as
 	// 3-byte (name, name, BAM type) entries.
@@ -101,9 +105,10 @@ type CompressionHeader struct {
 // parseCompressionHeader parses the raw bytes of a compression header block
 // (CRAMv3 §8.4): the preservation map, the data series encodings and the
 // tag encodings, taking the storage of its encodings from a (nil:
-// allocated).
-func parseCompressionHeader(b []byte, a *encodings) (*CompressionHeader, error) {
-	h := &CompressionHeader{APDelta: true, ReferenceRequired: true, QSSeqOrient: true}
+// allocated). r reads its integers as the file's version writes them;
+// from CRAM 4.0 on, AP, NP and TS are 64-bit series.
+func parseCompressionHeader(b []byte, a *encodings, r varints) (*CompressionHeader, error) {
+	h := &CompressionHeader{APDelta: true, ReferenceRequired: true, QSSeqOrient: true, V4: r.v4}
 	copy(h.SubstitutionMatrix[0][:], "CGTN")
 	copy(h.SubstitutionMatrix[1][:], "AGTN")
 	copy(h.SubstitutionMatrix[2][:], "ACTN")
@@ -112,12 +117,12 @@ func parseCompressionHeader(b []byte, a *encodings) (*CompressionHeader, error) 
 	pos := 0
 
 	// Preservation map.
-	size, err := readITF8(b, &pos)
+	size, err := r.u32(b, &pos)
 	if err != nil {
 		return nil, fmt.Errorf("preservation map: %w", err)
 	}
 	start := pos
-	n, err := readITF8(b, &pos)
+	n, err := r.u32(b, &pos)
 	if err != nil {
 		return nil, fmt.Errorf("preservation map: %w", err)
 	}
@@ -159,7 +164,7 @@ func parseCompressionHeader(b []byte, a *encodings) (*CompressionHeader, error) 
 			}
 			pos += 5
 		case "TD":
-			tdLen, err := readITF8(b, &pos)
+			tdLen, err := r.u32(b, &pos)
 			if err != nil {
 				return nil, fmt.Errorf("tag dictionary: %w", err)
 			}
@@ -179,11 +184,11 @@ func parseCompressionHeader(b []byte, a *encodings) (*CompressionHeader, error) 
 	}
 
 	// Data series encodings.
-	if size, err = readITF8(b, &pos); err != nil {
+	if size, err = r.u32(b, &pos); err != nil {
 		return nil, fmt.Errorf("data series encodings: %w", err)
 	}
 	start = pos
-	if n, err = readITF8(b, &pos); err != nil {
+	if n, err = r.u32(b, &pos); err != nil {
 		return nil, fmt.Errorf("data series encodings: %w", err)
 	}
 	a.ensure(min(max(int(n), 0), len(b)-pos))
@@ -197,8 +202,11 @@ func parseCompressionHeader(b []byte, a *encodings) (*CompressionHeader, error) 
 		vt := typeInt
 		if known {
 			vt = dataSeriesInfo[ds].vt
+			if r.v4 && (ds == DSAP || ds == DSNP || ds == DSTS) {
+				vt = typeLong
+			}
 		}
-		enc, err := parseEncoding(b, &pos, vt, 0, a)
+		enc, err := parseEncoding(b, &pos, vt, 0, a, r)
 		if err != nil {
 			if known {
 				return nil, fmt.Errorf("data series %s: %w", key, err)
@@ -214,11 +222,11 @@ func parseCompressionHeader(b []byte, a *encodings) (*CompressionHeader, error) 
 	}
 
 	// Tag encodings.
-	if size, err = readITF8(b, &pos); err != nil {
+	if size, err = r.u32(b, &pos); err != nil {
 		return nil, fmt.Errorf("tag encodings: %w", err)
 	}
 	start = pos
-	if n, err = readITF8(b, &pos); err != nil {
+	if n, err = r.u32(b, &pos); err != nil {
 		return nil, fmt.Errorf("tag encodings: %w", err)
 	}
 	if n < 0 || int(n) > len(b)-pos {
@@ -227,11 +235,11 @@ func parseCompressionHeader(b []byte, a *encodings) (*CompressionHeader, error) 
 	h.Tags = make(map[int32]*Encoding, n)
 	a.ensure(int(n))
 	for i := int32(0); i < n; i++ {
-		key, err := readITF8(b, &pos)
+		key, err := r.u32(b, &pos)
 		if err != nil {
 			return nil, fmt.Errorf("tag encodings: %w", err)
 		}
-		enc, err := parseEncoding(b, &pos, typeByteArray, 0, a)
+		enc, err := parseEncoding(b, &pos, typeByteArray, 0, a, r)
 		if err != nil {
 			return nil, fmt.Errorf("tag %c%c:%c: %w", byte(key>>16), byte(key>>8), byte(key), err)
 		}
@@ -244,7 +252,7 @@ func parseCompressionHeader(b []byte, a *encodings) (*CompressionHeader, error) 
 	}
 	h.tagPlans = make([]tagPlan, len(h.TagLines))
 	for i, line := range h.TagLines {
-		h.tagPlans[i] = planTagLine(line, h.Tags)
+		h.tagPlans[i] = planTagLine(line, h.Tags, h.V4)
 	}
 	return h, nil
 }

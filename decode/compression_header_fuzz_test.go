@@ -50,7 +50,7 @@ func TestCompressionHeadersOfFixturesParse(t *testing.T) {
 	}
 	var a encodings // reused from header to header, as a Decoder does
 	for i, raw := range hs {
-		ch, err := parseCompressionHeader(raw, nil)
+		ch, err := parseCompressionHeader(raw, nil, varints{})
 		if err != nil {
 			t.Fatalf("header %d: %v", i, err)
 		}
@@ -58,7 +58,7 @@ func TestCompressionHeadersOfFixturesParse(t *testing.T) {
 			t.Errorf("header %d: BF or RL has no encoding", i)
 		}
 		a.reset()
-		if reused, err := parseCompressionHeader(raw, &a); err != nil || !reflect.DeepEqual(reused, ch) {
+		if reused, err := parseCompressionHeader(raw, &a, varints{}); err != nil || !reflect.DeepEqual(reused, ch) {
 			t.Fatalf("header %d parses otherwise into reused storage (%v)", i, err)
 		}
 	}
@@ -72,9 +72,9 @@ func FuzzCompressionHeader(f *testing.F) {
 	}
 	var a encodings // reused from input to input, as a Decoder does
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ch, err := parseCompressionHeader(b, nil)
+		ch, err := parseCompressionHeader(b, nil, varints{})
 		a.reset()
-		reused, rerr := parseCompressionHeader(b, &a)
+		reused, rerr := parseCompressionHeader(b, &a, varints{})
 		if (err == nil) != (rerr == nil) || !reflect.DeepEqual(reused, ch) {
 			t.Fatalf("parsed into reused storage: %v, %v; allocated: %v", reused, rerr, err)
 		}

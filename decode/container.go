@@ -54,8 +54,8 @@ func parseFileDefinition(b []byte) (FileDefinition, error) {
 	}
 	d.Major, d.Minor = int(b[4]), int(b[5])
 	copy(d.FileID[:], b[6:26])
-	if d.Major != 2 && d.Major != 3 {
-		return d, fmt.Errorf("%w: CRAM version %d.%d (this decoder reads 2.x and 3.x)", ErrUnsupported, d.Major, d.Minor)
+	if d.Major < 2 || d.Major > 4 {
+		return d, fmt.Errorf("%w: CRAM version %d.%d (this decoder reads 2.x, 3.x and 4.x)", ErrUnsupported, d.Major, d.Minor)
 	}
 	return d, nil
 }
@@ -63,6 +63,9 @@ func parseFileDefinition(b []byte) (FileDefinition, error) {
 // parseContainerHeader parses a container header (CRAMv3 §7) held in b,
 // which starts at file offset off.
 func parseContainerHeader(b []byte, off int64, major int) (ContainerHeader, error) {
+	if major >= 4 {
+		return parseContainerHeader4(b, off)
+	}
 	h := ContainerHeader{Offset: off}
 	pos := 0
 	var err error
@@ -107,20 +110,77 @@ func parseContainerHeader(b []byte, off int64, major int) (ContainerHeader, erro
 		return h, err
 	}
 	if major >= 3 {
-		if pos+4 > len(b) {
-			return h, corruptf("container header CRC32: end of data")
+		if err := checkHeaderCRC(b, &pos); err != nil {
+			return h, err
 		}
-		want := binary.LittleEndian.Uint32(b[pos:])
-		if got := crc32.ChecksumIEEE(b[:pos]); got != want {
-			return h, fmt.Errorf("%w: container header CRC32 %08x, header says %08x", ErrChecksum, got, want)
-		}
-		pos += 4
 	}
+	return h, h.finish(pos)
+}
+
+// parseContainerHeader4 parses a CRAM 4.0 container header as htslib 1.16
+// reads it: every field a uint7 (the reference id a sint7), the length
+// included, then the CRC32 of all of them.
+func parseContainerHeader4(b []byte, off int64) (ContainerHeader, error) {
+	h := ContainerHeader{Offset: off}
+	r := varints{v4: true}
+	pos := 0
+	var err error
+	if h.Length, err = r.u32(b, &pos); err != nil {
+		return h, err
+	}
+	if h.Length < 0 {
+		return h, corruptf("container length %d", uint32(h.Length))
+	}
+	if h.RefSeqID, err = r.s32(b, &pos); err != nil {
+		return h, err
+	}
+	if h.RefStart, err = r.u64(b, &pos); err != nil {
+		return h, err
+	}
+	if h.AlignmentSpan, err = r.u64(b, &pos); err != nil {
+		return h, err
+	}
+	if h.NumRecords, err = r.u32(b, &pos); err != nil {
+		return h, err
+	}
+	if h.RecordCounter, err = r.u64(b, &pos); err != nil {
+		return h, err
+	}
+	if h.Bases, err = r.u64(b, &pos); err != nil {
+		return h, err
+	}
+	if h.NumBlocks, err = r.u32(b, &pos); err != nil {
+		return h, err
+	}
+	if h.Landmarks, err = r.array32(b, &pos, nil); err != nil {
+		return h, err
+	}
+	if err := checkHeaderCRC(b, &pos); err != nil {
+		return h, err
+	}
+	return h, h.finish(pos)
+}
+
+// checkHeaderCRC verifies the CRC32 at *pos over b[:*pos] and moves past it.
+func checkHeaderCRC(b []byte, pos *int) error {
+	if *pos+4 > len(b) {
+		return corruptf("container header CRC32: end of data")
+	}
+	want := binary.LittleEndian.Uint32(b[*pos:])
+	if got := crc32.ChecksumIEEE(b[:*pos]); got != want {
+		return fmt.Errorf("%w: container header CRC32 %08x, header says %08x", ErrChecksum, got, want)
+	}
+	*pos += 4
+	return nil
+}
+
+// finish checks the counts and records the header's size.
+func (h *ContainerHeader) finish(pos int) error {
 	if h.NumRecords < 0 || h.NumBlocks < 0 {
-		return h, corruptf("container header: %d records, %d blocks", h.NumRecords, h.NumBlocks)
+		return corruptf("container header: %d records, %d blocks", h.NumRecords, h.NumBlocks)
 	}
 	h.HeaderSize = pos
-	return h, nil
+	return nil
 }
 
 // readContainerHeader reads the container header at off, reading more of

@@ -49,6 +49,9 @@ type Decoder struct {
 	// values are then read in place (see viewQuals).
 	qualScratch []byte
 	featScratch []byte // byte array features not read in place
+	// mdSlot and nmSlot are where the record's CRAM 4.0 placeholders want
+	// MD's text and NM's value in aux (-1: none), set by readTags.
+	mdSlot, nmSlot int
 	// viewQuals is set while a container is decoded whose records can
 	// take their preserved qualities straight from the QS block: a
 	// single slice (block buffers are reused from slice to slice) and QS
@@ -180,7 +183,7 @@ func (d *Decoder) container(h *ContainerHeader) error {
 		d.chBuf = chRaw[:0]
 	}
 	d.encs.reset()
-	ch, err := parseCompressionHeader(chRaw, &d.encs)
+	ch, err := parseCompressionHeader(chRaw, &d.encs, varintsFor(major))
 	if err != nil {
 		return fmt.Errorf("compression header: %w", err)
 	}
@@ -196,7 +199,9 @@ func (d *Decoder) container(h *ContainerHeader) error {
 		d.seqs = make([]byte, 0, n)
 	}
 	qs := ch.DataSeries[DSQS]
-	d.viewQuals = len(h.Landmarks) == 1 && qs != nil && qs.ID == EncodingExternal
+	// Qualities stored reversed (CRAM 4.0's QO false) are turned around
+	// record by record, so cannot be viewed in place.
+	d.viewQuals = len(h.Landmarks) == 1 && qs != nil && qs.ID == EncodingExternal && ch.QSSeqOrient
 	d.qsData = nil
 	d.names, d.seqs, d.quals, d.aux, d.cigars = d.names[:0], d.seqs[:0], d.quals[:0], d.aux[:0], d.cigars[:0]
 	for si, lm := range h.Landmarks {

@@ -20,6 +20,17 @@ const (
 	EncodingSubexp        EncodingID = 7
 	EncodingGolombRice    EncodingID = 8
 	EncodingGamma         EncodingID = 9
+
+	// CRAM 4.0 (htslib's draft; see encoding_varint.go, encoding_const.go).
+	EncodingVarintUnsigned EncodingID = 41
+	EncodingVarintSigned   EncodingID = 42
+	EncodingConstByte      EncodingID = 43
+	EncodingConstInt       EncodingID = 44
+	// htslib 1.16 also parses these CRAM 4.0 transforms, which none of
+	// its writers emit; they are refused as unsupported.
+	EncodingXPack  EncodingID = 51
+	EncodingXRLE   EncodingID = 52
+	EncodingXDelta EncodingID = 53
 )
 
 // valueType is what a data series holds; it decides how an encoding reads.
@@ -29,18 +40,22 @@ const (
 	typeInt valueType = iota
 	typeByte
 	typeByteArray
+	// typeLong is a 64-bit integer: AP, NP and TS from CRAM 4.0 on.
+	typeLong
 )
 
 // Encoding is a parsed encoding of one data series or tag (CRAMv3 §13).
 type Encoding struct {
 	ID        EncodingID
-	ContentID int32     // EXTERNAL, BYTE_ARRAY_STOP
-	Stop      byte      // BYTE_ARRAY_STOP
-	Offset    int32     // BETA, SUBEXP, GAMMA
-	NBits     int32     // BETA
-	K         int32     // SUBEXP
-	Len, Val  *Encoding // BYTE_ARRAY_LEN
-	huff      *huffman
+	ContentID int32 // EXTERNAL, BYTE_ARRAY_STOP
+	Stop      byte  // BYTE_ARRAY_STOP
+	Offset    int32 // BETA, SUBEXP, GAMMA
+	NBits     int32 // BETA
+	K         int32 // SUBEXP
+	// Base is what VARINT adds to each value read, or CONST's value.
+	Base     int64
+	Len, Val *Encoding // BYTE_ARRAY_LEN
+	huff     *huffman
 	// The external block of ContentID in the slice being decoded, found
 	// once per slice (streams.gen tells which slice it belongs to).
 	x    *extStream
@@ -136,13 +151,13 @@ func (a *encodings) huffman() *huffman {
 
 // parseEncoding parses an encoding (id, parameter length, parameters) at
 // *pos (CRAMv3 §3, with the parameters of each codec in §13), taking its
-// storage from a.
-func parseEncoding(b []byte, pos *int, vt valueType, depth int, a *encodings) (*Encoding, error) {
-	id, err := readITF8(b, pos)
+// storage from a; r reads the integers as the file's version writes them.
+func parseEncoding(b []byte, pos *int, vt valueType, depth int, a *encodings, r varints) (*Encoding, error) {
+	id, err := r.u32(b, pos)
 	if err != nil {
 		return nil, err
 	}
-	n, err := readITF8(b, pos)
+	n, err := r.u32(b, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -156,70 +171,12 @@ func parseEncoding(b []byte, pos *int, vt valueType, depth int, a *encodings) (*
 	}
 	e := a.encoding(EncodingID(id))
 	p := 0
-	switch e.ID {
-	case EncodingExternal:
-		if e.ContentID, err = readITF8(params, &p); err != nil {
-			return nil, err
-		}
-	case EncodingHuffman:
-		if vt == typeByteArray {
-			return nil, corruptf("HUFFMAN used for a byte array series")
-		}
-		if e.huff, err = parseHuffman(params, a); err != nil {
-			return nil, err
-		}
-		p = len(params)
-	case EncodingByteArrayLen:
-		if vt != typeByteArray || depth > 0 {
-			return nil, corruptf("BYTE_ARRAY_LEN outside a byte array series")
-		}
-		if e.Len, err = parseEncoding(params, &p, typeInt, depth+1, a); err != nil {
-			return nil, err
-		}
-		if e.Val, err = parseEncoding(params, &p, typeByte, depth+1, a); err != nil {
-			return nil, err
-		}
-		if e.Len == nil || e.Val == nil {
-			return nil, corruptf("BYTE_ARRAY_LEN with a NULL sub-encoding")
-		}
-	case EncodingByteArrayStop:
-		if vt != typeByteArray {
-			return nil, corruptf("BYTE_ARRAY_STOP outside a byte array series")
-		}
-		if len(params) < 1 {
-			return nil, corruptf("BYTE_ARRAY_STOP: no stop byte")
-		}
-		e.Stop = params[0]
-		p = 1
-		if e.ContentID, err = readITF8(params, &p); err != nil {
-			return nil, err
-		}
-	case EncodingBeta:
-		if e.Offset, err = readITF8(params, &p); err != nil {
-			return nil, err
-		}
-		if e.NBits, err = readITF8(params, &p); err != nil {
-			return nil, err
-		}
-		if e.NBits < 0 || e.NBits > 32 {
-			return nil, corruptf("BETA with %d bits", e.NBits)
-		}
-	case EncodingSubexp:
-		if e.Offset, err = readITF8(params, &p); err != nil {
-			return nil, err
-		}
-		if e.K, err = readITF8(params, &p); err != nil {
-			return nil, err
-		}
-		if e.K < 0 || e.K > 31 {
-			return nil, corruptf("SUBEXP with k=%d", e.K)
-		}
-	case EncodingGamma:
-		if e.Offset, err = readITF8(params, &p); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("%w: encoding %d", ErrUnsupported, id)
+	if err := e.parseParams(params, &p, vt, depth, a, r); err != nil {
+		return nil, err
+	}
+	if p != len(params) && r.v4 {
+		// htslib 1.16 checks the length for CRAM 4.0's parameters.
+		return nil, corruptf("encoding %d: %d parameter bytes, %d read", e.ID, len(params), p)
 	}
 	if (e.ID == EncodingBeta || e.ID == EncodingSubexp || e.ID == EncodingGamma) && vt == typeByteArray {
 		return nil, corruptf("encoding %d used for a byte array series", e.ID)
@@ -227,14 +184,99 @@ func parseEncoding(b []byte, pos *int, vt valueType, depth int, a *encodings) (*
 	return e, nil
 }
 
+// parseParams reads the parameters of e's encoding from params at *p.
+func (e *Encoding) parseParams(params []byte, p *int, vt valueType, depth int, a *encodings, r varints) error {
+	var err error
+	switch e.ID {
+	case EncodingExternal:
+		if r.v4 && (vt == typeInt || vt == typeLong) {
+			// CRAM 4.0 stores integers as VARINT, never as EXTERNAL bytes.
+			return corruptf("EXTERNAL used for an integer series in CRAM 4")
+		}
+		e.ContentID, err = r.u32(params, p)
+		return err
+	case EncodingHuffman:
+		if vt == typeByteArray {
+			return corruptf("HUFFMAN used for a byte array series")
+		}
+		if vt == typeLong {
+			return fmt.Errorf("%w: HUFFMAN for a 64-bit series", ErrUnsupported)
+		}
+		if e.huff, err = parseHuffman(params, a, r); err != nil {
+			return err
+		}
+		*p = len(params)
+	case EncodingByteArrayLen:
+		if vt != typeByteArray || depth > 0 {
+			return corruptf("BYTE_ARRAY_LEN outside a byte array series")
+		}
+		if e.Len, err = parseEncoding(params, p, typeInt, depth+1, a, r); err != nil {
+			return err
+		}
+		if e.Val, err = parseEncoding(params, p, typeByte, depth+1, a, r); err != nil {
+			return err
+		}
+		if e.Len == nil || e.Val == nil {
+			return corruptf("BYTE_ARRAY_LEN with a NULL sub-encoding")
+		}
+	case EncodingByteArrayStop:
+		if vt != typeByteArray {
+			return corruptf("BYTE_ARRAY_STOP outside a byte array series")
+		}
+		if len(params) < 1 {
+			return corruptf("BYTE_ARRAY_STOP: no stop byte")
+		}
+		e.Stop = params[0]
+		*p = 1
+		e.ContentID, err = r.u32(params, p)
+		return err
+	case EncodingBeta:
+		if e.Offset, err = r.u32(params, p); err != nil {
+			return err
+		}
+		if e.NBits, err = r.u32(params, p); err != nil {
+			return err
+		}
+		if e.NBits < 0 || e.NBits > 32 {
+			return corruptf("BETA with %d bits", e.NBits)
+		}
+	case EncodingSubexp:
+		if e.Offset, err = r.u32(params, p); err != nil {
+			return err
+		}
+		if e.K, err = r.u32(params, p); err != nil {
+			return err
+		}
+		if e.K < 0 || e.K > 31 {
+			return corruptf("SUBEXP with k=%d", e.K)
+		}
+	case EncodingGamma:
+		e.Offset, err = r.u32(params, p)
+		return err
+	case EncodingVarintUnsigned, EncodingVarintSigned:
+		if !r.v4 {
+			return fmt.Errorf("%w: encoding %d before CRAM 4", ErrUnsupported, e.ID)
+		}
+		return e.parseVarint(params, p, vt, r)
+	case EncodingConstByte, EncodingConstInt:
+		if !r.v4 {
+			return fmt.Errorf("%w: encoding %d before CRAM 4", ErrUnsupported, e.ID)
+		}
+		return e.parseConst(params, p, vt, r)
+	default:
+		return fmt.Errorf("%w: encoding %d", ErrUnsupported, e.ID)
+	}
+	return nil
+}
+
 // parseHuffman reads the alphabet and code lengths and assigns canonical
 // codes in (length, symbol) order (CRAMv3 §13.3), taking its storage from a. Every
 // container's compression header has a few dozen codes, so it allocates
 // little: the code itself and, for more than one symbol, one block for
 // its tables.
-func parseHuffman(params []byte, a *encodings) (*huffman, error) {
+func parseHuffman(params []byte, a *encodings, r varints) (*huffman, error) {
 	p := 0
-	n, err := readITF8(params, &p)
+	n, err := r.u32(params, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -249,13 +291,13 @@ func parseHuffman(params []byte, a *encodings) (*huffman, error) {
 		codes = make([]uint64, 0, n)
 	}
 	for range n {
-		v, err := readITF8(params, &p)
+		v, err := r.u32(params, &p)
 		if err != nil {
 			return nil, err
 		}
 		codes = append(codes, uint64(uint32(v)^1<<31))
 	}
-	nl, err := readITF8(params, &p)
+	nl, err := r.u32(params, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +306,7 @@ func parseHuffman(params []byte, a *encodings) (*huffman, error) {
 	}
 	h := a.huffman()
 	for i := range codes {
-		l, err := readITF8(params, &p)
+		l, err := r.u32(params, &p)
 		if err != nil {
 			return nil, err
 		}
@@ -362,6 +404,10 @@ func (e *Encoding) decodeInt(s *streams) (int32, error) {
 			return h.symbols[0], nil
 		}
 		return e.huff.decode(&s.core)
+	case EncodingVarintUnsigned, EncodingVarintSigned:
+		return e.varint32(s)
+	case EncodingConstByte, EncodingConstInt:
+		return e.const32(), nil
 	case EncodingBeta:
 		v, err := s.core.readBits(int(e.NBits))
 		return int32(v) - e.Offset, err
@@ -421,6 +467,21 @@ func (e *Encoding) decodeInt(s *streams) (int32, error) {
 		return int32(uint32(1)<<uint(n)|x) - e.Offset, nil
 	}
 	return 0, corruptf("encoding %d cannot decode an integer", e.ID)
+}
+
+// decodeLong reads one value of a 64-bit series (CRAM 4.0's AP, NP and
+// TS): VARINT and CONST in 64 bits, the bit codecs as for 32.
+func (e *Encoding) decodeLong(s *streams) (int64, error) {
+	switch e.ID {
+	case EncodingVarintUnsigned, EncodingVarintSigned:
+		return e.varint64(s)
+	case EncodingConstByte:
+		return int64(e.constByte()), nil
+	case EncodingConstInt:
+		return e.Base, nil
+	}
+	v, err := e.decodeInt(s)
+	return int64(v), err
 }
 
 // decodeByte reads one byte value of the series.
@@ -483,8 +544,7 @@ func (e *Encoding) appendBytes(s *streams, dst []byte, n int) ([]byte, error) {
 		}
 		return append(dst, b...), nil
 	}
-	if e.ID == EncodingHuffman && e.huff.count != nil && len(e.huff.count) > 0 && e.huff.count[0] > 0 {
-		c := byte(e.huff.symbols[0])
+	if c, ok := e.constant(); ok {
 		for i := 0; i < n; i++ {
 			dst = append(dst, c)
 		}
@@ -498,6 +558,18 @@ func (e *Encoding) appendBytes(s *streams, dst []byte, n int) ([]byte, error) {
 		dst = append(dst, c)
 	}
 	return dst, nil
+}
+
+// constant returns the byte every value of a byte series is when the
+// encoding reads nothing: a one-symbol HUFFMAN code or a CONST.
+func (e *Encoding) constant() (byte, bool) {
+	switch {
+	case e.ID == EncodingConstByte || e.ID == EncodingConstInt:
+		return e.constByte(), true
+	case e.ID == EncodingHuffman && len(e.huff.count) > 0 && e.huff.count[0] > 0:
+		return byte(e.huff.symbols[0]), true
+	}
+	return 0, false
 }
 
 // appendArray appends one byte-array value of the series to dst:

@@ -40,7 +40,7 @@ func huffParams(syms, lens []int32) []byte {
 func TestHuffmanCanonical(t *testing.T) {
 	// Symbols 'A'(1 bit), 'B','C'(2... ) lengths 1,2,3,3 give codes
 	// 0, 10, 110, 111 in (length, symbol) order.
-	h, err := parseHuffman(huffParams([]int32{'D', 'B', 'A', 'C'}, []int32{3, 2, 1, 3}), nil)
+	h, err := parseHuffman(huffParams([]int32{'D', 'B', 'A', 'C'}, []int32{3, 2, 1, 3}), nil, varints{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestHuffmanCanonical(t *testing.T) {
 }
 
 func TestHuffmanSingleSymbolReadsNoBits(t *testing.T) {
-	h, err := parseHuffman(huffParams([]int32{42}, []int32{0}), nil)
+	h, err := parseHuffman(huffParams([]int32{42}, []int32{0}), nil, varints{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestHuffmanEmptyAlphabet(t *testing.T) {
 	empty := encodingBytes(EncodingHuffman, huffParams(nil, nil))
 	parse := func(b []byte, vt valueType) *Encoding {
 		p := 0
-		e, err := parseEncoding(b, &p, vt, 0, nil)
+		e, err := parseEncoding(b, &p, vt, 0, nil, varints{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestHuffmanRejectsBadTables(t *testing.T) {
 		"length too long":  huffParams([]int32{1, 2}, []int32{40, 1}),
 		"trailing garbage": append(huffParams([]int32{1}, []int32{0}), 7),
 	} {
-		if _, err := parseHuffman(p, nil); !errors.Is(err, ErrCorrupt) {
+		if _, err := parseHuffman(p, nil, varints{}); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: err %v, want ErrCorrupt", name, err)
 		}
 	}
@@ -196,7 +196,7 @@ func TestExternalStreams(t *testing.T) {
 // the same values and fail the same way on lengths the block cannot hold.
 func TestByteArrayLen(t *testing.T) {
 	huffConst := func(n int32) *Encoding {
-		h, err := parseHuffman(huffParams([]int32{n}, []int32{0}), nil)
+		h, err := parseHuffman(huffParams([]int32{n}, []int32{0}), nil, varints{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func DataSeriesKeyOffsets(b []byte, key string) ([]int64, error) {
 			k := string(ch[p : p+2])
 			at := p
 			p += 2
-			if _, err := parseEncoding(ch, &p, dataSeriesInfo[dataSeriesKeys[k]].vt, 0, nil); err != nil {
+			if _, err := parseEncoding(ch, &p, dataSeriesInfo[dataSeriesKeys[k]].vt, 0, nil, varints{}); err != nil {
 				return nil, err
 			}
 			if k == key {

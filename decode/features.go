@@ -48,13 +48,19 @@ type featureReader struct {
 // cram_decode_seq), then reads its mapping quality (MQ) and preserved
 // qualities (QS).
 func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasRef bool, seq, qual []byte, hasMD, hasNM bool) error {
-	genMD := !d.opt.NoMD && hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
+	canMD := hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
+	md := mdBuilder{md: canMD && !d.opt.NoMD && !hasMD, nm: canMD && !d.opt.NoMD && !hasNM, aux: d.aux, mdAt: -1, nmAt: -1}
+	if ch.V4 {
+		// CRAM 4.0: MD and NM are made only where placeholders stand,
+		// whatever decode_md says (htslib 1.16's has_MD < 0).
+		md.md, md.nm, md.mdAt, md.nmAt = canMD && d.mdSlot >= 0, canMD && d.nmSlot >= 0, d.mdSlot, d.nmSlot
+	}
 	r := featureReader{
 		st: &d.st, ds: &ch.DataSeries, sm: &ch.SubstitutionMatrix, view: view,
 		seq: seq, qual: qual, n: int64(cr.length),
 		hasRef: hasRef, placed: cr.refID >= 0, preserveQual: cr.cf&cfPreserveQual != 0,
 		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM, cig: d.cigars,
-		md:      mdBuilder{md: genMD && !hasMD, nm: genMD && !hasNM, aux: d.aux},
+		md:      md,
 		scratch: d.featScratch,
 	}
 	if !r.preserveQual {

@@ -210,14 +210,15 @@ func (f *File) blockLength(off int64) (int64, error) {
 	if _, err := f.r.ReadAt(buf[:n], off); err != nil && !errors.Is(err, io.EOF) {
 		return 0, fmt.Errorf("reading block header: %w", err)
 	}
-	b, pos := buf[:n], 2        // after method and content type
-	_, err := readITF8(b, &pos) // content id
+	b, pos := buf[:n], 2 // after method and content type
+	r := varintsFor(f.Def.Major)
+	_, err := r.u32(b, &pos) // content id
 	var size int32
 	if err == nil {
-		size, err = readITF8(b, &pos)
+		size, err = r.u32(b, &pos)
 	}
 	if err == nil {
-		_, err = readITF8(b, &pos) // raw size
+		_, err = r.u32(b, &pos) // raw size
 	}
 	if err != nil {
 		return 0, fmt.Errorf("block header: %w", err)

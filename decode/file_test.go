@@ -131,7 +131,7 @@ func TestCorruptFixtureNamesBlock(t *testing.T) {
 }
 
 func TestRefusesOtherVersions(t *testing.T) {
-	for _, v := range [][2]byte{{1, 0}, {4, 0}} {
+	for _, v := range [][2]byte{{1, 0}, {5, 0}} {
 		b := append([]byte("CRAM"), v[0], v[1])
 		b = append(b, make([]byte, 40)...)
 		_, err := decode.Open("x.cram", bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})

@@ -55,18 +55,19 @@ func checkNeed(h *ContainerHeader, data []byte, major int, limit int64) error {
 	need += 2 * min(h.Bases, 32*int64(h.Length)+1<<20)
 	need += min(int64(h.NumRecords), int64(h.Length)+1024) * int64(unsafe.Sizeof(crec{}))
 	bigID, bigSize := int32(-1), int64(0)
+	r := varintsFor(major)
 	for pos := 0; pos+2 <= len(data); {
 		method := BlockMethod(data[pos])
 		pos += 2
-		id, err := readITF8(data, &pos)
+		id, err := r.u32(data, &pos)
 		if err != nil {
 			break
 		}
-		size, err := readITF8(data, &pos)
+		size, err := r.u32(data, &pos)
 		if err != nil {
 			break
 		}
-		raw, err := readITF8(data, &pos)
+		raw, err := r.u32(data, &pos)
 		if err != nil || size < 0 || raw < 0 {
 			break
 		}

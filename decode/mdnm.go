@@ -2,6 +2,7 @@ package decode
 
 import (
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -19,6 +20,10 @@ type mdBuilder struct {
 	// has gone past the reference's end.
 	dist  int64
 	edits int64 // NM: mismatches, inserted and deleted bases
+	// mdAt and nmAt are the offsets in aux of CRAM 4.0 placeholders, where
+	// MD's text goes and NM's 4-byte value is written (-1: none, MD and
+	// NM are appended); textAt is where MD's text starts being built.
+	mdAt, nmAt, textAt int
 }
 
 // active reports whether either tag is generated.
@@ -26,9 +31,10 @@ func (m *mdBuilder) active() bool { return m.md || m.nm }
 
 // start opens the MD tag.
 func (m *mdBuilder) start() {
-	if m.md {
+	if m.md && m.mdAt < 0 {
 		m.aux = append(m.aux, 'M', 'D', 'Z')
 	}
+	m.textAt = len(m.aux)
 }
 
 // flushDist writes the matches counted since the last item.
@@ -172,8 +178,14 @@ func (m *mdBuilder) finish() []byte {
 			m.aux = appendUint(m.aux, m.dist)
 		}
 		m.aux = append(m.aux, 0)
+		if m.mdAt >= 0 {
+			m.moveText()
+		}
 	}
-	if m.nm {
+	if m.nm && m.nmAt >= 0 {
+		nm := uint32(m.edits)
+		m.aux[m.nmAt], m.aux[m.nmAt+1], m.aux[m.nmAt+2], m.aux[m.nmAt+3] = byte(nm), byte(nm>>8), byte(nm>>16), byte(nm>>24)
+	} else if m.nm {
 		nm := m.edits
 		switch {
 		case nm >= 0 && nm <= math.MaxUint8:
@@ -185,6 +197,20 @@ func (m *mdBuilder) finish() []byte {
 		}
 	}
 	return m.aux
+}
+
+// moveText moves MD's text, built at the end of aux, to its placeholder
+// at mdAt (rotating what lies between after it), and NM's placeholder
+// with it when it followed MD's.
+func (m *mdBuilder) moveText() {
+	seg := m.aux[m.mdAt:]
+	k := m.textAt - m.mdAt
+	slices.Reverse(seg[:k])
+	slices.Reverse(seg[k:])
+	slices.Reverse(seg)
+	if m.nmAt > m.mdAt {
+		m.nmAt += len(m.aux) - m.textAt
+	}
 }
 
 // appendUint appends the decimal form of v as htslib's BLOCK_APPEND_UINT

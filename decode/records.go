@@ -220,6 +220,24 @@ func (d *Decoder) readIntSlow(e *Encoding, s DataSeries) (int32, error) {
 	return v, nil
 }
 
+// readPos reads AP, NP or TS: 64-bit values from CRAM 4.0 on (the
+// header's V4), readInt's 32-bit ones before.
+func (d *Decoder) readPos(ch *CompressionHeader, s DataSeries) (int64, error) {
+	if !ch.V4 {
+		v, err := d.readInt(&ch.DataSeries, s)
+		return int64(v), err
+	}
+	e := ch.DataSeries[s]
+	if e == nil {
+		return 0, noEncoding(s)
+	}
+	v, err := e.decodeLong(&d.st)
+	if err != nil {
+		return 0, fmt.Errorf("%v: %w", s, err)
+	}
+	return v, nil
+}
+
 // readPositions reads the BAM and CRAM flags (BF, CF; CRAMv3 §10.1) and
 // the positional data (RI, RL, AP, RG; §10.2, DecodePositions).
 func (d *Decoder) readPositions(s *sliceState, cr *crec) error {
@@ -253,11 +271,9 @@ func (d *Decoder) readPositions(s *sliceState, cr *crec) error {
 	if cr.length < 0 || int64(cr.length) > s.maxReadLen {
 		return corruptf("read length %d", cr.length)
 	}
-	ap, err := d.readInt(ds, DSAP)
-	if err != nil {
+	if cr.apos, err = d.readPos(s.ch, DSAP); err != nil {
 		return err
 	}
-	cr.apos = int64(ap)
 	if s.ch.APDelta {
 		cr.apos += s.lastAPos
 	}
@@ -294,16 +310,12 @@ func (d *Decoder) readMate(s *sliceState, cr *crec, rec int) error {
 		if cr.mateRefID, err = d.readInt(ds, DSNS); err != nil {
 			return err
 		}
-		np, err := d.readInt(ds, DSNP)
-		if err != nil {
+		if cr.matePos, err = d.readPos(s.ch, DSNP); err != nil {
 			return err
 		}
-		cr.matePos = int64(np)
-		ts, err := d.readInt(ds, DSTS)
-		if err != nil {
+		if cr.tlen, err = d.readPos(s.ch, DSTS); err != nil {
 			return err
 		}
-		cr.tlen = int64(ts)
 	case cf&cfMateDown != 0:
 		nf, err := d.readInt(ds, DSNF)
 		if err != nil {
@@ -311,18 +323,14 @@ func (d *Decoder) readMate(s *sliceState, cr *crec, rec int) error {
 		}
 		cr.mateLine = nf + int32(rec) + 1
 		if cf&cfExplicitTLen != 0 {
-			ts, err := d.readInt(ds, DSTS)
-			if err != nil {
+			if cr.explicitTLen, err = d.readPos(s.ch, DSTS); err != nil {
 				return err
 			}
-			cr.explicitTLen = int64(ts)
 		}
 	case cf&cfExplicitTLen != 0:
-		ts, err := d.readInt(ds, DSTS)
-		if err != nil {
+		if cr.explicitTLen, err = d.readPos(s.ch, DSTS); err != nil {
 			return err
 		}
-		cr.explicitTLen = int64(ts)
 	}
 	return nil
 }
@@ -372,6 +380,12 @@ func (d *Decoder) readRead(s *sliceState, cr *crec, hasMD, hasNM bool) error {
 	}
 	if d.viewQuals && preserve && !cr.hasQualView {
 		return corruptf("preserved qualities were not read")
+	}
+	if !s.ch.QSSeqOrient && cr.flags&flagReverse != 0 {
+		// CRAM 4.0 stores the qualities of a reverse read in the read's
+		// orientation (QO false): back to the reference's (viewQuals is
+		// off for such containers).
+		slices.Reverse(qual[:cr.length])
 	}
 	cr.cigN = int32(len(d.cigars)) - cr.cigOff
 	return nil

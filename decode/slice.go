@@ -19,34 +19,47 @@ type SliceHeader struct {
 	OptionalTags  []byte
 }
 
-// parseSliceHeader parses the raw bytes of a slice header block.
+// parseSliceHeader parses the raw bytes of a slice header block. From
+// CRAM 4.0 on its integers are uint7 (the reference id a sint7), its
+// positions 64-bit, and an embedded reference id of 0 means none (htslib
+// 1.16's cram_decode_slice): EmbeddedRefID is then -1, as in CRAM 3.
 func parseSliceHeader(b []byte, major int) (SliceHeader, error) {
 	var h SliceHeader
+	r := varintsFor(major)
 	pos := 0
 	var err error
 	var v int32
-	if h.RefSeqID, err = readITF8(b, &pos); err != nil {
+	if h.RefSeqID, err = r.s32(b, &pos); err != nil {
 		return h, err
 	}
-	if v, err = readITF8(b, &pos); err != nil {
-		return h, err
+	if major >= 4 {
+		if h.RefStart, err = r.u64(b, &pos); err != nil {
+			return h, err
+		}
+		if h.RefSpan, err = r.u64(b, &pos); err != nil {
+			return h, err
+		}
+	} else {
+		if v, err = readITF8(b, &pos); err != nil {
+			return h, err
+		}
+		h.RefStart = int64(v)
+		if v, err = readITF8(b, &pos); err != nil {
+			return h, err
+		}
+		h.RefSpan = int64(v)
 	}
-	h.RefStart = int64(v)
-	if v, err = readITF8(b, &pos); err != nil {
-		return h, err
-	}
-	h.RefSpan = int64(v)
 	if h.RefStart < 0 || h.RefSpan < 0 {
 		return h, corruptf("slice header: reference start %d, span %d", h.RefStart, h.RefSpan)
 	}
-	if h.NumRecords, err = readITF8(b, &pos); err != nil {
+	if h.NumRecords, err = r.u32(b, &pos); err != nil {
 		return h, err
 	}
 	if h.NumRecords < 0 {
 		return h, corruptf("slice header: %d records", h.NumRecords)
 	}
 	if major >= 3 {
-		if h.RecordCounter, err = readLTF8(b, &pos); err != nil {
+		if h.RecordCounter, err = r.u64(b, &pos); err != nil {
 			return h, err
 		}
 	} else {
@@ -55,14 +68,17 @@ func parseSliceHeader(b []byte, major int) (SliceHeader, error) {
 		}
 		h.RecordCounter = int64(v)
 	}
-	if h.NumBlocks, err = readITF8(b, &pos); err != nil {
+	if h.NumBlocks, err = r.u32(b, &pos); err != nil {
 		return h, err
 	}
-	if h.ContentIDs, err = readArrayITF8(b, &pos, nil); err != nil {
+	if h.ContentIDs, err = r.array32(b, &pos, nil); err != nil {
 		return h, err
 	}
-	if h.EmbeddedRefID, err = readITF8(b, &pos); err != nil {
+	if h.EmbeddedRefID, err = r.u32(b, &pos); err != nil {
 		return h, err
+	}
+	if major >= 4 && h.EmbeddedRefID == 0 {
+		h.EmbeddedRefID = -1
 	}
 	if pos+16 > len(b) {
 		return h, corruptf("slice header: reference MD5 missing")

@@ -66,15 +66,19 @@ type extStream struct {
 // through fmt, so that the common case inlines into the record loop.
 
 // extError is a read past the end of an external block: want bytes at
-// offset pos of a block of size bytes (want < 0: an ITF-8 value).
+// offset pos of a block of size bytes (want -1: an ITF-8 value, -2: a
+// uint7).
 type extError struct {
 	id              int32
 	pos, want, size int
 }
 
 func (e *extError) Error() string {
-	if e.want < 0 {
+	switch e.want {
+	case -1:
 		return fmt.Sprintf("%v: external block %d: ITF-8 at offset %d runs past its end (%d bytes)", ErrCorrupt, e.id, e.pos, e.size)
+	case -2:
+		return fmt.Sprintf("%v: external block %d: uint7 at offset %d runs past its end or is too long (%d bytes)", ErrCorrupt, e.id, e.pos, e.size)
 	}
 	return fmt.Sprintf("%v: external block %d: %d bytes wanted at offset %d, %d remain", ErrCorrupt, e.id, e.want, e.pos, e.size-e.pos)
 }
@@ -181,4 +185,13 @@ func (s *streams) external(id int32) (*extStream, error) {
 		return nil, corruptf("no external block with content id %d in the slice", id)
 	}
 	return x, nil
+}
+
+// readUint7 reads one uint7 (CRAM 4.0) of at most maxBytes bytes.
+func (x *extStream) readUint7(maxBytes int) (uint64, error) {
+	v, err := readUint7(x.data, &x.pos, maxBytes)
+	if err != nil {
+		return 0, &extError{id: x.id, pos: x.pos, want: -2, size: len(x.data)}
+	}
+	return v, nil
 }

@@ -14,7 +14,7 @@ import (
 func TestTagPlan(t *testing.T) {
 	parseAs := func(b []byte, vt valueType) *Encoding {
 		p := 0
-		e, err := parseEncoding(b, &p, vt, 0, nil)
+		e, err := parseEncoding(b, &p, vt, 0, nil, varints{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func TestTagPlan(t *testing.T) {
 		return st
 	}
 	line := []byte("XAiMCZXBZNMC")
-	plan := planTagLine(line, tags)
+	plan := planTagLine(line, tags, false)
 	if plan.hasMD || !plan.hasNM {
 		t.Errorf("hasMD %v hasNM %v, want false true", plan.hasMD, plan.hasNM)
 	}
@@ -56,13 +56,13 @@ func TestTagPlan(t *testing.T) {
 			t.Errorf("tag %s: kind %d, want %d", op.key[:], op.kind, kinds[i])
 		}
 	}
-	if p := planTagLine([]byte("XNC"), tags); p.ops[0].kind != tagGeneral {
+	if p := planTagLine([]byte("XNC"), tags, false); p.ops[0].kind != tagGeneral {
 		t.Errorf("negative constant length planned as kind %d", p.ops[0].kind)
 	}
 
 	ch := &CompressionHeader{TagLines: [][]byte{line, []byte("XNC")}, Tags: tags}
 	ch.DataSeries[DSTL] = parseAs(encodingBytes(EncodingHuffman, huffParams([]int32{0}, []int32{0})), typeInt)
-	ch.tagPlans = []tagPlan{plan, planTagLine([]byte("XNC"), tags)}
+	ch.tagPlans = []tagPlan{plan, planTagLine([]byte("XNC"), tags, false)}
 	d := &Decoder{}
 	d.st = *blocks()
 	d.st.maxArray = 100

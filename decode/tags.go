@@ -6,8 +6,11 @@ import (
 
 // readTags decodes the tags of the record's tag line (TL) into the aux
 // buffer (CRAMv3 §10.5, DecodeTagData; htslib's cram_decode_aux). It
-// reports whether MD and NM are present.
+// reports whether MD and NM are present. CRAM 4.0's placeholders are
+// filled in: RG* with the record's read group, MD* and NM* with room that
+// decodeSeq fills (d.mdSlot, d.nmSlot).
 func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, err error) {
+	d.mdSlot, d.nmSlot = -1, -1
 	tl, err := d.readInt(&ch.DataSeries, DSTL)
 	if err != nil {
 		return false, false, err
@@ -20,6 +23,10 @@ func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, 
 	cr.auxOff = int32(len(d.aux))
 	for k := range plan.ops {
 		op := &plan.ops[k]
+		if op.kind >= tagMDSlot {
+			d.placeholder(op.kind, op.key[0], op.key[1], cr)
+			continue
+		}
 		start := len(d.aux)
 		d.aux = append(d.aux, op.key[0], op.key[1], op.key[2])
 		switch op.kind {
@@ -67,6 +74,30 @@ func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, 
 	return hasMD, hasNM, nil
 }
 
+// placeholder writes a CRAM 4.0 placeholder tag as htslib 1.16 does: MD*
+// becomes MD:Z with its text to come at d.mdSlot, NM* an NM:I of 0 whose
+// value decodeSeq may set at d.nmSlot, and RG* the record's RG:Z, which is
+// then not added at the end (nothing when the read group is unknown).
+func (d *Decoder) placeholder(kind tagKind, op0, op1 byte, cr *crec) {
+	switch kind {
+	case tagMDSlot:
+		d.aux = append(d.aux, 'M', 'D', 'Z')
+		d.mdSlot = len(d.aux)
+	case tagNMSlot:
+		d.aux = append(d.aux, 'N', 'M', 'I', 0, 0, 0, 0)
+		d.nmSlot = len(d.aux) - 4
+	case tagZSlot:
+		d.aux = append(d.aux, op0, op1, 'Z')
+	case tagRGSlot:
+		if cr.rg >= 0 {
+			d.aux = append(d.aux, 'R', 'G', 'Z')
+			d.aux = append(d.aux, d.f.ReadGroups[cr.rg]...)
+			d.aux = append(d.aux, 0)
+			cr.rg = -1
+		}
+	}
+}
+
 // tagPlan is how a record reads the tags of one tag line (CRAMv3 §8.4, Tag encodings):
 // one tagOp per tag, and whether the line holds MD or NM, which are then
 // not generated.
@@ -91,12 +122,21 @@ const (
 	tagGeneral tagKind = iota // appendArray
 	tagConst                  // a fixed number of bytes from one external block
 	tagStop                   // BYTE_ARRAY_STOP
+	// CRAM 4.0's placeholders, read from no block (see placeholder); the
+	// kinds from tagMDSlot on are all placeholders.
+	tagMDSlot
+	tagNMSlot
+	tagRGSlot
+	tagZSlot // another X*: XX:Z with no text (htslib 1.16 writes no more)
 )
 
 // planTagLine builds the plan of one tag line from the tag encodings.
 // tagConst is how CRAM writers store integer tags: BYTE_ARRAY_LEN with a
-// one-symbol HUFFMAN length (read with no bits) and EXTERNAL bytes.
-func planTagLine(line []byte, tags map[int32]*Encoding) tagPlan {
+// one-symbol HUFFMAN length (read with no bits), or from CRAM 4.0 on a
+// CONST_INT one, and EXTERNAL bytes. v4 turns the type '*' into
+// placeholders (htslib 1.16 knows MD*, NM* and RG*; any other X* is an
+// MD-like Z tag whose text never comes, as there).
+func planTagLine(line []byte, tags map[int32]*Encoding, v4 bool) tagPlan {
 	var p tagPlan
 	p.ops = make([]tagOp, len(line)/3)
 	for j := range p.ops {
@@ -104,6 +144,18 @@ func planTagLine(line []byte, tags map[int32]*Encoding) tagPlan {
 		op := &p.ops[j]
 		copy(op.key[:], t)
 		op.cF = t[0] == 'c' && t[1] == 'F' && t[2] == 'C'
+		if v4 && t[2] == '*' {
+			op.kind = tagZSlot
+			switch {
+			case t[0] == 'M' && t[1] == 'D':
+				op.kind = tagMDSlot
+			case t[0] == 'N' && t[1] == 'M':
+				op.kind = tagNMSlot
+			case t[0] == 'R' && t[1] == 'G':
+				op.kind = tagRGSlot
+			}
+			continue
+		}
 		if t[0] == 'M' && t[1] == 'D' {
 			p.hasMD = true
 		}
@@ -117,6 +169,9 @@ func planTagLine(line []byte, tags map[int32]*Encoding) tagPlan {
 		case e.ID == EncodingByteArrayLen && e.Len.ID == EncodingHuffman && e.Len.huff.count[0] > 0 &&
 			e.Len.huff.symbols[0] >= 0 && e.Val.ID == EncodingExternal:
 			op.kind, op.n, op.val = tagConst, int(e.Len.huff.symbols[0]), e.Val
+		case e.ID == EncodingByteArrayLen && e.Len.ID == EncodingConstInt && e.Len.const32() >= 0 &&
+			e.Val.ID == EncodingExternal:
+			op.kind, op.n, op.val = tagConst, int(e.Len.const32()), e.Val
 		case e.ID == EncodingByteArrayStop:
 			op.kind = tagStop
 		}
