@@ -89,6 +89,14 @@ VARIANTS=(
 	"3.1-small	cram,version=3.1,small"
 	"3.1-archive	cram,version=3.1,archive"
 	"2.1	cram,version=2.1"
+	"4.0	cram,version=4.0"
+	"4.0-multislice	cram,version=4.0,seqs_per_slice=SPS,slices_per_container=3"
+	"4.0-embedref	cram,version=4.0,embed_ref=1"
+	"4.0-noref	cram,version=4.0,no_ref=1"
+	"4.0-lossynames	cram,version=4.0,lossy_names=1"
+	"4.0-fast	cram,version=4.0,fast"
+	"4.0-small	cram,version=4.0,small"
+	"4.0-archive	cram,version=4.0,archive"
 )
 
 rm -rf cram ref
@@ -155,7 +163,7 @@ for set in "${SETS[@]}"; do
 		IFS=$'\t' read -r vname fmt <<<"$v"
 		fmt=${fmt//SPS/$sps}
 		out=cram/$name.$vname.cram
-		# 3.1 writing warns that 3.1 is a draft; that is expected.
+		# 3.1 and 4.0 writing warn that they are drafts; that is expected.
 		samtools view --no-PG -T "$wref/$fa" -O "$fmt" -o "$out" "$in" 2>"$work/werr" ||
 			{ cat "$work/werr" >&2; exit 1; }
 		expect "$out" "ref/$fa" "from $sam: $fmt"
@@ -230,6 +238,21 @@ WRITERS=(
 	"scramble-3.0-e	other	scramble -q -I sam -O cram -V3.0 -e -r @REF@ @IN@ @OUT@"
 	"scramble-3.1-archive	all,other	scramble -q -I sam -O cram -V3.1 -X archive -r @REF@ @IN@ @OUT@"
 	"scramble-3.1-afTjZ	all,other	scramble -q -I sam -O cram -V3.1 -a -f -T -j -Z -9 -r @REF@ @IN@ @OUT@"
+	"4.0	all,long	samtools view --no-PG -T @REF@ -O cram,version=4.0 -o @OUT@ @IN@"
+	"4.0-sps1	all	samtools view --no-PG -T @REF@ -O cram,version=4.0,seqs_per_slice=1 -o @OUT@ @IN@"
+	"4.0-noref	all	samtools view --no-PG -T @REF@ -O cram,version=4.0,no_ref=1 -o @OUT@ @IN@"
+	"4.0-archive	all	samtools view --no-PG -T @REF@ -O cram,version=4.0,archive -o @OUT@ @IN@"
+	"st1.23-4.0	all,other	$samtools_new view --no-PG -T @REF@ -O cram,version=4.0 -o @OUT@ @IN@"
+	"st1.23-4.0-sps1	all	$samtools_new view --no-PG -T @REF@ -O cram,version=4.0,seqs_per_slice=1 -o @OUT@ @IN@"
+	"scramble-4.0	all,other	scramble -q -I sam -O cram -V4.0 -r @REF@ @IN@ @OUT@"
+	"scramble-4.0-e	other	scramble -q -I sam -O cram -V4.0 -e -r @REF@ @IN@ @OUT@"
+	"scramble-4.0-x	all,other	scramble -q -I sam -O cram -V4.0 -x -r @REF@ @IN@ @OUT@"
+	"scramble-4.0-9jZ	all,other	scramble -q -I sam -O cram -V4.0 -9 -j -Z -r @REF@ @IN@ @OUT@"
+	"scramble-4.0-s3S2	all,other	scramble -q -I sam -O cram -V4.0 -s 3 -S 2 -r @REF@ @IN@ @OUT@"
+	"scramble-4.0-s1S50	slices	scramble -q -I sam -O cram -V4.0 -s 1 -S 50 -r @REF@ @IN@ @OUT@"
+	"scramble-4.0-Ms50	other	scramble -q -I sam -O cram -V4.0 -M -s 50 -r @REF@ @IN@ @OUT@"
+	"scramble-4.0-archive	all,other	scramble -q -I sam -O cram -V4.0 -X archive -r @REF@ @IN@ @OUT@"
+	"scramble-4.0-Pp	all	scramble -q -I sam -O cram -V4.0 -P -p -r @REF@ @IN@ @OUT@"
 	"picard	all,other	PicardCommandLine SamFormatConverter -I @IN@ -O @OUT@ -R @REF@ --VALIDATION_STRINGENCY SILENT --VERBOSITY ERROR"
 )
 for set in "${OTHER_SETS[@]}"; do
