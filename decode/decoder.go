@@ -307,6 +307,13 @@ func (d *Decoder) sliceRef(ch *CompressionHeader, sh *SliceHeader, v *refView) (
 		return true, nil
 	}
 	if !ch.ReferenceRequired {
+		// htslib checks the MD5 even so, against the embedded reference
+		// it then lacks: a slice with a reference MD5 but neither a
+		// reference nor an embedded one fails (scramble and samtools
+		// write such slices, of span 0, with embed_ref).
+		if sh.RefMD5 != [16]byte{} && !d.opt.IgnoreMD5 {
+			return false, corruptf("slice on %s: reference MD5 %x, want none: the slice embeds no reference and needs none (RR false)", d.f.Refs[id].Name, sh.RefMD5)
+		}
 		return false, nil
 	}
 	if d.opt.Reference == nil {

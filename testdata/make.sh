@@ -241,6 +241,7 @@ WRITERS=(
 	"4.0	all,long	samtools view --no-PG -T @REF@ -O cram,version=4.0 -o @OUT@ @IN@"
 	"4.0-sps1	all	samtools view --no-PG -T @REF@ -O cram,version=4.0,seqs_per_slice=1 -o @OUT@ @IN@"
 	"4.0-noref	all	samtools view --no-PG -T @REF@ -O cram,version=4.0,no_ref=1 -o @OUT@ @IN@"
+	"4.0-embedref	all	samtools view --no-PG -T @REF@ -O cram,version=4.0,embed_ref=1 -o @OUT@ @IN@"
 	"4.0-archive	all	samtools view --no-PG -T @REF@ -O cram,version=4.0,archive -o @OUT@ @IN@"
 	"st1.23-4.0	all,other	$samtools_new view --no-PG -T @REF@ -O cram,version=4.0 -o @OUT@ @IN@"
 	"st1.23-4.0-sps1	all	$samtools_new view --no-PG -T @REF@ -O cram,version=4.0,seqs_per_slice=1 -o @OUT@ @IN@"
