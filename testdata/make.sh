@@ -178,6 +178,9 @@ done
 #                   reads past and beyond a contig's end, placed unmapped reads
 #   corner_unmapped unplaced unmapped reads only, some without sequence
 #   corner_header   a header and no records
+#   corner_rg       RG, MD and NM before, between and after other tags, right
+#                   and wrong MD/NM, an RG missing from the header, reverse
+#                   reads (CRAM 4.0 stores these as placeholders in place)
 #   corner_long     reads of 20000 and 66000 CIGAR operations (the latter is
 #                   stored in a CG tag in BAM), generated below
 #   xx_minimal      xx#minimal.sam: reads with no sequence, quality or bases
@@ -206,6 +209,7 @@ OTHER_SETS=(
 	"corner_seq	sam/corner_seq.sam	ce.fa	all"
 	"corner_unmapped	sam/corner_unmapped.sam	ce.fa	all"
 	"corner_header	sam/corner_header.sam	ce.fa	all"
+	"corner_rg	sam/corner_rg.sam	ce.fa	all"
 	"xx_minimal	$src/xx#minimal.sam	xx.fa	all"
 	"corner_long	$work/corner_long.sam	ce.fa	long"
 	"ce_5b	$work/ce_5b.sam	ce.fa	other"
