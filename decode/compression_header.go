@@ -205,6 +205,9 @@ func parseCompressionHeader(b []byte, a *encodings, r varints) (*CompressionHead
 			if r.v4 && (ds == DSAP || ds == DSNP || ds == DSTS) {
 				vt = typeLong
 			}
+			if r.v4 && ds == DSRN {
+				vt = typeByteBlock
+			}
 		}
 		enc, err := parseEncoding(b, &pos, vt, 0, a, r)
 		if err != nil {
@@ -239,7 +242,11 @@ func parseCompressionHeader(b []byte, a *encodings, r varints) (*CompressionHead
 		if err != nil {
 			return nil, fmt.Errorf("tag encodings: %w", err)
 		}
-		enc, err := parseEncoding(b, &pos, typeByteArray, 0, a, r)
+		vt := typeByteArray
+		if r.v4 {
+			vt = typeByteBlock
+		}
+		enc, err := parseEncoding(b, &pos, vt, 0, a, r)
 		if err != nil {
 			return nil, fmt.Errorf("tag %c%c:%c: %w", byte(key>>16), byte(key>>8), byte(key), err)
 		}

@@ -26,8 +26,9 @@ const (
 	EncodingVarintSigned   EncodingID = 42
 	EncodingConstByte      EncodingID = 43
 	EncodingConstInt       EncodingID = 44
-	// htslib 1.16 also parses these CRAM 4.0 transforms, which none of
-	// its writers emit; they are refused as unsupported.
+	// CRAM 4.0's transforms of a sub-encoding, which htslib 1.16 reads
+	// but none of the writers emit (encoding_xpack.go, encoding_xrle.go,
+	// encoding_xdelta.go).
 	EncodingXPack  EncodingID = 51
 	EncodingXRLE   EncodingID = 52
 	EncodingXDelta EncodingID = 53
@@ -42,24 +43,49 @@ const (
 	typeByteArray
 	// typeLong is a 64-bit integer: AP, NP and TS from CRAM 4.0 on.
 	typeLong
+	// typeByteBlock is a byte array appended to a buffer (htslib's
+	// E_BYTE_ARRAY_BLOCK): read names and tag values. CRAM 4.0 tells it
+	// from typeByteArray (BB, QQ, IN, SC) since its transforms do.
+	typeByteBlock
 )
+
+// isArray reports whether vt is a byte array of either kind.
+func (vt valueType) isArray() bool { return vt == typeByteArray || vt == typeByteBlock }
 
 // Encoding is a parsed encoding of one data series or tag (CRAMv3 §13).
 type Encoding struct {
 	ID        EncodingID
-	ContentID int32 // EXTERNAL, BYTE_ARRAY_STOP
-	Stop      byte  // BYTE_ARRAY_STOP
-	Offset    int32 // BETA, SUBEXP, GAMMA
-	NBits     int32 // BETA
-	K         int32 // SUBEXP
+	vt        valueType // what it was parsed to read
+	ContentID int32     // EXTERNAL, BYTE_ARRAY_STOP
+	Stop      byte      // BYTE_ARRAY_STOP
+	Offset    int32     // BETA, SUBEXP, GAMMA
+	NBits     int32     // BETA
+	K         int32     // SUBEXP
 	// Base is what VARINT adds to each value read, or CONST's value.
 	Base     int64
 	Len, Val *Encoding // BYTE_ARRAY_LEN
-	huff     *huffman
+	// CRAM 4.0's transforms: Val is XPACK's and XDELTA's sub-encoding
+	// and XRLE's literals, Len XRLE's run lengths; Table is XPACK's
+	// value map or XRLE's set of repeated symbols (1: repeated); NBits
+	// is XPACK's bits per value and NVal its number of values; Word is
+	// XDELTA's word size.
+	Table *[256]byte
+	NVal  int32
+	Word  int32
+	huff  *huffman
 	// The external block of ContentID in the slice being decoded, found
 	// once per slice (streams.gen tells which slice it belongs to).
 	x    *extStream
 	xGen uint64
+	// What XPACK or XRLE expanded for the slice of generation
+	// xformGen-1 (0: none yet), and xpos, the next byte to read there or,
+	// for XDELTA's arrays, in its sub-encoding's block (xposGen-1 the
+	// slice); last is XDELTA's running value, kept from slice to slice
+	// of the container as htslib does.
+	xform             []byte
+	xformGen, xposGen uint64
+	xpos              int
+	last              uint32
 }
 
 // stream returns the external block the encoding reads in the current
@@ -124,6 +150,10 @@ func (a *encodings) ensure(n int) {
 	a.huffs = make([]huffman, 0, a.used+need)
 }
 
+// maxTransformDepth bounds how deep CRAM 4.0's transforms nest (htslib
+// sets no bound; its writers nest none).
+const maxTransformDepth = 4
+
 // maxParts is the most Encodings one top-level encoding holds: a
 // BYTE_ARRAY_LEN and its two parts, which cannot nest further.
 const maxParts = 3
@@ -170,15 +200,17 @@ func parseEncoding(b []byte, pos *int, vt valueType, depth int, a *encodings, r 
 		return nil, nil
 	}
 	e := a.encoding(EncodingID(id))
+	e.vt = vt
 	p := 0
 	if err := e.parseParams(params, &p, vt, depth, a, r); err != nil {
 		return nil, err
 	}
-	if p != len(params) && r.v4 {
-		// htslib 1.16 checks the length for CRAM 4.0's parameters.
+	if p != len(params) && r.v4 && e.ID != EncodingXRLE {
+		// htslib 1.16 checks the length of CRAM 4.0's parameters (of
+		// all but XRLE's).
 		return nil, corruptf("encoding %d: %d parameter bytes, %d read", e.ID, len(params), p)
 	}
-	if (e.ID == EncodingBeta || e.ID == EncodingSubexp || e.ID == EncodingGamma) && vt == typeByteArray {
+	if (e.ID == EncodingBeta || e.ID == EncodingSubexp || e.ID == EncodingGamma) && vt.isArray() {
 		return nil, corruptf("encoding %d used for a byte array series", e.ID)
 	}
 	return e, nil
@@ -196,7 +228,7 @@ func (e *Encoding) parseParams(params []byte, p *int, vt valueType, depth int, a
 		e.ContentID, err = r.u32(params, p)
 		return err
 	case EncodingHuffman:
-		if vt == typeByteArray {
+		if vt.isArray() {
 			return corruptf("HUFFMAN used for a byte array series")
 		}
 		if vt == typeLong {
@@ -207,20 +239,26 @@ func (e *Encoding) parseParams(params []byte, p *int, vt valueType, depth int, a
 		}
 		*p = len(params)
 	case EncodingByteArrayLen:
-		if vt != typeByteArray || depth > 0 {
+		if !vt.isArray() || depth > 0 {
 			return corruptf("BYTE_ARRAY_LEN outside a byte array series")
 		}
 		if e.Len, err = parseEncoding(params, p, typeInt, depth+1, a, r); err != nil {
 			return err
 		}
-		if e.Val, err = parseEncoding(params, p, typeByte, depth+1, a, r); err != nil {
+		// The bytes are read as the array is: appended to a buffer for
+		// names and tags (which CRAM 4.0's transforms care about).
+		valVT := typeByte
+		if vt == typeByteBlock {
+			valVT = typeByteBlock
+		}
+		if e.Val, err = parseEncoding(params, p, valVT, depth+1, a, r); err != nil {
 			return err
 		}
 		if e.Len == nil || e.Val == nil {
 			return corruptf("BYTE_ARRAY_LEN with a NULL sub-encoding")
 		}
 	case EncodingByteArrayStop:
-		if vt != typeByteArray {
+		if !vt.isArray() {
 			return corruptf("BYTE_ARRAY_STOP outside a byte array series")
 		}
 		if len(params) < 1 {
@@ -263,6 +301,20 @@ func (e *Encoding) parseParams(params []byte, p *int, vt valueType, depth int, a
 			return fmt.Errorf("%w: encoding %d before CRAM 4", ErrUnsupported, e.ID)
 		}
 		return e.parseConst(params, p, vt, r)
+	case EncodingXPack, EncodingXRLE, EncodingXDelta:
+		if !r.v4 {
+			return fmt.Errorf("%w: encoding %d before CRAM 4", ErrUnsupported, e.ID)
+		}
+		if depth > maxTransformDepth {
+			return corruptf("encoding %d nested %d deep", e.ID, depth)
+		}
+		switch e.ID {
+		case EncodingXPack:
+			return e.parseXPack(params, p, vt, depth, a, r)
+		case EncodingXRLE:
+			return e.parseXRLE(params, p, vt, depth, a, r)
+		}
+		return e.parseXDelta(params, p, vt, depth, a, r)
 	default:
 		return fmt.Errorf("%w: encoding %d", ErrUnsupported, e.ID)
 	}
@@ -408,6 +460,12 @@ func (e *Encoding) decodeInt(s *streams) (int32, error) {
 		return e.varint32(s)
 	case EncodingConstByte, EncodingConstInt:
 		return e.const32(), nil
+	case EncodingXPack:
+		return e.xpackInt(s)
+	case EncodingXDelta:
+		return e.xdeltaInt(s)
+	case EncodingXRLE:
+		return 0, fmt.Errorf("%w: XRLE of an integer series (htslib 1.16 fails it)", ErrUnsupported)
 	case EncodingBeta:
 		v, err := s.core.readBits(int(e.NBits))
 		return int32(v) - e.Offset, err
@@ -479,6 +537,8 @@ func (e *Encoding) decodeLong(s *streams) (int64, error) {
 		return int64(e.constByte()), nil
 	case EncodingConstInt:
 		return e.Base, nil
+	case EncodingXDelta:
+		return 0, fmt.Errorf("%w: XDELTA of a 64-bit series (htslib 1.16 fails it)", ErrUnsupported)
 	}
 	v, err := e.decodeInt(s)
 	return int64(v), err
@@ -486,6 +546,15 @@ func (e *Encoding) decodeLong(s *streams) (int64, error) {
 
 // decodeByte reads one byte value of the series.
 func (e *Encoding) decodeByte(s *streams) (byte, error) {
+	switch e.ID {
+	case EncodingXPack, EncodingXRLE, EncodingXDelta:
+		var one [1]byte
+		b, err := e.appendBytes(s, one[:0], 1)
+		if err != nil {
+			return 0, err
+		}
+		return b[0], nil
+	}
 	if e.ID == EncodingExternal {
 		if v, ok := e.byteFast(s); ok {
 			return v, nil
@@ -550,6 +619,17 @@ func (e *Encoding) appendBytes(s *streams, dst []byte, n int) ([]byte, error) {
 		}
 		return dst, nil
 	}
+	switch e.ID {
+	case EncodingXPack:
+		return e.xpackBytes(s, dst, n)
+	case EncodingXRLE:
+		return e.readExpanded(s, dst, n)
+	case EncodingXDelta:
+		if e.vt != typeByteBlock {
+			return dst, fmt.Errorf("%w: XDELTA of a byte series (htslib 1.16 fails it)", ErrUnsupported)
+		}
+		return e.xdeltaArray(s, dst, n)
+	}
 	for i := 0; i < n; i++ {
 		c, err := e.decodeByte(s)
 		if err != nil {
@@ -604,7 +684,7 @@ func (e *Encoding) appendArray(s *streams, dst []byte) ([]byte, error) {
 			return dst, err
 		}
 		return append(dst, b...), nil
-	case EncodingExternal:
+	case EncodingExternal, EncodingXPack, EncodingXRLE, EncodingXDelta:
 		return e.appendBytes(s, dst, 1)
 	}
 	return dst, corruptf("encoding %d cannot decode a byte array", e.ID)

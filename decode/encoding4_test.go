@@ -122,9 +122,14 @@ func TestEncodings4Refused(t *testing.T) {
 		"CONST before CRAM 4":     {[]byte{44, 1, 0}, typeInt, varints{}},
 		"VARINT for a byte array": {encoding4(EncodingVarintSigned, []byte{3, 0}), typeByteArray, r4},
 		"CONST parameters left":   {encoding4(EncodingConstInt, []byte{2, 0}), typeInt, r4},
-		"XPACK":                   {encoding4(EncodingXPack, []byte{1, 2, 65, 66, 1, 1, 3}), typeByte, r4},
-		"XRLE":                    {encoding4(EncodingXRLE, []byte{0}), typeByte, r4},
-		"XDELTA":                  {encoding4(EncodingXDelta, []byte{2, 41, 2, 3, 0}), typeInt, r4},
+		// htslib 1.16 refuses XPACK and XRLE for names and tags, 8 bits
+		// a value and more than 256 values.
+		"XPACK for a tag":      {encoding4(EncodingXPack, append([]byte{1, 2, 65, 66}, encoding4(EncodingExternal, []byte{3})...)), typeByteBlock, r4},
+		"XPACK of 8 bits":      {encoding4(EncodingXPack, append([]byte{8, 2, 65, 66}, encoding4(EncodingExternal, []byte{3})...)), typeByte, r4},
+		"XPACK value 256":      {encoding4(EncodingXPack, append([]byte{1, 2, 65, 0x82, 0x00}, encoding4(EncodingExternal, []byte{3})...)), typeByte, r4},
+		"XRLE for a read name": {encoding4(EncodingXRLE, append(append([]byte{0}, encoding4(EncodingVarintUnsigned, []byte{3, 0})...), encoding4(EncodingExternal, []byte{4})...)), typeByteBlock, r4},
+		"XDELTA before CRAM 4": {[]byte{53, 6, 2, 41, 2, 3, 0}, typeInt, varints{}},
+		"XDELTA with no sub":   {encoding4(EncodingXDelta, []byte{2, 0, 0}), typeInt, r4},
 	} {
 		p := 0
 		if e, err := parseEncoding(c.b, &p, c.vt, 0, nil, c.r); err == nil {
@@ -143,6 +148,9 @@ func FuzzEncoding4(f *testing.F) {
 	f.Add(encoding4(EncodingVarintSigned, append(putUint7(2), putSint7(0)...)), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, uint8(3))
 	f.Add(encoding4(EncodingConstByte, putSint7('A')), []byte{}, uint8(1))
 	f.Add(encoding4(EncodingByteArrayLen, append(encoding4(EncodingConstInt, putSint7(2)), encoding4(EncodingExternal, putUint7(1))...)), []byte("abc"), uint8(2))
+	f.Add(xpackParams(2, "ACGT", encoding4(EncodingExternal, putUint7(1))), []byte{0x1b, 0xe4}, uint8(1))
+	f.Add(xrleParams("I", encoding4(EncodingVarintUnsigned, []byte{2, 0}), encoding4(EncodingExternal, []byte{3})), []byte{7, 4, 3, 'I', '#'}, uint8(1))
+	f.Add(encoding4(EncodingXDelta, append([]byte{2}, encoding4(EncodingVarintUnsigned, []byte{1, 0})...)), []byte{4, 3, 0x81, 0x00}, uint8(0))
 	f.Fuzz(func(t *testing.T, b, blk []byte, vt uint8) {
 		p := 0
 		e, err := parseEncoding(b, &p, valueType(vt%4), 0, nil, varints{v4: true})
@@ -165,4 +173,150 @@ func FuzzEncoding4(f *testing.F) {
 			e.appendArray(st, nil)
 		}
 	})
+}
+
+// xpackParams is an XPACK encoding of values (each one byte) in nbits
+// bits, over sub.
+func xpackParams(nbits int, values string, sub []byte) []byte {
+	p := append(putUint7(uint64(nbits)), putUint7(uint64(len(values)))...)
+	for _, v := range []byte(values) {
+		p = append(p, putUint7(uint64(v))...)
+	}
+	return encoding4(EncodingXPack, append(p, sub...))
+}
+
+// xrleParams is an XRLE encoding repeating the symbols rep, its run
+// lengths from lens and literals from lits.
+func xrleParams(rep string, lens, lits []byte) []byte {
+	p := putUint7(uint64(len(rep)))
+	for _, v := range []byte(rep) {
+		p = append(p, putUint7(uint64(v))...)
+	}
+	return encoding4(EncodingXRLE, append(append(p, lens...), lits...))
+}
+
+func TestXPack(t *testing.T) {
+	// 2 bits a value, lowest first: 0x1b = 00 01 10 11 gives T G C A
+	// read from the low bits up; 0xe4 = 11 10 01 00 gives A C G T.
+	st := &streams{}
+	st.add(1, []byte{0x1b, 0xe4})
+	st.core.reset([]byte{0b01101100})
+	st.index()
+	e := parse4(t, xpackParams(2, "ACGT", encoding4(EncodingExternal, putUint7(1))), typeByte)
+	b, err := e.appendBytes(st, nil, 3)
+	if err == nil {
+		b, err = e.appendBytes(st, b, 5)
+	}
+	if err != nil || string(b) != "TGCAACGT" {
+		t.Errorf("XPACK bytes: %q, %v, want TGCAACGT", b, err)
+	}
+	if _, err := e.decodeByte(st); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("past the unpacked block: err %v, want ErrCorrupt", err)
+	}
+	// Integers come from the core block, most significant bits first,
+	// the sub-encoding unused: 01 10 11 00.
+	ei := parse4(t, xpackParams(2, "\x05\x06\x07\x08", encoding4(EncodingVarintUnsigned, []byte{1, 0})), typeInt)
+	for _, want := range []int32{6, 7, 8, 5} {
+		if v, err := ei.decodeInt(st); err != nil || v != want {
+			t.Errorf("XPACK int: %d, %v, want %d", v, err, want)
+		}
+	}
+	// One value: a constant, nothing read.
+	one := parse4(t, xpackParams(0, "Q", encoding4(EncodingExternal, putUint7(9))), typeByte)
+	if b, err := one.appendBytes(st, nil, 3); err != nil || string(b) != "QQQ" {
+		t.Errorf("XPACK of one value: %q, %v", b, err)
+	}
+	// 3 bits a value: htslib's unpacking leaves its buffer undefined.
+	three := parse4(t, xpackParams(3, "ACGTN", encoding4(EncodingExternal, putUint7(1))), typeByte)
+	if _, err := three.decodeByte(st); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("XPACK of 3 bits: err %v, want ErrUnsupported", err)
+	}
+}
+
+func TestXRLE(t *testing.T) {
+	// 'I' repeats: literals I # I A, runs 3 and 0 (4 and 1 copies); the
+	// length block starts with the output size, 7.
+	lens := []byte{7, 3, 0}
+	st := &streams{}
+	st.add(2, lens)
+	st.add(3, []byte("I#IA"))
+	st.index()
+	e := parse4(t, xrleParams("I", encoding4(EncodingVarintUnsigned, []byte{2, 0}), encoding4(EncodingExternal, []byte{3})), typeByte)
+	b, err := e.appendBytes(st, nil, 7)
+	if err != nil || string(b) != "IIII#IA" {
+		t.Errorf("XRLE: %q, %v, want IIII#IA", b, err)
+	}
+	// The next slice expands afresh.
+	st.reset()
+	st.add(2, []byte{3, 2})
+	st.add(3, []byte("I"))
+	st.index()
+	if b, err := e.appendBytes(st, nil, 3); err != nil || string(b) != "III" {
+		t.Errorf("XRLE, second slice: %q, %v", b, err)
+	}
+	// A run past the declared size fails (htslib's hts_rle_decode).
+	st.reset()
+	st.add(2, []byte{2, 2})
+	st.add(3, []byte("I"))
+	st.index()
+	if _, err := e.decodeByte(st); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("run past the declared size: err %v, want ErrCorrupt", err)
+	}
+	// For integers it parses only with integer literals, and fails when
+	// read.
+	ei := parse4(t, xrleParams("I", encoding4(EncodingVarintUnsigned, []byte{2, 0}), encoding4(EncodingVarintUnsigned, []byte{3, 0})), typeInt)
+	if _, err := ei.decodeInt(st); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("XRLE of integers: err %v, want ErrUnsupported", err)
+	}
+}
+
+func TestXDelta(t *testing.T) {
+	// Integers: zig-zag deltas 4 (+2), 3 (-2), 0x81 0x00 (128: +64),
+	// running on from slice to slice.
+	st := &streams{}
+	st.add(1, []byte{4, 3, 0x81, 0x00})
+	st.index()
+	e := parse4(t, encoding4(EncodingXDelta, append([]byte{2}, encoding4(EncodingVarintUnsigned, []byte{1, 0})...)), typeInt)
+	for _, want := range []int32{2, 0, 64} {
+		if v, err := e.decodeInt(st); err != nil || v != want {
+			t.Errorf("XDELTA int: %d, %v, want %d", v, err, want)
+		}
+	}
+	st.reset()
+	st.add(1, []byte{2})
+	st.index()
+	if v, err := e.decodeInt(st); err != nil || v != 65 {
+		t.Errorf("XDELTA int, next slice: %d, %v, want 65", v, err)
+	}
+	if _, err := e.decodeLong(st); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("XDELTA of a 64-bit series: err %v, want ErrUnsupported", err)
+	}
+	// A tag's array of 3 bytes in 16-bit words: the first word, 0x0102,
+	// cut to its low byte, then 0x0102 + 0x0100 = 0x0202, little endian;
+	// each array starts from 0.
+	st = &streams{}
+	var blk []byte
+	for _, d := range []int{0x0102, 0x0100, 0x0102, 0x0100} {
+		blk = append(blk, putUint7(uint64(d<<1))...)
+	}
+	st.add(4, blk)
+	st.add(5, []byte{3, 3})
+	st.index()
+	bal := parse4(t, encoding4(EncodingByteArrayLen, append(encoding4(EncodingVarintUnsigned, []byte{5, 0}),
+		encoding4(EncodingXDelta, append([]byte{2}, encoding4(EncodingExternal, []byte{4})...))...)), typeByteBlock)
+	for range 2 {
+		if b, err := bal.appendArray(st, nil); err != nil || !bytes.Equal(b, []byte{0x02, 0x02, 0x02}) {
+			t.Errorf("XDELTA array: % x, %v, want 02 02 02", b, err)
+		}
+	}
+	// BB's arrays are not names or tags: htslib 1.16 fails them.
+	st.reset()
+	st.add(4, blk)
+	st.add(5, []byte{3})
+	st.index()
+	bb := parse4(t, encoding4(EncodingByteArrayLen, append(encoding4(EncodingVarintUnsigned, []byte{5, 0}),
+		encoding4(EncodingXDelta, append([]byte{2}, encoding4(EncodingExternal, []byte{4})...))...)), typeByteArray)
+	if _, err := bb.appendArray(st, nil); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("XDELTA for BB: err %v, want ErrUnsupported", err)
+	}
 }

@@ -7,7 +7,7 @@ package decode
 
 // parseConst reads the parameter of a CONST encoding.
 func (e *Encoding) parseConst(params []byte, p *int, vt valueType, r varints) error {
-	if vt == typeByteArray {
+	if vt.isArray() {
 		return corruptf("CONST used for a byte array series")
 	}
 	var err error

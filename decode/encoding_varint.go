@@ -7,7 +7,7 @@ package decode
 
 // parseVarint reads the parameters of a VARINT encoding.
 func (e *Encoding) parseVarint(params []byte, p *int, vt valueType, r varints) error {
-	if vt == typeByteArray {
+	if vt.isArray() {
 		return corruptf("VARINT used for a byte array series")
 	}
 	var err error
