@@ -26,7 +26,7 @@ func (e *Encoding) parseXPack(params []byte, p *int, vt valueType, depth int, a 
 		return err
 	}
 	if e.NBits < 0 || e.NBits >= 8 || e.NVal < 0 || e.NVal > 256 {
-		return corruptf("XPACK with %d bits, %d values", e.NBits, e.NVal)
+		return corruptf("XPACK of %d values in %d bits each, want at most 256 in fewer than 8", e.NVal, e.NBits)
 	}
 	e.Table = new([256]byte)
 	for i := range e.NVal {
@@ -35,7 +35,7 @@ func (e *Encoding) parseXPack(params []byte, p *int, vt valueType, depth int, a 
 			return err
 		}
 		if v < 0 || v >= 256 {
-			return corruptf("XPACK value %d", uint32(v))
+			return corruptf("XPACK value %d, want below 256", uint32(v))
 		}
 		e.Table[i] = byte(v)
 	}
@@ -107,7 +107,7 @@ func (e *Encoding) wholeBlock(s *streams) ([]byte, error) {
 	case EncodingXPack, EncodingXRLE:
 		return e.expanded(s)
 	}
-	return nil, corruptf("encoding %d under a transform, which reads a whole block", e.ID)
+	return nil, corruptf("encoding %d under a transform, want one with a block of its own (EXTERNAL, VARINT, XPACK, XRLE)", e.ID)
 }
 
 // expanded returns what XPACK or XRLE expands the slice's block(s) to,
