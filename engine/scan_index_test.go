@@ -96,10 +96,36 @@ func TestScanIndexEqualsRecordByRecord(t *testing.T) {
 // TestScanConsumerMergesFragments: the scan's in-order consumer builds the
 // index from the fragments its workers made, without going through the
 // records again: with every record the workers returned made unindexable
-// after the workers finished, the consumer still gives samtools' index.
-// (Adding the records one by one, as the consumer did, gives no index.)
+// after the workers finished, the consumer still gives the index built
+// record by record. (Adding the records one by one, as the consumer did,
+// gives no index.) Both kinds of source: a fake one, and a CRAM, whose
+// level-0 scan may take another path through the workers.
 func TestScanConsumerMergesFragments(t *testing.T) {
-	src := newFakeSource(fixture(t, "synth"), "")
+	t.Run("fake", func(t *testing.T) {
+		checkConsumerMerges(t, newFakeSource(fixture(t, "synth"), ""))
+	})
+	t.Run("cram", func(t *testing.T) {
+		dir := filepath.Join(corpus.Root(), "testdata")
+		store, err := reference.Open([]string{filepath.Join(dir, "ref", "ce.fa")}, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+		if err != nil {
+			corpus.Missing(t, "testdata reference: %v", err)
+		}
+		defer store.Close()
+		src, err := OpenCRAM(filepath.Join(dir, "cram", "ce_1000.3.0-sps1.cram"), CRAMOptions{Reference: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		if src.NumContainers() < 10 {
+			t.Fatalf("%d containers: the test needs many", src.NumContainers())
+		}
+		checkConsumerMerges(t, src)
+	})
+}
+
+// checkConsumerMerges runs the scan of src step by step (the workers'
+// part, then the consumer's), spoiling the records between the two.
+func checkConsumerMerges(t *testing.T, src Source) {
 	m, _ := newTestManager(t, Options{Level: Stored})
 	want, _, err := indexByRecord(t, readAll(t, openT(t, m, src), 1<<20), false)
 	if err != nil {
@@ -141,7 +167,7 @@ func TestScanConsumerMergesFragments(t *testing.T) {
 		r.res[i] <- bs
 	}
 	if recs == 0 {
-		t.Fatal("the fixture has no records")
+		t.Fatal("the source has no records")
 	}
 	segs, off, err := r.consume(hdrSeg.CompLen)
 	if err != nil || len(segs) != n {
