@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -103,8 +104,9 @@ func readSegments(v *VirtualBAM, segs []Segment, first, step int) error {
 // built once beforehand: "each" is the consumer adding every record in
 // container order (addEach: what it did before the fragments), "fragments"
 // the workers' part (scanRun.fragment, run in parallel) and "merge" what
-// is left for the consumer (Merge of each fragment in order). b.SetBytes
-// is the virtual BAM's size, to compare with BenchmarkBenchDataScan.
+// is left for the consumer (Merge of each fragment in order), whose index
+// must equal the one built record by record. b.SetBytes is the virtual
+// BAM's size, to compare with BenchmarkBenchDataScan.
 func BenchmarkBenchDataScanIndex(b *testing.B) {
 	src := benchDataCRAM(b)
 	m := NewManager(Options{Level: Stored, Threads: 1, CacheSize: 256 << 20, CacheDir: b.TempDir()}, nil)
@@ -139,13 +141,16 @@ func BenchmarkBenchDataScanIndex(b *testing.B) {
 		r.newIndex(hdrRaw)
 		return r
 	}
-	finish := func(r *scanRun) {
+	var byRecord, merged []byte // the last index of "each" and of "merge"
+	finish := func(r *scanRun) []byte {
 		if r.bld == nil {
 			b.Fatal("no index")
 		}
-		if _, err := r.bld.Finish(uint64(off) << 16); err != nil {
+		out, err := r.bld.Finish(uint64(off) << 16)
+		if err != nil {
 			b.Fatal(err)
 		}
+		return out
 	}
 	size := off + int64(len(bgzf.EOF))
 	b.Run("each", func(b *testing.B) {
@@ -157,7 +162,7 @@ func BenchmarkBenchDataScanIndex(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			finish(r)
+			byRecord = finish(r)
 		}
 	})
 	r := newRun()
@@ -180,7 +185,10 @@ func BenchmarkBenchDataScanIndex(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			finish(r)
+			merged = finish(r)
 		}
 	})
+	if byRecord != nil && merged != nil && !bytes.Equal(merged, byRecord) {
+		b.Fatalf("the index merged from fragments (%d bytes) differs from the one built record by record (%d bytes)", len(merged), len(byRecord))
+	}
 }
