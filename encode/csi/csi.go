@@ -125,8 +125,7 @@ func (b *Builder) Merge(f *bai.Fragment, shift uint64) (bool, error) {
 	}
 	ok, err := b.idx.Merge(f, shift)
 	if err != nil {
-		b.err = wrap(err)
-		return false, b.err
+		return false, wrap(err)
 	}
 	return ok, nil
 }
