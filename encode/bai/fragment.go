@@ -59,13 +59,10 @@ type Fragment struct {
 	err      error
 }
 
-// NewFragment returns an empty Fragment of scheme s.
+// NewFragment returns an empty Fragment of scheme s, an Index's Scheme.
 func NewFragment(s Scheme) *Fragment {
 	return &Fragment{s: s, maxPos: int64(1) << (s.MinShift + 3*s.Depth)}
 }
-
-// Err is the error of the first record Add refused, if any.
-func (f *Fragment) Err() error { return f.err }
 
 // Add adds one record, with Push's arguments and checks among the
 // fragment's own records, its virtual offsets relative to the fragment's
