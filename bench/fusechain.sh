@@ -7,7 +7,7 @@
 # in flight), so that no segment is built during the timed reads: what is
 # timed is the FUSE chain (kernel request, go-fuse, View, the reply copied
 # into the page cache, dd's copy out). With RA_KB set, the mount's kernel
-# read-ahead (/sys/class/bdi/<dev>/read_ahead_kb, DefaultMaxReadAhead = 1 MiB)
+# read-ahead (/sys/class/bdi/<dev>/read_ahead_kb, DefaultMaxReadAhead = 4 MiB)
 # is set to RA_KB before the buffered read. PROF=FILE writes the mount's CPU
 # profile to FILE.
 #

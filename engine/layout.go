@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 
 	"github.com/cramfs/cramfs/cache"
+	"github.com/cramfs/cramfs/encode/bai"
 	"github.com/cramfs/cramfs/encode/bam"
 	"github.com/cramfs/cramfs/encode/bgzf"
 )
@@ -211,6 +212,7 @@ type builtSegment struct {
 	seg    Segment // Offset not yet known
 	blocks []blockInfo
 	recs   []recInfo
+	frag   *bai.Fragment // what recs add to the index (scanRun.fragment); nil for none
 }
 
 // scanContainer builds container i of src once to measure it: its

@@ -9,10 +9,13 @@ import (
 )
 
 // reorderWindow is how far before or after the previous read's end a read
-// may start and still count as part of a sequential run; rampReads is how
-// many sequential reads widen the readahead window by one segment.
+// may start and still count as part of a sequential run: twice a mount's
+// kernel read-ahead (fs.DefaultMaxReadAhead, 4 MiB), whose requests reach
+// the engine in any order, a request at most a window early or late.
+// rampReads is how many sequential reads widen the readahead window by
+// one segment.
 const (
-	reorderWindow = 4 << 20
+	reorderWindow = 8 << 20
 	rampReads     = 4
 )
 

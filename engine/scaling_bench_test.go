@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/cramfs/cramfs/encode/bgzf"
 )
 
 // The benchmarks below measure how the scan and the segment builds share
@@ -94,4 +97,98 @@ func readSegments(v *VirtualBAM, segs []Segment, first, step int) error {
 		}
 	}
 	return nil
+}
+
+// BenchmarkBenchDataScanIndex measures the index work of a scan apart from
+// the decoding, on every container of a CRAM of the benchmark dataset
+// built once beforehand: "each" is the consumer adding every record in
+// container order (addEach: what it did before the fragments), "fragments"
+// the workers' part (scanRun.fragment, run in parallel) and "merge" what
+// is left for the consumer (Merge of each fragment in order), whose index
+// must equal the one built record by record. b.SetBytes is the virtual
+// BAM's size, to compare with BenchmarkBenchDataScan.
+func BenchmarkBenchDataScanIndex(b *testing.B) {
+	src := benchDataCRAM(b)
+	m := NewManager(Options{Level: Stored, Threads: 1, CacheSize: 256 << 20, CacheDir: b.TempDir()}, nil)
+	defer m.Close()
+	hdrRaw, err := headerOf(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := m.getComp()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var segs []Segment
+	var built []*builtSegment
+	_, hdrSeg, err := compressHeader(c, src, nil, hdrRaw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	off := hdrSeg.CompLen
+	for i := range src.NumContainers() {
+		bs, _, err := scanContainer(context.Background(), src, c, m.pool, 0, i, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := bs.seg
+		s.Offset = off
+		off += s.CompLen
+		segs, built = append(segs, s), append(built, bs)
+	}
+	newRun := func() *scanRun {
+		r := &scanRun{m: m, src: src}
+		r.newIndex(hdrRaw)
+		return r
+	}
+	var byRecord, merged []byte // the last index of "each" and of "merge"
+	finish := func(r *scanRun) []byte {
+		if r.bld == nil {
+			b.Fatal("no index")
+		}
+		out, err := r.bld.Finish(uint64(off) << 16)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return out
+	}
+	size := off + int64(len(bgzf.EOF))
+	b.Run("each", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			r := newRun()
+			for i, bs := range built {
+				if err := r.addEach(i, segs[i], bs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			byRecord = finish(r)
+		}
+	})
+	r := newRun()
+	b.Run("fragments", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			for _, bs := range built {
+				if bs.frag = r.fragment(bs); bs.frag == nil && len(bs.recs) > 0 {
+					b.Fatal("no fragment")
+				}
+			}
+		}
+	})
+	b.Run("merge", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			r := newRun()
+			for i, bs := range built {
+				if err := r.addRecords(i, segs[i], bs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			merged = finish(r)
+		}
+	})
+	if byRecord != nil && merged != nil && !bytes.Equal(merged, byRecord) {
+		b.Fatalf("the index merged from fragments (%d bytes) differs from the one built record by record (%d bytes)", len(merged), len(byRecord))
+	}
 }

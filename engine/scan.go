@@ -15,6 +15,8 @@ import (
 // indexBuilder is a BAI or CSI builder.
 type indexBuilder interface {
 	Add(refID int32, beg, end int64, unmapped bool, vStart, vEnd uint64) error
+	Scheme() bai.Scheme
+	Merge(f *bai.Fragment, shift uint64) (bool, error)
 	Finish(finalVOffset uint64) ([]byte, error)
 }
 
@@ -23,7 +25,10 @@ const baiMaxRefLen = 1 << 29
 
 // scan decodes and compresses every container of src once, in parallel,
 // and derives the layout and the .bai (SAMv1 §5.2) from the results, which
-// are consumed in container order within a bounded window.
+// are consumed in container order within a bounded window. The workers
+// also make each container's part of the index (a bai.Fragment), so that
+// the consumer's work follows the bins a container touches, not its
+// records.
 func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Segment) (*indexFile, error) {
 	n := src.NumContainers()
 	ctx, cancel := context.WithCancel(ctx)
@@ -41,8 +46,8 @@ func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Se
 	for i := range r.res {
 		r.res[i] = make(chan *builtSegment, 1)
 	}
-	g.Go(r.startBuilds)
 	r.newIndex(hdrRaw)
+	g.Go(r.startBuilds)
 	segs, off, consumeErr := r.consume(hdrSeg.CompLen)
 	if err := g.Wait(); err != nil {
 		return nil, err
@@ -88,6 +93,7 @@ type scanRun struct {
 	cancel context.CancelFunc
 	slots  chan struct{}        // one token per build not yet consumed
 	res    []chan *builtSegment // by container, each filled once
+	scheme bai.Scheme           // of bld as made, for the workers' fragments; zero for none
 
 	// Mutable: hint, atomic, is the largest container's blocks so far (a
 	// size hint, its max racy); bld and csi are the consumer's only.
@@ -131,6 +137,7 @@ func (r *scanRun) build(i int) error {
 	if n := bgzf.StoredSize(bs.seg.RawLen); n > r.hint.Load() {
 		r.hint.Store(n) // racy max: only a size hint
 	}
+	bs.frag = r.fragment(bs)
 	r.res[i] <- bs
 	return nil
 }
@@ -138,16 +145,47 @@ func (r *scanRun) build(i int) error {
 // newIndex chooses the index builder for the references of hdrRaw: a BAI,
 // or a CSI when a reference is longer than a BAI addresses (2^29 bases;
 // samtools index -c builds the same); none when the header is unreadable.
+// It runs before the builds start, which read the scheme.
 func (r *scanRun) newIndex(hdrRaw []byte) {
 	nRef, maxLen, err := parseRefs(hdrRaw)
 	switch {
 	case err != nil:
 		r.m.log.Warn("no index: unreadable header", "file", r.src.Name(), "err", err)
+		return
 	case maxLen > baiMaxRefLen:
 		r.bld, r.csi = csi.NewBuilder(nRef, maxLen), true
 	default:
 		r.bld = bai.NewBuilder(nRef)
 	}
+	r.scheme = r.bld.Scheme()
+}
+
+// fragment makes, on a worker, what the records of bs add to the index:
+// their virtual offsets relative to the segment's start (the consumer
+// shifts them by the segment's offset) and the fragment they make. It
+// returns nil when no index is built, or when an offset cannot be found
+// or a record is refused within the container: the consumer then adds
+// the records one by one, which reports the error as it always did.
+func (r *scanRun) fragment(bs *builtSegment) *bai.Fragment {
+	if r.scheme == (bai.Scheme{}) || len(bs.recs) == 0 {
+		return nil
+	}
+	f := bai.NewFragment(r.scheme)
+	vm := voffsetMapper{end: bs.seg.CompLen, blocks: bs.blocks}
+	for _, rec := range bs.recs {
+		vs, err := vm.at(rec.uStart)
+		if err != nil {
+			return nil
+		}
+		ve, err := vm.at(rec.uEnd)
+		if err != nil {
+			return nil
+		}
+		if f.Add(rec.refID, rec.beg, rec.end, rec.unmapped, vs, ve) != nil {
+			return nil
+		}
+	}
+	return f
 }
 
 // noIndex gives up the index, saying why.
@@ -184,12 +222,30 @@ func (r *scanRun) consume(off int64) ([]Segment, int64, error) {
 	return segs, off, nil
 }
 
-// addRecords adds the records of container i, placed as s, to the index.
-// A record the index refuses gives up the index, not the scan.
+// addRecords adds the records of container i, placed as s, to the index:
+// its worker's fragment when the index takes it whole, else each record
+// (addEach). A record the index refuses gives up the index, not the scan.
 func (r *scanRun) addRecords(i int, s Segment, bs *builtSegment) error {
-	if r.bld == nil {
+	if r.bld == nil || len(bs.recs) == 0 {
 		return nil
 	}
+	if bs.frag != nil && s.End() < 1<<48 {
+		ok, err := r.bld.Merge(bs.frag, uint64(s.Offset)<<16)
+		if err != nil {
+			r.noIndex(fmt.Errorf("container %d: %w", i, err))
+			return nil
+		}
+		if ok {
+			return nil
+		}
+	}
+	return r.addEach(i, s, bs)
+}
+
+// addEach adds the records of container i, placed as s, one by one, for a
+// container whose fragment the index refused (or that has none): it gives
+// the index Add would have given, or gives it up with Add's error.
+func (r *scanRun) addEach(i int, s Segment, bs *builtSegment) error {
 	vm := voffsetMapper{base: s.Offset, end: s.End(), blocks: bs.blocks}
 	for _, rec := range bs.recs {
 		vs, err := vm.at(rec.uStart)

@@ -167,17 +167,22 @@ type Options struct {
 	// Debug logs every FUSE request (very verbose) to Logger.
 	Debug bool
 	// MaxRead is the largest read request the kernel sends; 0 means
-	// DefaultMaxRead. MaxReadAhead is the kernel read-ahead window; 0
-	// means DefaultMaxReadAhead.
+	// DefaultMaxRead. MaxReadAhead is the kernel read-ahead window of a
+	// sequential reader, sent as requests of MaxRead; 0 means
+	// DefaultMaxReadAhead.
 	MaxRead, MaxReadAhead int
 }
 
-// Defaults for Options fields left zero. DefaultMaxRead and
-// DefaultMaxReadAhead were chosen with BenchmarkSequentialRead.
+// Defaults for Options fields left zero, chosen with
+// BenchmarkSequentialRead (figures in bench/SCALING.md). The read-ahead
+// window may exceed MaxRead: the kernel then keeps that many MaxRead
+// requests of a sequential reader in flight, served on as many goroutines;
+// 4 keep two readers below the kernel's congestion threshold (9
+// background requests of go-fuse's 12).
 const (
 	DefaultTimeout      = time.Second
 	DefaultMaxRead      = 1 << 20
-	DefaultMaxReadAhead = 1 << 20
+	DefaultMaxReadAhead = 4 << 20
 )
 
 // Server is a mounted cramfs filesystem.
@@ -227,7 +232,6 @@ func Mount(src, mnt string, op Opener, opts Options) (*Server, error) {
 	if readAhead <= 0 {
 		readAhead = DefaultMaxReadAhead
 	}
-	readAhead = min(readAhead, maxRead)
 
 	m := newMountFS(root, srcReal, op, logger)
 	rootNode := &dirNode{m: m, rel: ".", mpath: ".", chain: []string{"."}}

@@ -183,6 +183,20 @@ func TestMatchesSamtoolsIndex(t *testing.T) {
 				t.Fatalf("BAI differs from samtools index: got %d bytes, want %d; first difference at byte %d",
 					len(got), len(want), firstDiff(got, want))
 			}
+			// Merged from fragments, as the layout scan builds it: the
+			// same bytes, however the records are cut.
+			nRef, recs, final := walkBAM(t, file)
+			rng := rand.New(rand.NewPCG(uint64(len(recs)), 3))
+			for _, per := range []int{1, 7, 500, len(recs)} {
+				cuts := randomCuts(rng, len(recs), per)
+				merged, err := indexInPieces(nRef, minShift, nLevels, recs, cuts, final)
+				if err != nil {
+					t.Fatalf("merged in pieces of about %d records: %v", per, err)
+				}
+				if !bytes.Equal(merged, want) {
+					t.Fatalf("merged in pieces of about %d records: differs from samtools index at byte %d", per, firstDiff(merged, want))
+				}
+			}
 		})
 	}
 }

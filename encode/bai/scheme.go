@@ -9,7 +9,7 @@ import (
 // This file generalises the BAI machinery to a binning scheme of any
 // min_shift and depth (SAMv1 §5.1.1, CSIv1), so that other index formats
 // (encode/csi) share htslib's bin, chunk and linear-index logic instead of
-// copying it. Builder keeps its own fixed-depth implementation.
+// copying it; Builder is the scheme of min_shift 14 and depth 5.
 
 // MaxDepth is the deepest binning scheme Index supports: with depth 9 the
 // largest bin number, ((1<<30)-1)/7, still fits htslib's int bin numbers.
@@ -345,23 +345,7 @@ func (x *Index) push(tid int32, beg, end int64, unmapped bool, vStart, vEnd uint
 	} else {
 		x.noCoor++
 	}
-	bin := Reg2Bin(beg, end, x.minShift, x.depth)
-	if x.lastBin != bin {
-		if x.saveBin != noBin {
-			x.insert(x.saveTid, x.saveBin, x.saveOff, x.lastOff)
-		}
-		if x.lastBin == noBin && x.saveBin != noBin {
-			// Change of reference: close the previous one's pseudo-bin.
-			meta := BinLimit(x.depth) + 1
-			x.insert(x.saveTid, meta, x.offBeg, x.lastOff)
-			x.insert(x.saveTid, meta, x.nMapped, x.nUnmapped)
-			x.nMapped, x.nUnmapped = 0, 0
-			x.offBeg = x.lastOff
-		}
-		x.saveOff = x.lastOff
-		x.saveBin, x.lastBin = bin, bin
-		x.saveTid = tid
-	}
+	x.enterBin(tid, Reg2Bin(beg, end, x.minShift, x.depth))
 	if unmapped {
 		x.nUnmapped++
 	} else {
@@ -370,6 +354,29 @@ func (x *Index) push(tid int32, beg, end int64, unmapped bool, vStart, vEnd uint
 	x.lastOff = vEnd
 	x.lastCoor = beg
 	return nil
+}
+
+// enterBin moves the index to bin of reference tid for a record starting
+// at x.lastOff: when the bin changes, the previous bin's chunk ends there,
+// and when the reference changes (lastBin reset), so does the previous
+// reference's pseudo-bin, with its mapped and unmapped counts.
+func (x *Index) enterBin(tid int32, bin uint32) {
+	if x.lastBin == bin {
+		return
+	}
+	if x.saveBin != noBin {
+		x.insert(x.saveTid, x.saveBin, x.saveOff, x.lastOff)
+	}
+	if x.lastBin == noBin && x.saveBin != noBin {
+		meta := BinLimit(x.depth) + 1
+		x.insert(x.saveTid, meta, x.offBeg, x.lastOff)
+		x.insert(x.saveTid, meta, x.nMapped, x.nUnmapped)
+		x.nMapped, x.nUnmapped = 0, 0
+		x.offBeg = x.lastOff
+	}
+	x.saveOff = x.lastOff
+	x.saveBin, x.lastBin = bin, bin
+	x.saveTid = tid
 }
 
 // Finish closes the index at finalVOffset (the virtual offset after the

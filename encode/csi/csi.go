@@ -103,6 +103,33 @@ func (b *Builder) Add(refID int32, beg, end int64, unmapped bool, vStart, vEnd u
 	return nil
 }
 
+// Scheme is the CSI's binning scheme, the zero Scheme when the builder
+// failed at construction (a reference too long for any depth).
+func (b *Builder) Scheme() bai.Scheme {
+	if b.idx == nil {
+		return bai.Scheme{}
+	}
+	return b.idx.Scheme()
+}
+
+// Merge adds the records of a fragment of b's Scheme as Add would one by
+// one, its virtual offsets shifted by shift (bai.Index.Merge): false,
+// changing nothing, when the fragment's records must be added one by one
+// to get the same index or Add's error.
+func (b *Builder) Merge(f *bai.Fragment, shift uint64) (bool, error) {
+	if b.err != nil {
+		return false, b.err
+	}
+	if b.finished {
+		return false, fmt.Errorf("%w: Merge after Finish", ErrInvalid)
+	}
+	ok, err := b.idx.Merge(f, shift)
+	if err != nil {
+		return false, wrap(err)
+	}
+	return ok, nil
+}
+
 // Finish closes the index at finalVOffset (the virtual offset after the
 // last record, normally the EOF block's start << 16) and returns the .csi
 // file: the CSI (see Encode) BGZF-compressed at Level in blocks cut as

@@ -70,6 +70,43 @@ func build(tb testing.TB, f bamFile) []byte {
 	return out
 }
 
+// buildInPieces runs a BAM file's records through a Builder as the layout
+// scan does: cut into pieces of about per records, each a bai.Fragment of
+// offsets relative to the block its first record starts in, merged in
+// order (its records added one by one if Merge refuses it).
+func buildInPieces(tb testing.TB, f bamFile, per int, seed uint64) []byte {
+	tb.Helper()
+	b := NewBuilder(f.nRef, f.maxLen)
+	rng := rand.New(rand.NewPCG(seed, uint64(per)))
+	for start := 0; start < len(f.recs); {
+		end := min(start+rng.IntN(2*per)+1, len(f.recs))
+		piece := f.recs[start:end]
+		shift := piece[0].vbeg &^ 0xffff
+		frag := bai.NewFragment(b.Scheme())
+		for _, r := range piece {
+			if frag.Add(r.tid, r.beg, r.end, r.unmapped, r.vbeg-shift, r.vend-shift) != nil {
+				break
+			}
+		}
+		ok, err := b.Merge(frag, shift)
+		if err != nil {
+			tb.Fatalf("records %d..%d: %v", start, end, err)
+		}
+		for i := start; !ok && i < end; i++ {
+			r := f.recs[i]
+			if err := b.Add(r.tid, r.beg, r.end, r.unmapped, r.vbeg, r.vend); err != nil {
+				tb.Fatalf("record %d: %v", i, err)
+			}
+		}
+		start = end
+	}
+	out, err := b.Finish(f.final)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
 // writeSAM writes a SAM with the given @SQ lengths and n reads, a fraction
 // of them long (deletions, skips) and unmapped-but-placed, plus unplaced
 // reads; reads are placed up to the end of each reference, with a dense
@@ -210,6 +247,11 @@ func TestMatchesSamtoolsIndex(t *testing.T) {
 			}
 			if gb, wb := blockSizes(t, gotFile), blockSizes(t, wantFile); !equalInts(gb, wb) {
 				t.Errorf("BGZF blocks hold %v uncompressed bytes, samtools' %v", gb, wb)
+			}
+			for _, per := range []int{1, 300} {
+				if merged := buildInPieces(t, f, per, uint64(len(f.recs))); !bytes.Equal(merged, gotFile) {
+					t.Fatalf("merged from fragments of about %d records: differs from the CSI built record by record", per)
+				}
 			}
 			if bytes.Equal(gotFile, wantFile) {
 				t.Logf("compressed bytes identical too")

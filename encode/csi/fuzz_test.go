@@ -260,3 +260,48 @@ func BenchmarkAdd(b *testing.B) {
 		}
 	}
 }
+
+// TestMergeErrors: Merge refuses what Add refuses outright (a builder
+// whose reference is too long for any depth, a finished one) and a
+// fragment of another scheme; a fragment whose records go back is
+// refused whole, Add then giving the error.
+func TestMergeErrors(t *testing.T) {
+	frag := func(s bai.Scheme, begs ...int64) *bai.Fragment {
+		f := bai.NewFragment(s)
+		for i, beg := range begs {
+			if err := f.Add(0, beg, beg+10, false, uint64(i*100), uint64(i*100+100)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return f
+	}
+	long := NewBuilder(3, 1<<45)
+	if s := long.Scheme(); s != (bai.Scheme{}) {
+		t.Fatalf("failed builder's scheme %+v, want the zero Scheme", s)
+	}
+	if ok, err := long.Merge(frag(bai.Scheme{NRef: 3, MinShift: MinShift, Depth: 2}, 5), 0); ok || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Merge into a builder for a too long reference: %v, %v", ok, err)
+	}
+
+	b := NewBuilder(3, 1e6)
+	if ok, err := b.Merge(frag(bai.Scheme{NRef: 3, MinShift: MinShift, Depth: b.Depth() + 1}, 5), 0); ok || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Merge of another scheme's fragment: %v, %v", ok, err)
+	}
+	b = NewBuilder(3, 1e6)
+	if ok, err := b.Merge(frag(b.Scheme(), 500, 600), 1<<16); !ok || err != nil {
+		t.Fatalf("Merge of sorted records: %v, %v", ok, err)
+	}
+	if ok, err := b.Merge(frag(b.Scheme(), 100), 2<<16); ok || err != nil {
+		t.Fatalf("Merge of records going back: %v, %v; want a refusal", ok, err)
+	}
+	if err := b.Add(0, 100, 110, false, 2<<16, 2<<16|100); !errors.Is(err, ErrUnsorted) {
+		t.Fatalf("Add of the refused fragment's record: %v", err)
+	}
+	b = NewBuilder(3, 1e6)
+	if _, err := b.Finish(1 << 16); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.Merge(frag(b.Scheme(), 5), 0); ok || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Merge after Finish: %v, %v", ok, err)
+	}
+}

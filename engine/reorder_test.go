@@ -1,0 +1,36 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/cramfs/cramfs/fs"
+)
+
+// TestReorderWindowCoversKernelReadahead: through a mount, the kernel
+// reads ahead of a sequential reader in requests of fs.DefaultMaxRead, up
+// to fs.DefaultMaxReadAhead of them in flight, which reach the engine in
+// any order. Each window of requests arriving last first (the worst
+// order), the reads stay one run: no restart of the readahead's ramp, no
+// cancelled readahead.
+func TestReorderWindowCoversKernelReadahead(t *testing.T) {
+	m, _ := newTestManager(t, Options{})
+	req, ahead := int64(fs.DefaultMaxRead), int64(fs.DefaultMaxReadAhead)
+	const windows = 6
+	var segs []Segment
+	for off := int64(0); off < windows*ahead+req; off += 3 << 20 {
+		segs = append(segs, Segment{Offset: off, CompLen: 3 << 20})
+	}
+	l := &Layout{Segments: segs}
+	v := &VirtualBAM{m: m, lastEnd: -1, ahead: map[int]bool{}}
+	v.noteRead(l, 0, req) // the reader's own request starts the run
+	first := v.runID
+	for w := req; w+ahead <= windows*ahead+req; w += ahead {
+		for off := w + ahead - req; off >= w; off -= req {
+			v.noteRead(l, off, off+req)
+			if v.runID != first {
+				t.Fatalf("the request at %d MiB of the window at %d MiB restarted the run (reorder window %d MiB, kernel read-ahead %d MiB)",
+					off>>20, w>>20, m.reorder>>20, ahead>>20)
+			}
+		}
+	}
+}
