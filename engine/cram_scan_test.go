@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+// compareLeanLayout checks every container of the CRAM at path: the lean
+// pass must measure it (no fallback) and give the records and length of
+// the full build. It returns the records compared.
+func compareLeanLayout(t *testing.T, path string, fastas []string, noMD bool) int {
+	t.Helper()
+	store, err := reference.Open(fastas, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c, err := OpenCRAM(path, CRAMOptions{Reference: store, NoMD: noMD, AllowMissingEOF: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := 0
+	var lean, full []RecordLayout
+	for i := 0; i < c.NumContainers(); i++ {
+		full = full[:0]
+		fullTotal, err := c.fullLayout(context.Background(), i, func(r RecordLayout) error {
+			full = append(full, r)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("container %d: full build: %v", i, err)
+		}
+		var total int64
+		var ok bool
+		lean, total, ok, err = c.leanLayout(i, lean[:0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			t.Fatalf("container %d: the lean pass failed where the full build succeeds (%s)", i, leanError(c, i))
+		}
+		if total != fullTotal || !slices.Equal(lean, full) {
+			t.Fatalf("container %d: lean pass gives %d bytes, full build %d; first difference: %s", i, total, fullTotal, firstDiff(lean, full))
+		}
+		// ScanLayout itself reports the same.
+		var got []RecordLayout
+		scanned, err := c.ScanLayout(context.Background(), i, func(r RecordLayout) error {
+			got = append(got, r)
+			return nil
+		})
+		if err != nil || scanned != fullTotal || !slices.Equal(got, full) {
+			t.Fatalf("container %d: ScanLayout gives %d bytes (%v), full build %d", i, scanned, err, fullTotal)
+		}
+		n += len(full)
+	}
+	return n
+}
+
+// leanError is the lean pass's error on container i, for messages.
+func leanError(c *CRAM, i int) error {
+	st, err := c.acquire()
+	if err != nil {
+		return err
+	}
+	defer c.release(st)
+	d := st.f.NewDecoder(st.dopt)
+	return d.ContainerShapes(i, func(int, *decode.Shape) error { return nil })
+}
+
+func firstDiff(a, b []RecordLayout) string {
+	for j := range min(len(a), len(b)) {
+		if a[j] != b[j] {
+			return fmt.Sprintf("record %d: lean %+v, full %+v", j, a[j], b[j])
+		}
+	}
+	return fmt.Sprintf("lean has %d records, full %d", len(a), len(b))
+}
+
+// TestScanLayoutLeanFixtures proves the lean layout scan exact: for every
+// CRAM of the test fixtures and the corpus that samtools decodes, with and
+// without MD/NM generation, each container's records (length, reference,
+// span, unmapped flag) and length equal those of the full build.
+func TestScanLayoutLeanFixtures(t *testing.T) {
+	dirs := []struct{ dir, manifest string }{
+		{filepath.Join(corpus.Root(), "testdata"), filepath.Join("cram", "manifest.tsv")},
+	}
+	if dir := corpus.Dir(t); dir != "" {
+		dirs = append(dirs, struct{ dir, manifest string }{dir, "cram_manifest.tsv"})
+	}
+	for _, d := range dirs {
+		for _, e := range readManifest(t, filepath.Join(d.dir, d.manifest)) {
+			if e.rc != "0" || strings.Contains(e.path, "truncated") {
+				continue
+			}
+			t.Run(e.path, func(t *testing.T) {
+				var fastas []string
+				if e.ref != "" {
+					fastas = []string{filepath.Join(d.dir, e.ref)}
+				}
+				for _, noMD := range []bool{false, true} {
+					compareLeanLayout(t, filepath.Join(d.dir, e.path), fastas, noMD)
+				}
+			})
+		}
+	}
+}
+
+// TestScanLayoutLeanBenchData is TestScanLayoutLeanFixtures for every CRAM
+// of the benchmark dataset (../shared/bench/make-data.sh) in
+// $CRAMFS_BENCH_DATA; it skips when that is not set.
+func TestScanLayoutLeanBenchData(t *testing.T) {
+	dir := os.Getenv("CRAMFS_BENCH_DATA")
+	if dir == "" {
+		t.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.cram"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRAM in %s (%v)", dir, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			n := compareLeanLayout(t, f, []string{filepath.Join(dir, "ref.fa")}, false)
+			t.Logf("%d records", n)
+		})
+	}
+}
+
+// BenchmarkScanLayout measures the layout scan of each CRAM of the
+// benchmark dataset in $CRAMFS_BENCH_DATA (every container, one goroutine):
+// lean is ScanLayout, full the full build it replaces. Bytes are the
+// CRAM's.
+func BenchmarkScanLayout(b *testing.B) {
+	dir := os.Getenv("CRAMFS_BENCH_DATA")
+	if dir == "" {
+		b.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.cram"))
+	if err != nil || len(files) == 0 {
+		b.Fatalf("no CRAM in %s (%v)", dir, err)
+	}
+	for _, f := range files {
+		for _, lean := range []bool{true, false} {
+			name := strings.TrimSuffix(filepath.Base(f), ".cram") + "/full"
+			if lean {
+				name = strings.TrimSuffix(name, "full") + "lean"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.Setenv("CRAMFS_BENCH_CRAM", filepath.Base(f))
+				c := benchDataCRAM(b)
+				b.SetBytes(c.Stat().Size())
+				b.ReportAllocs()
+				count := func(RecordLayout) error { return nil }
+				for b.Loop() {
+					for i := 0; i < c.NumContainers(); i++ {
+						var err error
+						if lean {
+							_, err = c.ScanLayout(context.Background(), i, count)
+						} else {
+							_, err = c.fullLayout(context.Background(), i, count)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+	}
+}
