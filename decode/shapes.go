@@ -14,7 +14,7 @@ type Shape = record.Shape
 
 // ContainerShapes measures the records of data container i without
 // decoding them in full, and calls fn with each record's Shape in order:
-// what Container's Records would give for their flags, reference,
+// what Container's Records would give for their own flags, reference,
 // position, name length, CIGAR, sequence length and tag bytes (MD and NM
 // generated, RG added). It reads only the data series those follow from
 // (CRAMv3 §10: flags, positions, read lengths, name lengths, mate links,
@@ -117,6 +117,20 @@ func (x *extStream) skip(n int) error {
 	return &extError{id: x.id, pos: x.pos, want: n, size: x.size}
 }
 
+// position is stream for reads that only move a position: it leaves
+// the block compressed (the next stream decompresses it).
+func (e *Encoding) position(s *streams) (*extStream, error) {
+	if x := e.x; x != nil && e.xGen == s.gen {
+		return x, nil
+	}
+	x, err := s.lookup(e.ContentID)
+	if err != nil {
+		return nil, err
+	}
+	e.x, e.xGen = x, s.gen
+	return x, nil
+}
+
 // skipBytes is appendBytes for n values that are not needed.
 func (e *Encoding) skipBytes(s *streams, n int) error {
 	switch {
@@ -124,7 +138,7 @@ func (e *Encoding) skipBytes(s *streams, n int) error {
 		if n == 0 {
 			return nil
 		}
-		x, err := s.lookup(e.ContentID)
+		x, err := e.position(s)
 		if err != nil {
 			return err
 		}
@@ -233,10 +247,33 @@ func (d *Decoder) sliceShapes(s *sliceState) error {
 			return fmt.Errorf("record %d: %w", rec, err)
 		}
 	}
+	if !d.needMates(s.first) {
+		return nil
+	}
 	if err := d.resolveMates(s.first); err != nil {
 		return err
 	}
 	return d.checkMateFields(s.first)
+}
+
+// needMates reports whether the shapes of the slice's records depend on
+// their mate links: when a record has no name of its own (it takes its
+// mate's or one made from the mate's number), or when a template length
+// made from the records' spans might not fit BAM's 32 bits (checked on
+// the links). Else the links, which only set mate fields, are left alone.
+func (d *Decoder) needMates(first int) bool {
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := first; i < len(d.crecs); i++ {
+		cr := &d.crecs[i]
+		if cr.nameLen == 0 {
+			return true
+		}
+		lo, hi = min(lo, cr.apos), max(hi, cr.aend)
+	}
+	if lo > hi {
+		return false // no records
+	}
+	return lo < math.MinInt32 || hi > math.MaxInt32 || hi-lo+1 > math.MaxInt32
 }
 
 // checkMateFields refuses a slice whose mate positions or template
@@ -400,7 +437,7 @@ func (d *Decoder) tagLens(ch *CompressionHeader) (hasMD, hasNM bool, n int, err 
 func (d *Decoder) tagLen(op *tagOp) (int, error) {
 	switch op.kind {
 	case tagConst:
-		x, err := d.st.lookup(op.val.ContentID)
+		x, err := op.val.position(&d.st)
 		if err != nil {
 			return 0, err
 		}

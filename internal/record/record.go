@@ -27,7 +27,7 @@ type Record struct {
 // fields. A lean pass over a CRAM container fills it without decoding
 // those; Cigar aliases the decoder's buffer like a Record's slices.
 type Shape struct {
-	Flags   uint16   // BAM FLAG
+	Flags   uint16   // BAM FLAG; the mate bits (0x1, 0x8, 0x20) may lack those derived from mate links
 	RefID   int32    // -1 when unplaced
 	Pos     int64    // 0-based leftmost position; -1 when unplaced
 	NameLen int      // bytes of the read name without its NUL; 0 is written as "*"
