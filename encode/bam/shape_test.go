@@ -52,7 +52,7 @@ func TestShapeLayoutHandBuilt(t *testing.T) {
 		{Name: []byte("r"), Flags: 4, Pos: -1, Cigar: cigar("2M"), Seq: []byte("AC"), Aux: []byte("XAZx\x00")},
 		{Name: []byte("r"), Flags: 0, Pos: 100, Cigar: cigar("5M10D"), Seq: nil},
 		{Name: []byte("r"), Flags: 0, Pos: 100, Cigar: long, Seq: seq},
-		{Name: []byte("r"), Flags: 0, Pos: 100, Cigar: cigar("3M"), Seq: []byte("ACGT")}, // query length mismatch
+		{Name: []byte("r"), Flags: 0, Pos: 100, Cigar: cigar("3M"), Seq: []byte("ACGT")},  // query length mismatch
 		{Name: make([]byte, 255), Flags: 4, Pos: -1},                                      // name too long
 		{Name: []byte("r"), Flags: 0, Pos: 1 << 31, Cigar: cigar("1M"), Seq: []byte("A")}, // position beyond 32 bits
 	} {
