@@ -12,6 +12,7 @@ import (
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/hostile"
 )
 
 // compareLeanLayout checks every container of the CRAM at path: the lean
@@ -175,5 +176,63 @@ func BenchmarkScanLayout(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestScanLayoutErrorsAreFullBuilds scans damaged copies of a fixture
+// (internal/hostile): where ScanLayout fails, its error is the full
+// build's, naming the file and the container once; where the full build
+// succeeds, ScanLayout reports its records. Damage to blocks the lean pass
+// leaves compressed (qualities, bases) shows only when the container is
+// built.
+func TestScanLayoutErrorsAreFullBuilds(t *testing.T) {
+	orig, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata", "cram", "ce_1000.3.0-multislice.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := hostile.Variants(orig, 5, hostile.Options{PerKind: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := reference.Open([]string{filepath.Join(corpus.Root(), "testdata", "ref", "ce.fa")}, reference.Options{NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	failed := 0
+	for k, v := range vs {
+		p := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.cram", k))
+		if err := os.WriteFile(p, v.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := OpenCRAM(p, CRAMOptions{Reference: store, AllowMissingEOF: true})
+		if err != nil {
+			continue
+		}
+		for i := 0; i < c.NumContainers(); i++ {
+			var full, got []RecordLayout
+			fullTotal, ferr := c.fullLayout(context.Background(), i, func(r RecordLayout) error { full = append(full, r); return nil })
+			total, err := c.ScanLayout(context.Background(), i, func(r RecordLayout) error { got = append(got, r); return nil })
+			if ferr != nil && err == nil {
+				continue // damage the lean pass does not read
+			}
+			if ferr != nil {
+				failed++
+				if err.Error() != ferr.Error() {
+					t.Fatalf("%s: container %d: ScanLayout gives %v, the full build %v", v.Name, i, err, ferr)
+				}
+				if msg := err.Error(); strings.Count(msg, filepath.Base(p)) != 1 {
+					t.Errorf("%s: error %q does not name the file once", v.Name, msg)
+				}
+				continue
+			}
+			if err != nil || total != fullTotal || !slices.Equal(got, full) {
+				t.Fatalf("%s: container %d: ScanLayout gives %d bytes (%v), the full build %d", v.Name, i, total, err, fullTotal)
+			}
+		}
+		c.Close()
+	}
+	if failed < 20 {
+		t.Fatalf("only %d damaged containers failed to build", failed)
 	}
 }
