@@ -111,12 +111,21 @@ func (r *shapeReader) readFeatures() error {
 // feature is featureReader.feature.
 func (r *shapeReader) feature() error {
 	st := &r.d.st
-	op, err := readByteSlow(r.ds[DSFC], st, DSFC)
-	if err != nil {
+	var op byte
+	var fp int32
+	var err error
+	if e := r.ds[DSFC]; e == nil {
+		return noEncoding(DSFC)
+	} else if v, ok := e.byteFast(st); ok {
+		op = v
+	} else if op, err = readByteSlow(e, st, DSFC); err != nil {
 		return err
 	}
-	fp, err := readIntOf(r.ds[DSFP], st, DSFP)
-	if err != nil {
+	if e := r.ds[DSFP]; e == nil {
+		return noEncoding(DSFP)
+	} else if v, ok := e.intFast(st); ok {
+		fp = v
+	} else if fp, err = readIntOf(e, st, DSFP); err != nil {
 		return err
 	}
 	pos := int64(fp) + r.prevPos
@@ -378,6 +387,11 @@ func (r *shapeReader) skip(s DataSeries, op uint32) error {
 }
 
 func (r *shapeReader) readLength(s DataSeries) (int64, error) {
+	if e := r.ds[s]; e != nil {
+		if v, ok := e.intFast(&r.d.st); ok {
+			return int64(v), nil // below 128
+		}
+	}
 	return readLengthSlow(r.ds[s], &r.d.st, s)
 }
 
