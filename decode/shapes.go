@@ -290,20 +290,33 @@ func (d *Decoder) checkMateFields(first int) error {
 }
 
 // shapeRecord measures record rec of the slice and appends it to crecs,
-// as decodeRecord decodes it.
+// as decodeRecord decodes it. The record is measured in place, where it
+// is appended (a failed one is dropped): a crec is a hundred bytes.
 func (d *Decoder) shapeRecord(s *sliceState, rec int) error {
-	cr := crec{sliceStart: int32(s.first), sliceN: int32(s.nrec), counter: s.sh.RecordCounter,
-		mateLine: -1, mateRefID: -1, tlen: unsetTLen, explicitTLen: unsetTLen, rg: -1}
-	if err := d.readPositions(s, &cr); err != nil {
+	if len(d.crecs) == cap(d.crecs) {
+		d.crecs = slices.Grow(d.crecs, max(len(d.crecs), 256))
+	}
+	d.crecs = append(d.crecs, crec{sliceStart: int32(s.first), sliceN: int32(s.nrec), counter: s.sh.RecordCounter,
+		mateLine: -1, mateRefID: -1, tlen: unsetTLen, explicitTLen: unsetTLen, rg: -1})
+	if err := d.measure(s, &d.crecs[len(d.crecs)-1], rec); err != nil {
+		d.crecs = d.crecs[:len(d.crecs)-1]
+		return err
+	}
+	return nil
+}
+
+// measure is shapeRecord's reading of record rec into cr.
+func (d *Decoder) measure(s *sliceState, cr *crec, rec int) error {
+	if err := d.readPositions(s, cr); err != nil {
 		return err
 	}
 	ds := &s.ch.DataSeries
 	if s.ch.ReadNamesIncluded {
-		if err := d.nameLen(ds, &cr); err != nil {
+		if err := d.nameLen(ds, cr); err != nil {
 			return err
 		}
 	}
-	if err := d.skipMate(s, &cr, rec); err != nil {
+	if err := d.skipMate(s, cr, rec); err != nil {
 		return err
 	}
 	hasMD, hasNM, auxLen, err := d.tagLens(s.ch)
@@ -315,12 +328,12 @@ func (d *Decoder) shapeRecord(s *sliceState, rec int) error {
 		if cr.apos <= 0 {
 			return corruptf("alignment position %d but no unmapped flag", cr.apos)
 		}
-		n, err := d.shapeSeq(s, &cr, hasMD, hasNM)
+		n, err := d.shapeSeq(s, cr, hasMD, hasNM)
 		if err != nil {
 			return err
 		}
 		auxLen += n
-	} else if err := d.shapeUnmapped(ds, &cr); err != nil {
+	} else if err := d.shapeUnmapped(ds, cr); err != nil {
 		return err
 	}
 	cr.cigN = int32(len(d.cigars)) - cr.cigOff
@@ -331,10 +344,6 @@ func (d *Decoder) shapeRecord(s *sliceState, rec int) error {
 		return corruptf("the container decodes to more than 2 GiB")
 	}
 	cr.auxLen = int32(auxLen)
-	if len(d.crecs) == cap(d.crecs) {
-		d.crecs = slices.Grow(d.crecs, max(len(d.crecs), 256))
-	}
-	d.crecs = append(d.crecs, cr)
 	return nil
 }
 
