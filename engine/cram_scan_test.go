@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -234,5 +236,109 @@ func TestScanLayoutErrorsAreFullBuilds(t *testing.T) {
 	}
 	if failed < 20 {
 		t.Fatalf("only %d damaged containers failed to build", failed)
+	}
+}
+
+// refEdgesSAM writes a reference with runs of N (upper and lower case)
+// and a coordinate-sorted SAM of reads over it: matches, mismatches,
+// deletions, insertions, skips and soft clips, many across the Ns, where
+// the generated MD and NM count the reference's N as a mismatch.
+func refEdgesSAM(t *testing.T, dir string) (fasta, sam string) {
+	r := rand.New(rand.NewPCG(22, 1))
+	base := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "ACGT"[r.IntN(4)]
+		}
+		return b
+	}
+	r1 := base(3000)
+	copy(r1[500:], bytes.Repeat([]byte("N"), 60))
+	r1[1000] = 'N'
+	copy(r1[1500:], "acgtnnacgt")
+	r2 := base(400)
+	copy(r2[100:], "NNNNN")
+	fasta = filepath.Join(dir, "ref.fa")
+	if err := os.WriteFile(fasta, []byte(">r1\n"+string(r1)+"\n>r2\n"+string(r2)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refs := []struct {
+		name string
+		seq  []byte
+	}{{"r1", bytes.ToUpper(r1)}, {"r2", r2}}
+	var b strings.Builder
+	b.WriteString("@HD\tVN:1.6\tSO:coordinate\n")
+	for _, ref := range refs {
+		fmt.Fprintf(&b, "@SQ\tSN:%s\tLN:%d\n", ref.name, len(ref.seq))
+	}
+	n := 0
+	for _, ref := range refs {
+		L := len(ref.seq)
+		pos := 1
+		for pos < L-120 {
+			pos += r.IntN(8)
+			var cig strings.Builder
+			var seq []byte
+			rp := pos - 1
+			match := func(k int) {
+				for range k {
+					c := ref.seq[rp]
+					if c == 'N' || r.IntN(20) == 0 {
+						c = "ACGTN"[r.IntN(5)]
+					}
+					seq = append(seq, c)
+					rp++
+				}
+				fmt.Fprintf(&cig, "%dM", k)
+			}
+			if r.IntN(5) == 0 {
+				k := 1 + r.IntN(5)
+				seq = append(seq, base(k)...)
+				fmt.Fprintf(&cig, "%dS", k)
+			}
+			match(5 + r.IntN(30))
+			switch x := r.IntN(10); {
+			case x < 3:
+				k := 1 + r.IntN(8)
+				fmt.Fprintf(&cig, "%dD", k)
+				rp += k
+				match(5 + r.IntN(30))
+			case x < 5:
+				k := 1 + r.IntN(4)
+				seq = append(seq, base(k)...)
+				fmt.Fprintf(&cig, "%dI", k)
+				match(5 + r.IntN(30))
+			case x < 6:
+				k := 1 + r.IntN(40)
+				fmt.Fprintf(&cig, "%dN", k)
+				rp += k
+				match(5 + r.IntN(20))
+			}
+			fmt.Fprintf(&b, "q%d\t0\t%s\t%d\t40\t%s\t*\t0\t0\t%s\t%s\n", n, ref.name, pos, cig.String(), seq, bytes.Repeat([]byte("I"), len(seq)))
+			n++
+		}
+	}
+	sam = filepath.Join(dir, "x.sam")
+	if err := os.WriteFile(sam, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fasta, sam
+}
+
+// TestScanLayoutLeanReferenceN is TestScanLayoutLeanFixtures for CRAMs
+// whose reads lie over reference Ns (samtools writes them, 3.0 and 3.1,
+// with the reference or embedding it), where the length of each generated
+// MD and NM depends on the reference's bases under the matches.
+func TestScanLayoutLeanReferenceN(t *testing.T) {
+	dir := t.TempDir()
+	fasta, sam := refEdgesSAM(t, dir)
+	for _, v := range []struct{ name, opt string }{{"3.0", "version=3.0"}, {"3.1", "version=3.1"}, {"embed", "embed_ref=1"}} {
+		p := filepath.Join(dir, v.name+".cram")
+		samtools(t, "view", "-C", "--output-fmt-option", v.opt, "-T", fasta, "-o", p, sam)
+		for _, noMD := range []bool{false, true} {
+			if n := compareLeanLayout(t, p, []string{fasta}, noMD); n < 100 {
+				t.Fatalf("%s: %d records", v.name, n)
+			}
+		}
 	}
 }
