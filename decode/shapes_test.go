@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/internal/corpus"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
@@ -185,5 +186,40 @@ func TestContainerShapesSkipsQualities(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("container %d: %s", i, diffShapes(got, want))
 		}
+	}
+}
+
+// BenchmarkContainerShapes is BenchmarkDecode for the lean pass: every
+// container of testdata files measured; bytes are the CRAM file's size.
+func BenchmarkContainerShapes(b *testing.B) {
+	root := filepath.Join(corpus.Root(), "testdata")
+	for _, name := range []string{"ce_1000.3.0", "ce_1000.3.1-normal", "ce_1000.3.1-archive", "ce_1000.scramble-3.0-s1S50"} {
+		b.Run(name, func(b *testing.B) {
+			p := filepath.Join(root, "cram", name+".cram")
+			data, err := os.ReadFile(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			store, err := reference.Open([]string{filepath.Join(root, "ref/ce.fa")}, reference.Options{NoEnv: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			f, err := decode.Open(p, bytes.NewReader(data), int64(len(data)), decode.OpenOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := f.NewDecoder(decode.DecoderOptions{Reference: newStoreRef(b, store, f.Refs)})
+			count := func(int, *decode.Shape) error { return nil }
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range f.Containers {
+					if err := d.ContainerShapes(i, count); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
 	}
 }
