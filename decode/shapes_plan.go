@@ -21,10 +21,13 @@ var skippedSeries = [...]DataSeries{DSMF, DSNS, DSNP, DSTS, DSMQ, DSBS, DSBA, DS
 // blocks: the core block, and up to two external blocks, each for its
 // bytes (value) or only for a position.
 type blockUse struct {
-	core  bool
-	n     int
-	id    [2]int32
-	value [2]bool
+	core bool
+	// unknown is set for an encoding this plan does not know the blocks
+	// of (one added for a later CRAM version): every series is then read.
+	unknown bool
+	n       int
+	id      [2]int32
+	value   [2]bool
 }
 
 func (u *blockUse) add(id int32, value bool) {
@@ -52,6 +55,7 @@ func usesOf(e *Encoding, vt valueType, bytes bool) blockUse {
 		l, v := usesOf(e.Len, typeInt, true), usesOf(e.Val, typeByte, bytes)
 		u = l
 		u.core = l.core || v.core
+		u.unknown = l.unknown || v.unknown
 		for k := range v.n {
 			u.add(v.id[k], v.value[k])
 		}
@@ -59,8 +63,10 @@ func usesOf(e *Encoding, vt valueType, bytes bool) blockUse {
 		u.core = e.huff.count[0] == 0 // a one-symbol code reads no bits
 	case EncodingBeta:
 		u.core = e.NBits > 0
-	default:
+	case EncodingSubexp, EncodingGamma:
 		u.core = true
+	default:
+		u.unknown = true
 	}
 	return u
 }
@@ -73,9 +79,22 @@ func (l *leanState) plan(ch *CompressionHeader) {
 	}
 	clear(l.dataIDs)
 	l.read = [numDataSeries]bool{}
+	unknown := false
+	for s := range ch.DataSeries {
+		unknown = unknown || usesOf(ch.DataSeries[s], dataSeriesInfo[s].vt, false).unknown
+	}
+	for _, e := range ch.Tags {
+		unknown = unknown || usesOf(e, typeByteArray, false).unknown
+	}
 	for _, s := range neededSeries {
 		l.read[s] = true
 		l.need(usesOf(ch.DataSeries[s], dataSeriesInfo[s].vt, s == DSFC))
+	}
+	if unknown {
+		for _, s := range skippedSeries {
+			l.read[s] = true
+		}
+		return
 	}
 	for _, e := range ch.Tags {
 		l.need(usesOf(e, typeByteArray, false))
