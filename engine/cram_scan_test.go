@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -49,10 +50,14 @@ func compareLeanLayout(t *testing.T, path string, fastas []string, noMD bool) in
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ok {
-			t.Fatalf("container %d: the lean pass failed where the full build succeeds (%s)", i, leanError(c, i))
-		}
-		if total != fullTotal || !slices.Equal(lean, full) {
+		switch lerr := leanError(c, i); {
+		case !ok && c.major() >= 4 && errors.Is(lerr, decode.ErrUnsupported):
+			// CRAM 4.0 is measured by the full build, checked below.
+		case !ok:
+			t.Fatalf("container %d: the lean pass failed where the full build succeeds (%s)", i, lerr)
+		case c.major() >= 4:
+			t.Fatalf("container %d: the lean pass measured CRAM %d, which it does not know", i, c.major())
+		case total != fullTotal || !slices.Equal(lean, full):
 			t.Fatalf("container %d: lean pass gives %d bytes, full build %d; first difference: %s", i, total, fullTotal, firstDiff(lean, full))
 		}
 		// ScanLayout itself reports the same.
@@ -354,4 +359,14 @@ func TestScanLayoutLeanReferenceN(t *testing.T) {
 		t.Fatal(err)
 	}
 	compareLeanLayout(t, filepath.Join(dir, "embed.cram"), []string{short}, false)
+}
+
+// major is the CRAM major version of c's file.
+func (c *CRAM) major() int {
+	st, err := c.acquire()
+	if err != nil {
+		return 0
+	}
+	defer c.release(st)
+	return st.f.Def.Major
 }
