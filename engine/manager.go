@@ -49,6 +49,7 @@ type Manager struct {
 	mu       sync.Mutex
 	layouts  map[string]*layoutState // by index key, those held in states; guarded by mu
 	building map[cache.Key]*building // segment builds in flight; guarded by mu
+	gens     map[string]uint64       // by index key, layouts dropped (see layoutTag); guarded by mu
 	closed   bool                    // set by Close; guarded by mu
 	// background counts the goroutines started (startBackground) that
 	// Close waits for; its Adds are made under mu while !closed.
@@ -92,6 +93,7 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 		layouts:  make(map[string]*layoutState),
 		pool:     cache.NewPool(opts.CacheSize / 16),
 		building: make(map[cache.Key]*building),
+		gens:     make(map[string]uint64),
 		ctx:      ctx,
 		cancel:   cancel,
 		reorder:  reorderWindow,

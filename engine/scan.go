@@ -22,7 +22,8 @@ type indexBuilder interface {
 const baiMaxRefLen = 1 << 29
 
 // scan decodes and compresses every container of src once, in parallel,
-// and derives the layout and the .bai (SAMv1 §5.2) from the results, which
+// or at level 0 only measures its records (see Manager.leanScanner), and
+// derives the layout and the .bai (SAMv1 §5.2) from the results, which
 // are consumed in container order within a bounded window.
 func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Segment) (*indexFile, error) {
 	n := src.NumContainers()
@@ -37,6 +38,7 @@ func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Se
 		cancel: cancel,
 		slots:  make(chan struct{}, 2*m.opts.Threads),
 		res:    make([]chan *builtSegment, n),
+		lean:   m.leanScanner(src),
 	}
 	for i := range r.res {
 		r.res[i] = make(chan *builtSegment, 1)
@@ -88,6 +90,7 @@ type scanRun struct {
 	cancel context.CancelFunc
 	slots  chan struct{}        // one token per build not yet consumed
 	res    []chan *builtSegment // by container, each filled once
+	lean   LayoutScanner        // src, when its containers are measured rather than built; else nil
 
 	// Mutable: hint, atomic, is the largest container's blocks so far (a
 	// size hint, its max racy); bld and csi are the consumer's only.
@@ -118,6 +121,14 @@ func (r *scanRun) startBuilds() error {
 func (r *scanRun) build(i int) error {
 	m := r.m
 	defer m.release()
+	if r.lean != nil {
+		bs, err := measureContainer(r.gctx, r.src, r.lean, i)
+		if err != nil {
+			return err
+		}
+		r.res[i] <- bs
+		return nil
+	}
 	c, err := m.getComp()
 	if err != nil {
 		return fmt.Errorf("%s: BGZF level %d: %w", r.src.Name(), m.opts.Level.Deflate(), err)
@@ -133,6 +144,17 @@ func (r *scanRun) build(i int) error {
 	}
 	r.res[i] <- bs
 	return nil
+}
+
+// leanScanner returns src as a LayoutScanner when its layout can be
+// measured rather than built: at level 0, where the blocks follow from the
+// records' lengths, unless Options.Digests asks for every segment's digest.
+func (m *Manager) leanScanner(src Source) LayoutScanner {
+	ls, ok := src.(LayoutScanner)
+	if !ok || m.opts.Level.Deflate() != 0 || m.opts.Digests {
+		return nil
+	}
+	return ls
 }
 
 // newIndex chooses the index builder for the references of hdrRaw: a BAI,

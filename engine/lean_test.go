@@ -1,0 +1,239 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+// TestStoredBlocksAreTheCompressors: the blocks of a level-0 segment
+// computed from its length alone are those the stored compressor cuts,
+// both ways it is driven (AppendBlocks, and Begin/Cut/End as records are
+// encoded), at every size around the block boundaries.
+func TestStoredBlocksAreTheCompressors(t *testing.T) {
+	c, err := bgzf.NewCompressor(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const m = bgzf.MaxBlockData
+	for _, n := range []int{0, 1, 36, m - 1, m, m + 1, 2*m - 1, 2 * m, 2*m + 1, 5*m + 4321} {
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		whole, err := c.AppendBlocks(nil, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Records of 300 bytes appended one by one, cut after each.
+		buf := c.Begin(nil)
+		for off := 0; off < n; off += 300 {
+			buf = append(buf, data[off:min(n, off+300)]...)
+			if buf, err = c.Cut(buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		streamed, raw, err := c.End(buf)
+		if err != nil || raw != int64(n) || !bytes.Equal(streamed, whole) {
+			t.Fatalf("n=%d: streamed blocks (%d bytes, %d raw, %v) differ from AppendBlocks' (%d bytes)", n, len(streamed), raw, err, len(whole))
+		}
+		got, err := walkBlocks(nil, whole)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := storedBlocks(nil, int64(n))
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("n=%d: compressor's blocks %v, computed %v", n, got, want)
+		}
+		if int64(len(whole)) != bgzf.StoredSize(int64(n)) {
+			t.Errorf("n=%d: %d bytes of blocks, StoredSize %d", n, len(whole), bgzf.StoredSize(int64(n)))
+		}
+	}
+}
+
+// scanningSource is a fakeSource that measures its containers
+// (LayoutScanner) by framing the records it would build.
+type scanningSource struct{ *fakeSource }
+
+func (s *scanningSource) ScanLayout(ctx context.Context, i int, each func(RecordLayout) error) (int64, error) {
+	raw, err := s.AppendContainer(ctx, i, nil)
+	if err != nil {
+		return 0, err
+	}
+	recs, err := walkRecords(nil, raw)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range recs {
+		if err := each(RecordLayout{Len: r.uEnd - r.uStart, RefID: r.refID, Beg: r.beg, End: r.end, Unmapped: r.unmapped}); err != nil {
+			return 0, err
+		}
+	}
+	return int64(len(raw)), nil
+}
+
+// comparableIndex returns the index file f as it would be without any
+// digest of a data segment: every one not yet known.
+func comparableIndex(f *indexFile) []byte {
+	g := *f
+	g.Layout = f.Layout.clone()
+	g.Learned = nil
+	for i := range g.Layout.Segments {
+		g.Layout.Segments[i].Digest, g.Layout.Segments[i].NoDigest = 0, true
+	}
+	return marshalIndex(&g)
+}
+
+// scanBoth opens src with a measuring (lean) Manager and with one that
+// builds every container (Options.Digests), each with its own cache
+// directory, and returns both VirtualBAMs and the index files written.
+func scanBoth(t *testing.T, open func() Source) (lean, full *VirtualBAM, leanIdx, fullIdx *indexFile) {
+	t.Helper()
+	var vs [2]*VirtualBAM
+	var idxs [2]*indexFile
+	for k, digests := range []bool{false, true} {
+		m, _ := newTestManager(t, Options{Level: Stored, Digests: digests, Readahead: -1})
+		src := open()
+		vs[k] = openT(t, m, src)
+		b, err := os.ReadFile(indexPathFor(t, m, src))
+		if err != nil {
+			t.Fatalf("digests=%v: index not written: %v", digests, err)
+		}
+		if idxs[k], err = readIndex(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return vs[0], vs[1], idxs[0], idxs[1]
+}
+
+// checkLeanEqualsFull compares the lean and full index files of one file
+// byte for byte, digests aside, and checks that every data segment of the
+// lean one is measured and of the full one built.
+func checkLeanEqualsFull(t *testing.T, leanIdx, fullIdx *indexFile) {
+	t.Helper()
+	if a, b := comparableIndex(leanIdx), comparableIndex(fullIdx); !bytes.Equal(a, b) {
+		t.Fatalf("lean index file (%d bytes) differs from the full scan's (%d bytes), digests aside", len(a), len(b))
+	}
+	for i, s := range leanIdx.Layout.Segments {
+		if !s.NoDigest || fullIdx.Layout.Segments[i].NoDigest {
+			t.Fatalf("segment %d: lean NoDigest=%v, full NoDigest=%v", i, s.NoDigest, fullIdx.Layout.Segments[i].NoDigest)
+		}
+	}
+}
+
+// TestLeanScanEqualsFullScan: for every fake fixture, the layout and
+// index of a level-0 scan that only measures records equal those of the
+// scan that builds and compresses them, byte for byte of the index file
+// but the digests; the BAM served is the same and the digests learned
+// from the first builds are the full scan's.
+func TestLeanScanEqualsFullScan(t *testing.T) {
+	for _, name := range []string{"synth", "small", "unsorted"} {
+		t.Run(name, func(t *testing.T) {
+			fx := fixture(t, name)
+			lean, full, leanIdx, fullIdx := scanBoth(t, func() Source {
+				return &scanningSource{newFakeSource(fx, "")}
+			})
+			checkLeanEqualsFull(t, leanIdx, fullIdx)
+			checkLearned(t, lean, full)
+		})
+	}
+}
+
+// checkLearned reads lean and full whole, compares their bytes, and
+// checks that lean learned the digests the full scan computed.
+func checkLearned(t *testing.T, lean, full *VirtualBAM) {
+	t.Helper()
+	if a, b := readAll(t, lean, 1<<16), readAll(t, full, 1<<16); !bytes.Equal(a, b) {
+		t.Fatalf("lean layout serves %d bytes, full %d, not the same", len(a), len(b))
+	}
+	ls, err := lean.state(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range full.Layout().Segments {
+		if got := ls.want(i); s.CompLen > 0 && (got.NoDigest || got.Digest != s.Digest) {
+			t.Fatalf("segment %d: learned %+v, full scan's digest %08x", i, got, s.Digest)
+		}
+	}
+}
+
+// TestLeanScanEqualsFullScanCRAM is TestLeanScanEqualsFullScan for every
+// CRAM of testdata and of the corpus that samtools decodes, with MD/NM
+// generation on and off (the index file of the corpus' is compared, the
+// testdata's are also read whole).
+func TestLeanScanEqualsFullScanCRAM(t *testing.T) {
+	sets := []struct {
+		dir, manifest string
+		read          bool
+	}{
+		{filepath.Join(corpus.Root(), "testdata"), "cram/manifest.tsv", true},
+		{corpus.Dir(t), "cram_manifest.tsv", false},
+	}
+	for _, set := range sets {
+		for _, e := range readManifest(t, filepath.Join(set.dir, set.manifest)) {
+			if e.rc != "0" || strings.Contains(e.path, "truncated") {
+				continue
+			}
+			t.Run(e.path, func(t *testing.T) {
+				var fastas []string
+				if e.ref != "" {
+					fastas = []string{filepath.Join(set.dir, e.ref)}
+				}
+				store, err := reference.Open(fastas, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer store.Close()
+				for _, noMD := range []bool{false, true} {
+					lean, full, leanIdx, fullIdx := scanBoth(t, func() Source {
+						c, err := OpenCRAM(filepath.Join(set.dir, e.path), CRAMOptions{Reference: store, NoMD: noMD, AllowMissingEOF: true})
+						if err != nil {
+							t.Fatal(err)
+						}
+						t.Cleanup(func() { c.Close() })
+						return c
+					})
+					checkLeanEqualsFull(t, leanIdx, fullIdx)
+					if set.read {
+						checkLearned(t, lean, full)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestLeanIndexMatchesSamtools: the index of a measured level-0 layout is
+// the one samtools index makes of the BAM served.
+func TestLeanIndexMatchesSamtools(t *testing.T) {
+	for _, name := range []string{"synth", "small"} {
+		t.Run(name, func(t *testing.T) {
+			src := &scanningSource{newFakeSource(fixture(t, name), "")}
+			m, _ := newTestManager(t, Options{Level: Stored})
+			v := openT(t, m, src)
+			if s := v.Layout().Segments[0]; !s.NoDigest {
+				t.Fatal("the layout was built, not measured")
+			}
+			path := filepath.Join(t.TempDir(), "v.bam")
+			if err := os.WriteFile(path, readAll(t, v, 1<<20), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			samtools(t, "index", path)
+			want, err := os.ReadFile(path + ".bai")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v.Index(); !bytes.Equal(got, want) {
+				t.Fatalf(".bai of the measured layout differs from samtools index: %d vs %d bytes", len(got), len(want))
+			}
+		})
+	}
+}
