@@ -3,7 +3,10 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -235,5 +238,175 @@ func TestLeanIndexMatchesSamtools(t *testing.T) {
 				t.Fatalf(".bai of the measured layout differs from samtools index: %d vs %d bytes", len(got), len(want))
 			}
 		})
+	}
+}
+
+// learnedOnDisk returns the digests the index file at path holds of its
+// data segments, and how many segments have records.
+func learnedOnDisk(t *testing.T, path string) (map[int]uint32, int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := readIndex(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range f.Layout.Segments {
+		if s.CompLen > 0 {
+			n++
+		}
+	}
+	return digestsOf(f), n
+}
+
+// TestLearnedDigestsCheckLaterBuilds: the digests of a measured layout,
+// learned at each segment's first build, check every build after it (no
+// cache: each read builds again), so that a container decoding to other
+// bytes of the same length is refused; they are persisted, and after a
+// remount the file reads the same, checked against them.
+func TestLearnedDigestsCheckLaterBuilds(t *testing.T) {
+	fx := fixture(t, "synth")
+	dir := t.TempDir()
+	opts := Options{CacheDir: dir, Level: Stored, CacheSize: -1, Readahead: -1}
+	src := &scanningSource{newFakeSource(fx, "")}
+	m, _ := newTestManager(t, opts)
+	v := openT(t, m, src)
+	want := src.expected(t, 0)
+	for round := range 2 {
+		if got := readAll(t, v, 1<<16); !bytes.Equal(got, want) {
+			t.Fatalf("read %d: %d bytes differ from the independent compression", round, len(got))
+		}
+	}
+	m.Close() // waits for the index file to be written
+	path := indexPathFor(t, m, src)
+	learned, n := learnedOnDisk(t, path)
+	if len(learned) != n {
+		t.Fatalf("index file holds %d learned digests, want %d", len(learned), n)
+	}
+
+	// A remount loads the layout with its digests and serves the same bytes.
+	m2, _ := newTestManager(t, opts)
+	src2 := &scanningSource{newFakeSource(fx, "")}
+	v2 := openT(t, m2, src2)
+	if src2.total.Load() != 0 {
+		t.Fatal("the remount scanned again")
+	}
+	if got := readAll(t, v2, 7919); !bytes.Equal(got, want) {
+		t.Fatal("after the remount the file reads other bytes")
+	}
+
+	// The scan (decode 1) and the first build (decode 2) see the true
+	// bytes, the build after it other ones of the same length.
+	m3, _ := newTestManager(t, Options{Level: Stored, CacheSize: -1, Readahead: -1})
+	src3 := &scanningSource{newFakeSource(fx, "")}
+	src3.flipOn, src3.flipIdx = 3, 4
+	v3 := openT(t, m3, src3)
+	seg := v3.Layout().Segments[4]
+	if _, err := v3.ReadAt(make([]byte, 64), seg.Offset); err != nil {
+		t.Fatalf("first build: %v", err)
+	}
+	if _, err := v3.ReadAt(make([]byte, 64), seg.Offset); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("build after the first, of other bytes: %v, want ErrMismatch", err)
+	}
+}
+
+// TestLearnedDigestsMerged: two Managers sharing a cache directory each
+// learn the digests of the segments they read; the index file ends with
+// all of them, the second writer merging the first's.
+func TestLearnedDigestsMerged(t *testing.T) {
+	fx := fixture(t, "synth")
+	opts := Options{CacheDir: t.TempDir(), Level: Stored, Readahead: -1}
+	m1, _ := newTestManager(t, opts)
+	v1 := openT(t, m1, &scanningSource{newFakeSource(fx, "")})
+	m2, _ := newTestManager(t, opts)
+	src := &scanningSource{newFakeSource(fx, "")}
+	v2 := openT(t, m2, src)
+	segs := v1.Layout().Segments
+	half := len(segs) / 2
+	read := func(v *VirtualBAM, from, to int) {
+		for _, s := range segs[from:to] {
+			if s.CompLen > 0 {
+				if _, err := v.ReadAt(make([]byte, 1), s.Offset); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	read(v1, 0, half)
+	m1.Close()
+	read(v2, half, len(segs))
+	m2.Close()
+	learned, n := learnedOnDisk(t, indexPathFor(t, m2, src))
+	if len(learned) != n {
+		t.Fatalf("index file holds %d learned digests, want all %d", len(learned), n)
+	}
+}
+
+// marshalLegacy encodes f in index format 4: no kind byte per segment,
+// every digest built.
+func marshalLegacy(f *indexFile) []byte {
+	b := marshalIndex(f)
+	b = b[:len(b)-4]
+	binary.LittleEndian.PutUint32(b[8:], legacyIndexFormat)
+	// The segments follow the fixed part: drop each one's kind byte.
+	at := indexFixedHead + len(f.Depends) + 5*8 + 2*32 + 4
+	out := append([]byte(nil), b[:at]...)
+	out = append(out, b[at:at+20]...) // header segment
+	at += 21
+	out = append(out, b[at:at+8]...) // segment count
+	at += 8
+	for range f.Layout.Segments {
+		out = append(out, b[at:at+20]...)
+		at += 21
+	}
+	out = append(out, b[at:]...)
+	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+}
+
+// TestLegacyIndexRead: an index file of format 4, as an earlier cramfs
+// wrote it, is used without a scan and written again in format 5.
+func TestLegacyIndexRead(t *testing.T) {
+	fx := fixture(t, "synth")
+	dir := t.TempDir()
+	opts := Options{CacheDir: dir, Level: Stored, Readahead: -1, Digests: true}
+	m, _ := newTestManager(t, opts)
+	src := &scanningSource{newFakeSource(fx, "")}
+	v := openT(t, m, src)
+	path := indexPathFor(t, m, src)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := readIndex(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(path)
+	f.Depends = dependsOnFormat(legacyIndexFormat, 0, "fake")
+	old := filepath.Join(dir, indexName(indexKey(f.ID, f.Depends)))
+	if err := os.WriteFile(old, marshalLegacy(f), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m2, _ := newTestManager(t, Options{CacheDir: dir, Level: Stored, Readahead: -1})
+	src2 := &scanningSource{newFakeSource(fx, "")}
+	v2 := openT(t, m2, src2)
+	if src2.total.Load() != 0 {
+		t.Fatal("the format-4 index was not used")
+	}
+	if fmt.Sprint(v2.Layout()) != fmt.Sprint(v.Layout()) || !bytes.Equal(v2.Index(), v.Index()) {
+		t.Fatal("the format-4 index gives another layout or index")
+	}
+	if !bytes.Equal(readAll(t, v2, 1<<16), src.expected(t, 0)) {
+		t.Fatal("wrong bytes through the format-4 index")
+	}
+	b, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("not written again in format 5: %v", err)
+	}
+	if g, err := readIndex(b); err != nil || binary.LittleEndian.Uint32(b[8:]) != indexFormat || fmt.Sprint(g.Layout) != fmt.Sprint(f.Layout) {
+		t.Fatalf("the format-5 copy: %v", err)
 	}
 }
