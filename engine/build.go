@@ -75,17 +75,17 @@ func (m *Manager) build(ctx context.Context, src Source, i int, c *bgzf.Compress
 	return int64(len(raw)), nil
 }
 
-// buildSegment rebuilds segment i of src and checks it against want, and
-// returns it with its digest. A segment whose digest is not known yet
+// buildSegment rebuilds segment i of src, with a worker for p, and checks
+// it against want, and returns it with its digest. A segment whose digest is not known yet
 // (want.NoDigest) is built with every check of its input, and only its
 // lengths are compared. The Buf it returns holds one reference, the
 // caller's.
-func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segment) (*cache.Buf, uint32, error) {
+func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int, want Segment) (*cache.Buf, uint32, error) {
 	if i == headerSegment {
 		buf, err := m.buildHeader(src, want)
 		return buf, want.Digest, err
 	}
-	if err := m.acquire(ctx); err != nil {
+	if err := m.acquire(ctx, p); err != nil {
 		return nil, 0, err
 	}
 	defer m.release()
@@ -182,14 +182,14 @@ func (m *Manager) buildOrWait(ctx context.Context, v *VirtualBAM, key cache.Key,
 // checked in full, its digest then learned.
 func (m *Manager) buildChecked(ctx context.Context, v *VirtualBAM, want Segment, i int) (*cache.Buf, error) {
 	if !want.NoDigest {
-		buf, _, err := m.buildSegment(ctx, v.src, i, want)
+		buf, _, err := m.buildSegment(ctx, v.src, &v.party, i, want)
 		return buf, err
 	}
 	ls, err := v.state(ctx)
 	if err != nil {
 		return nil, err
 	}
-	buf, d, err := m.buildSegment(ctx, v.src, i, ls.want(i))
+	buf, d, err := m.buildSegment(ctx, v.src, &v.party, i, ls.want(i))
 	if err == nil {
 		ls.learned(i, d)
 	}

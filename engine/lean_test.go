@@ -67,7 +67,13 @@ func TestStoredBlocksAreTheCompressors(t *testing.T) {
 type scanningSource struct{ *fakeSource }
 
 func (s *scanningSource) ScanLayout(ctx context.Context, i int, each func(RecordLayout) error) (int64, error) {
-	raw, err := s.AppendContainer(ctx, i, nil)
+	return measureBuilt(ctx, s, i, each)
+}
+
+// measureBuilt implements ScanLayout for src by building container i and
+// framing its records.
+func measureBuilt(ctx context.Context, src Source, i int, each func(RecordLayout) error) (int64, error) {
+	raw, err := src.AppendContainer(ctx, i, nil)
 	if err != nil {
 		return 0, err
 	}

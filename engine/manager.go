@@ -37,13 +37,13 @@ type Manager struct {
 	// reorder is reorderWindow; tests shrink it, before any read, to fit
 	// small fixtures.
 	reorder int64
-	// Resource pools, synchronised by their channels: sem holds one token
-	// per worker; comps and raws are free lists, one entry per worker at
-	// most (unlike a sync.Pool they survive garbage collections, which
-	// would make each build regrow its buffer).
-	sem   chan struct{}
-	comps chan *bgzf.Compressor // at opts.Level
-	raws  chan []byte           // scratch for decoded containers
+	// Resource pools: workers hands out the workers (its own lock); comps
+	// and raws, synchronised by their channels, are free lists, one entry
+	// per worker at most (unlike a sync.Pool they survive garbage
+	// collections, which would make each build regrow its buffer).
+	workers *workerPool
+	comps   chan *bgzf.Compressor // at opts.Level
+	raws    chan []byte           // scratch for decoded containers
 
 	// Mutable.
 	mu       sync.Mutex
@@ -87,7 +87,7 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 		opts:     opts,
 		log:      log,
 		cache:    c,
-		sem:      make(chan struct{}, opts.Threads),
+		workers:  newWorkerPool(opts.Threads),
 		comps:    make(chan *bgzf.Compressor, opts.Threads),
 		raws:     make(chan []byte, opts.Threads),
 		layouts:  make(map[string]*layoutState),
@@ -135,16 +135,11 @@ func (m *Manager) Options() Options { return m.opts }
 // CacheStats returns the counters of the shared block cache.
 func (m *Manager) CacheStats() cache.Stats { return m.cache.Stats() }
 
-func (m *Manager) acquire(ctx context.Context) error {
-	select {
-	case m.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// acquire waits for a worker for p (see workerPool), or for ctx to end.
+func (m *Manager) acquire(ctx context.Context, p *party) error { return m.workers.acquire(ctx, p) }
 
-func (m *Manager) release() { <-m.sem }
+// release gives back a worker acquire gave.
+func (m *Manager) release() { m.workers.release() }
 
 func (m *Manager) getComp() (*bgzf.Compressor, error) {
 	select {

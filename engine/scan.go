@@ -92,6 +92,10 @@ type scanRun struct {
 	res    []chan *builtSegment // by container, each filled once
 	lean   LayoutScanner        // src, when its containers are measured rather than built; else nil
 
+	// Mutable: party, guarded by the Manager's workerPool, claims the
+	// scan's workers.
+	party party
+
 	// Mutable: hint, atomic, is the largest container's blocks so far (a
 	// size hint, its max racy); bld and csi are the consumer's only.
 	hint atomic.Int64
@@ -108,7 +112,7 @@ func (r *scanRun) startBuilds() error {
 		case <-r.gctx.Done():
 			return nil
 		}
-		if err := r.m.acquire(r.gctx); err != nil {
+		if err := r.m.acquire(r.gctx, &r.party); err != nil {
 			return nil
 		}
 		r.g.Go(func() error { return r.build(i) })
