@@ -217,3 +217,54 @@ func awaitQueued(t *testing.T, w *workerPool, n int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// heldFrom is a scanningSource whose containers from the first held on
+// wait for release.
+type heldFrom struct {
+	*scanningSource
+	first   int
+	release chan struct{}
+}
+
+func (s *heldFrom) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
+	if i >= s.first {
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return dst, ctx.Err()
+		}
+	}
+	return s.fakeSource.AppendContainer(ctx, i, dst)
+}
+
+func (s *heldFrom) ScanLayout(ctx context.Context, i int, each func(RecordLayout) error) (int64, error) {
+	return measureBuilt(ctx, s, i, each)
+}
+
+// TestScansReportProgress: Manager.Scans lists the scan in progress with
+// the containers scanned and the file's total, and forgets it once done.
+func TestScansReportProgress(t *testing.T) {
+	m, _ := newTestManager(t, Options{Threads: 2, Level: Stored})
+	src := &heldFrom{scanningSource: &scanningSource{newFakeSource(fixture(t, "small"), "")}, first: 3, release: make(chan struct{})}
+	opened := make(chan error, 1)
+	go func() { _, err := m.Open(context.Background(), src); opened <- err }()
+	want := ScanProgress{File: src.Name(), Done: 3, Total: src.NumContainers()}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := m.Scans()
+		if len(got) == 1 && got[0] == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Scans() = %+v, want [%+v]", got, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(src.release)
+	if err := <-opened; err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Scans(); len(got) != 0 {
+		t.Fatalf("Scans() after the scan = %+v", got)
+	}
+}

@@ -50,6 +50,7 @@ type Manager struct {
 	layouts  map[string]*layoutState // by index key, those held in states; guarded by mu
 	building map[cache.Key]*building // segment builds in flight; guarded by mu
 	gens     map[string]uint64       // by index key, layouts dropped (see layoutTag); guarded by mu
+	scans    map[*scanRun]struct{}   // layout scans in progress; guarded by mu
 	closed   bool                    // set by Close; guarded by mu
 	// background counts the goroutines started (startBackground) that
 	// Close waits for; its Adds are made under mu while !closed.
@@ -94,6 +95,7 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 		pool:     cache.NewPool(opts.CacheSize / 16),
 		building: make(map[cache.Key]*building),
 		gens:     make(map[string]uint64),
+		scans:    make(map[*scanRun]struct{}),
 		ctx:      ctx,
 		cancel:   cancel,
 		reorder:  reorderWindow,

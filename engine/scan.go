@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
@@ -43,6 +45,8 @@ func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Se
 	for i := range r.res {
 		r.res[i] = make(chan *builtSegment, 1)
 	}
+	m.scanning(r, true)
+	defer m.scanning(r, false)
 	g.Go(r.startBuilds)
 	r.newIndex(hdrRaw)
 	segs, off, consumeErr := r.consume(hdrSeg.CompLen)
@@ -93,8 +97,9 @@ type scanRun struct {
 	lean   LayoutScanner        // src, when its containers are measured rather than built; else nil
 
 	// Mutable: party, guarded by the Manager's workerPool, claims the
-	// scan's workers.
+	// scan's workers; done, atomic, counts the containers scanned.
 	party party
+	done  atomic.Int64
 
 	// Mutable: hint, atomic, is the largest container's blocks so far (a
 	// size hint, its max racy); bld and csi are the consumer's only.
@@ -130,6 +135,7 @@ func (r *scanRun) build(i int) error {
 		if err != nil {
 			return err
 		}
+		r.done.Add(1)
 		r.res[i] <- bs
 		return nil
 	}
@@ -146,8 +152,39 @@ func (r *scanRun) build(i int) error {
 	if n := bgzf.StoredSize(bs.seg.RawLen); n > r.hint.Load() {
 		r.hint.Store(n) // racy max: only a size hint
 	}
+	r.done.Add(1)
 	r.res[i] <- bs
 	return nil
+}
+
+// ScanProgress is a layout scan in progress (see Manager.Scans).
+type ScanProgress struct {
+	File  string // the Source's Name
+	Done  int    // containers scanned
+	Total int    // data containers of the file
+}
+
+// Scans returns the layout scans in progress, by file name.
+func (m *Manager) Scans() []ScanProgress {
+	m.mu.Lock()
+	out := make([]ScanProgress, 0, len(m.scans))
+	for r := range m.scans {
+		out = append(out, ScanProgress{File: r.src.Name(), Done: int(r.done.Load()), Total: len(r.res)})
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b ScanProgress) int { return strings.Compare(a.File, b.File) })
+	return out
+}
+
+// scanning adds r to the scans in progress, or removes it.
+func (m *Manager) scanning(r *scanRun, on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if on {
+		m.scans[r] = struct{}{}
+	} else {
+		delete(m.scans, r)
+	}
 }
 
 // leanScanner returns src as a LayoutScanner when its layout can be
