@@ -179,7 +179,8 @@ func (m *Manager) buildOrWait(ctx context.Context, v *VirtualBAM, key cache.Key,
 
 // buildChecked builds segment i of v (want, as the layout has it): checked
 // against its digest when known (learned since the scan measured it), else
-// checked in full, its digest then learned.
+// checked in full, with the file still the version scanned, its digest
+// then learned.
 func (m *Manager) buildChecked(ctx context.Context, v *VirtualBAM, want Segment, i int) (*cache.Buf, error) {
 	if !want.NoDigest {
 		buf, _, err := m.buildSegment(ctx, v.src, &v.party, i, want)
@@ -189,11 +190,27 @@ func (m *Manager) buildChecked(ctx context.Context, v *VirtualBAM, want Segment,
 	if err != nil {
 		return nil, err
 	}
-	buf, d, err := m.buildSegment(ctx, v.src, &v.party, i, ls.want(i))
-	if err == nil {
-		ls.learned(i, d)
+	want = ls.want(i)
+	buf, d, err := m.buildSegment(ctx, v.src, &v.party, i, want)
+	if err != nil || !want.NoDigest {
+		return buf, err
 	}
-	return buf, err
+	// Only the lengths compare these bytes with the scan: the file must
+	// still be the version scanned (its ctime changes with every write),
+	// else they may be another version's.
+	if fsrc, ok := v.src.(fileSource); ok && v.key != "" {
+		id, _, ierr := m.identify(fsrc)
+		if ierr == nil && id != v.fid {
+			ierr = fmt.Errorf("%w: not the version scanned (size %d, mtime %d, ctime %d then; %d, %d, %d now)",
+				ErrChanged, v.fid.Size, v.fid.MTime, v.fid.CTime, id.Size, id.MTime, id.CTime)
+		}
+		if ierr != nil {
+			buf.Release()
+			return nil, fmt.Errorf("%s: container %d: first build: %w", v.src.Name(), i, ierr)
+		}
+	}
+	ls.learned(i, d)
+	return buf, nil
 }
 
 // waitBuild waits, as one of its waiters, for the build b led by another

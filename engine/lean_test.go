@@ -416,3 +416,31 @@ func TestLegacyIndexRead(t *testing.T) {
 		t.Fatalf("the format-5 copy: %v", err)
 	}
 }
+
+// TestFirstBuildOfChangedFileRefused: a measured segment's first build,
+// checked against the layout's lengths only, is refused once the file is
+// no longer the version scanned (here its ctime moved), rather than
+// serving bytes that may be another version's.
+func TestFirstBuildOfChangedFileRefused(t *testing.T) {
+	fx := fixture(t, "synth")
+	path := filepath.Join(t.TempDir(), "copy.bam")
+	data, err := os.ReadFile(fx.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := newTestManager(t, Options{Level: Stored, CacheSize: -1, Readahead: -1})
+	v := openT(t, m, &scanningSource{newFakeSource(fx, path)})
+	segs := v.Layout().Segments
+	if _, err := v.ReadAt(make([]byte, 64), segs[1].Offset); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil { // a new ctime
+		t.Fatal(err)
+	}
+	if _, err := v.ReadAt(make([]byte, 64), segs[4].Offset); !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "container 4") {
+		t.Fatalf("first build after the file changed: %v, want ErrChanged naming the container", err)
+	}
+}
