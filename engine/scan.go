@@ -24,8 +24,7 @@ type indexBuilder interface {
 const baiMaxRefLen = 1 << 29
 
 // scan decodes and compresses every container of src once, in parallel,
-// or at level 0 only measures its records (see Manager.leanScanner), and
-// derives the layout and the .bai (SAMv1 §5.2) from the results, which
+// and derives the layout and the .bai (SAMv1 §5.2) from the results, which
 // are consumed in container order within a bounded window.
 func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Segment) (*indexFile, error) {
 	n := src.NumContainers()
@@ -42,13 +41,13 @@ func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Se
 		res:    make([]chan *builtSegment, n),
 		lean:   m.leanScanner(src),
 	}
+	m.scanning(r, true)
+	defer m.scanning(r, false)
 	for i := range r.res {
 		r.res[i] = make(chan *builtSegment, 1)
 	}
-	m.scanning(r, true)
-	defer m.scanning(r, false)
-	g.Go(r.startBuilds)
 	r.newIndex(hdrRaw)
+	g.Go(r.startBuilds)
 	segs, off, consumeErr := r.consume(hdrSeg.CompLen)
 	if err := g.Wait(); err != nil {
 		return nil, err
@@ -88,24 +87,24 @@ type scanRun struct {
 	m   *Manager
 	src Source
 
-	// Constant for the scan.
+	// Constant for the scan. lean is src when its containers are measured
+	// rather than built (see Manager.leanScanner), else nil.
+	lean   LayoutScanner
 	g      *errgroup.Group
 	gctx   context.Context // ends with the first failed build
 	cancel context.CancelFunc
 	slots  chan struct{}        // one token per build not yet consumed
 	res    []chan *builtSegment // by container, each filled once
-	lean   LayoutScanner        // src, when its containers are measured rather than built; else nil
-
-	// Mutable: party, guarded by the Manager's workerPool, claims the
-	// scan's workers; done, atomic, counts the containers scanned.
-	party party
-	done  atomic.Int64
 
 	// Mutable: hint, atomic, is the largest container's blocks so far (a
 	// size hint, its max racy); bld and csi are the consumer's only.
 	hint atomic.Int64
 	bld  indexBuilder // nil once no index can be built
 	csi  bool         // bld is a CSI builder
+	// Mutable: party, guarded by the Manager's workerPool, claims the
+	// scan's workers; done, atomic, counts the containers scanned.
+	party party
+	done  atomic.Int64
 }
 
 // startBuilds starts the build of every container in order, each once a
@@ -131,13 +130,7 @@ func (r *scanRun) build(i int) error {
 	m := r.m
 	defer m.release()
 	if r.lean != nil {
-		bs, err := measureContainer(r.gctx, r.src, r.lean, i)
-		if err != nil {
-			return err
-		}
-		r.done.Add(1)
-		r.res[i] <- bs
-		return nil
+		return r.measure(i)
 	}
 	c, err := m.getComp()
 	if err != nil {
@@ -149,8 +142,19 @@ func (r *scanRun) build(i int) error {
 	if err != nil {
 		return err
 	}
+	r.done.Add(1)
 	if n := bgzf.StoredSize(bs.seg.RawLen); n > r.hint.Load() {
 		r.hint.Store(n) // racy max: only a size hint
+	}
+	r.res[i] <- bs
+	return nil
+}
+
+// measure is build for a scan that measures its containers (r.lean set).
+func (r *scanRun) measure(i int) error {
+	bs, err := measureContainer(r.gctx, r.src, r.lean, i)
+	if err != nil {
+		return err
 	}
 	r.done.Add(1)
 	r.res[i] <- bs
