@@ -97,9 +97,11 @@ const legacyIndexFormat = 4
 // besides the CRAM itself: the format, the BGZF level, block cutting and
 // encoder generation, and the Source's decoding variant (MD/NM tags on or
 // off). It is stored in and keys each index file. The reference is not
-// part of it: a layout is only made from slices whose reference MD5s
-// match, and a segment rebuilt with other bases fails its digest, which
-// drops the layout (see Manager.dropLayout).
+// part of it: a layout built by the scan is only made from slices whose
+// reference MD5s match, and a segment rebuilt with other bases fails its
+// digest, which drops the layout (see Manager.dropLayout); a measured
+// segment's first build checks the MD5s itself, and its lengths, which
+// other bases can change (MD/NM), drop the layout when they differ.
 func dependsOn(level int, variant string) string {
 	return dependsOnFormat(indexFormat, level, variant)
 }

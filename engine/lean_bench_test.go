@@ -3,7 +3,10 @@ package engine
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/cramfs/cramfs/decode/reference"
 )
 
 // BenchmarkBenchDataFirstAccess is the first access of a never-indexed
@@ -34,6 +37,38 @@ func BenchmarkBenchDataFirstAccess(b *testing.B) {
 				m.Close()
 				os.RemoveAll(dir)
 			}
+		})
+	}
+}
+
+// TestBenchDataLeanEqualsFull is TestLeanScanEqualsFullScan on every CRAM
+// of the benchmark dataset (opt-in like the benchmarks: set
+// CRAMFS_BENCH_DATA, see benchDataCRAM); a few seconds per file.
+func TestBenchDataLeanEqualsFull(t *testing.T) {
+	dir := os.Getenv("CRAMFS_BENCH_DATA")
+	if dir == "" {
+		t.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
+	}
+	crams, err := filepath.Glob(filepath.Join(dir, "*.cram"))
+	if err != nil || len(crams) == 0 {
+		t.Fatalf("no CRAM in %s (%v)", dir, err)
+	}
+	store, err := reference.Open([]string{filepath.Join(dir, "ref.fa")}, reference.Options{NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for _, path := range crams {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			_, _, leanIdx, fullIdx := scanBoth(t, func() Source {
+				c, err := OpenCRAM(path, CRAMOptions{Reference: store})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				return c
+			})
+			checkLeanEqualsFull(t, leanIdx, fullIdx)
 		})
 	}
 }
