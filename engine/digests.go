@@ -2,6 +2,7 @@ package engine
 
 import (
 	"maps"
+	"sync"
 )
 
 // A level-0 layout scanned by measuring records (Segment.NoDigest) learns
@@ -114,17 +115,55 @@ func (ls *layoutState) flush() {
 	}
 }
 
-// startSave runs ls.save in the background (Close waits for it), or now
-// once Close has begun.
+// saveQueue holds the layouts whose learned digests are to be written,
+// written one at a time by one goroutine: a mount reading many files at
+// once writes their index files in turn, holding a few descriptors and
+// one file's bytes at a time, not one of each per file.
+type saveQueue struct {
+	mu      sync.Mutex
+	queue   []*layoutState // guarded by mu; each at most once (learn.saving)
+	running bool           // a goroutine is writing the queue; guarded by mu
+}
+
+// startSave queues ls for saving, and starts the goroutine writing the
+// queue in the background (Close waits for it) unless it runs, or writes
+// it now once Close has begun.
 func (m *Manager) startSave(ls *layoutState) {
+	q := &m.saves
+	q.mu.Lock()
+	q.queue = append(q.queue, ls)
+	run := !q.running
+	q.running = true
+	q.mu.Unlock()
+	if !run {
+		return
+	}
 	if !m.startBackground() {
-		ls.save()
+		m.runSaves()
 		return
 	}
 	go func() {
 		defer m.background.Done()
-		ls.save()
+		m.runSaves()
 	}()
+}
+
+// runSaves saves the layouts queued until the queue is empty.
+func (m *Manager) runSaves() {
+	q := &m.saves
+	for {
+		q.mu.Lock()
+		if len(q.queue) == 0 {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		ls := q.queue[0]
+		q.queue[0] = nil
+		q.queue = q.queue[1:]
+		q.mu.Unlock()
+		ls.save()
+	}
 }
 
 // save writes the index file with the digests learned, again while more

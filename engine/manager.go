@@ -57,6 +57,7 @@ type Manager struct {
 	background sync.WaitGroup
 	opens      singleflight.Group // one layout scan per file; its own lock
 	warnOnce   sync.Once          // one warning about the cache directory
+	saves      saveQueue          // learned digests to persist; its own lock
 	anonSeq    atomic.Uint64      // numbers the layouts of files without identity
 	// decoders, set by CountDecoders, count against the cache; maxSeg is
 	// the largest segment of the files opened. Both atomic.
