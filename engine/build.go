@@ -75,11 +75,11 @@ func (m *Manager) build(ctx context.Context, src Source, i int, c *bgzf.Compress
 	return int64(len(raw)), nil
 }
 
-// buildSegment rebuilds segment i of src, with a worker for p, and checks
-// it against want, and returns it with its digest. A segment whose digest is not known yet
-// (want.NoDigest) is built with every check of its input, and only its
-// lengths are compared. The Buf it returns holds one reference, the
-// caller's.
+// buildSegment rebuilds segment i of src, with a worker for p, checks it
+// against want and returns it with its digest. A segment whose digest is
+// not known yet (want.NoDigest) is built with every check of its input,
+// and only its lengths are compared. The Buf it returns holds one
+// reference, the caller's.
 func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int, want Segment) (*cache.Buf, uint32, error) {
 	if i == headerSegment {
 		buf, err := m.buildHeader(src, want)

@@ -123,6 +123,9 @@ type saveQueue struct {
 	mu      sync.Mutex
 	queue   []*layoutState // guarded by mu; each at most once (learn.saving)
 	running bool           // a goroutine is writing the queue; guarded by mu
+	// fileMu is held while an index file is written with learned digests,
+	// and by dropLayout while it removes one.
+	fileMu sync.Mutex
 }
 
 // startSave queues ls for saving, and starts the goroutine writing the
@@ -174,12 +177,7 @@ func (ls *layoutState) save() {
 		ls.mu.Lock()
 		learned, n := ls.learn.snapshot(), ls.learn.known
 		ls.mu.Unlock()
-		ls.saveMu.Lock()
-		var err error
-		if !ls.gone {
-			err = ls.writeLearned(learned)
-		}
-		ls.saveMu.Unlock()
+		err := ls.writeLearnedIfCurrent(learned)
 		if err != nil {
 			m.warnOnce.Do(func() {
 				m.log.Warn("cannot persist layout indexes; keeping them in memory while they fit, scanning files again after", "dir", m.opts.CacheDir, "err", err)
@@ -197,11 +195,27 @@ func (ls *layoutState) save() {
 	}
 }
 
+// writeLearnedIfCurrent writes the index file of ls with the digests
+// learned unless a layout of its file version was dropped since ls was
+// made (its index file removed as wrong: not to be restored).
+func (ls *layoutState) writeLearnedIfCurrent(learned map[int]uint32) error {
+	m := ls.m
+	m.saves.fileMu.Lock()
+	defer m.saves.fileMu.Unlock()
+	m.mu.Lock()
+	current := m.gens[ls.key] == ls.gen
+	m.mu.Unlock()
+	if !current {
+		return nil
+	}
+	return ls.writeLearned(learned)
+}
+
 // writeLearned writes the index file of ls with the digests learned,
 // merged with those of the index file there, when it is of the same
 // layout (another mount of the same cache directory learned them, or an
 // index made with Options.Digests has them all); the ones taken from it
-// check this Manager's builds too. Called with saveMu held.
+// check this Manager's builds too. Called with saves.fileMu held.
 func (ls *layoutState) writeLearned(learned map[int]uint32) error {
 	m := ls.m
 	name := indexName(ls.key)

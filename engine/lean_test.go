@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/encode/bgzf"
@@ -442,5 +443,45 @@ func TestFirstBuildOfChangedFileRefused(t *testing.T) {
 	}
 	if _, err := v.ReadAt(make([]byte, 64), segs[4].Offset); !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "container 4") {
 		t.Fatalf("first build after the file changed: %v, want ErrChanged naming the container", err)
+	}
+}
+
+// TestDroppedIndexNotRestoredBySave: once a layout was found wrong and its
+// index file removed, a save of learned digests by a state of that layout
+// kept before (one that had left memory, its save late) writes nothing.
+func TestDroppedIndexNotRestoredBySave(t *testing.T) {
+	src := &scanningSource{newFakeSource(fixture(t, "synth"), "")}
+	src.flipOn, src.flipIdx = 3, 4 // the scan and the first build true, the next other bytes
+	m, _ := newTestManager(t, Options{Level: Stored, CacheSize: -1, Readahead: -1})
+	v := openT(t, m, src)
+	seg := v.Layout().Segments[4]
+	if _, err := v.ReadAt(make([]byte, 64), seg.Offset); err != nil {
+		t.Fatal(err)
+	}
+	old, err := v.state(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := indexPathFor(t, m, src)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+		if learned, _ := learnedOnDisk(t, path); len(learned) == 1 {
+			break // the digest learned is saved
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the digest learned was not saved")
+		}
+	}
+	m.states.dropAll() // the state leaves memory; v reads it again
+	if _, err := v.ReadAt(make([]byte, 64), seg.Offset); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("build of other bytes: %v, want ErrMismatch", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("index of the wrong layout still there: %v", err)
+	}
+	if err := old.writeLearnedIfCurrent(map[int]uint32{4: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a late save restored the index of the wrong layout: %v", err)
 	}
 }

@@ -144,19 +144,16 @@ type layoutState struct {
 	// Constant.
 	key      string
 	idx      *indexFile // as scanned or loaded; its Learned is not updated
-	tag      string     // layoutTag of idx.Layout and its generation
+	tag      string     // layoutTag of idx.Layout and gen
+	gen      uint64     // layouts of the file version dropped before this one (Manager.gens)
 	persist  bool       // idx is persisted under key in the cache directory
 	measured int        // segments with NoDigest
 
 	// Mutable, guarded by the FileStates' lock.
 	resident
-	// Mutable, guarded by mu: the digests learned (see learn).
+	// Mutable, guarded by mu: the digests learned (see learned).
 	mu    sync.Mutex
 	learn learnedDigests
-	// saveMu serialises the writes of the index file with its removal by
-	// dropLayout; gone, guarded by it, is set once the layout was dropped.
-	saveMu sync.Mutex
-	gone   bool
 }
 
 func (ls *layoutState) res() *resident { return &ls.resident }
@@ -179,7 +176,8 @@ func (m *Manager) keep(key string, idx *indexFile, persist bool) *layoutState {
 	ls.measured = ls.learn.init(idx)
 	ls.resident.bytes = int64(256 + len(idx.BAI) + len(idx.Layout.Segments)*int(unsafe.Sizeof(Segment{})+unsafe.Sizeof(learnedDigest{})))
 	m.mu.Lock()
-	ls.tag = layoutTag(&idx.Layout, m.gens[key])
+	ls.gen = m.gens[key]
+	ls.tag = layoutTag(&idx.Layout, ls.gen)
 	if !persist {
 		m.mu.Unlock()
 		return ls
@@ -406,20 +404,24 @@ func (m *Manager) dropLayout(v *VirtualBAM) {
 	}
 	m.mu.Lock()
 	ls := m.layouts[v.key]
+	if ls == nil || ls.tag == v.tag {
+		// v's layout, or none held (v's left memory, its digests may be
+		// being saved): the next is another generation, and no save of a
+		// layout kept before restores the file (writeLearnedIfCurrent).
+		m.gens[v.key]++
+	}
 	if ls != nil && ls.tag == v.tag {
 		v.dropped.Store(ls) // before it leaves layouts, for v's readers
 		delete(m.layouts, v.key)
-		m.gens[v.key]++
 	} else {
 		ls = nil // dropped from the states, or scanned since: not v's
 	}
 	m.mu.Unlock()
 	if ls != nil {
 		m.states.remove(ls)
-		ls.saveMu.Lock() // no save of its learned digests restores the file
-		ls.gone = true
-		defer ls.saveMu.Unlock()
 	}
+	m.saves.fileMu.Lock()
+	defer m.saves.fileMu.Unlock()
 	path := filepath.Join(m.opts.CacheDir, indexName(v.key))
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		m.log.Warn("cannot remove a layout index found wrong", "file", v.src.Name(), "index", path, "err", err)
