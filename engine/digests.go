@@ -25,6 +25,7 @@ type learnedDigests struct {
 	known  int             // entries of by learned
 	saved  int             // known when the index file was last written
 	saving bool            // a save is under way
+	left   bool            // the layout left memory: every digest learned is due
 }
 
 // init makes l hold the digests idx has learned and returns how many of
@@ -52,10 +53,11 @@ func (l *learnedDigests) init(idx *indexFile) int {
 }
 
 // due reports whether the index file should be written again: no save is
-// under way and the digests known have doubled since the last one or are
-// all known (a file of n segments is written about log2(n) times).
+// under way and the digests known have doubled since the last one, are
+// all known, or the layout left memory (a file of n segments read whole
+// is written about log2(n) times).
 func (l *learnedDigests) due(measured int) bool {
-	return !l.saving && l.known > l.saved && (l.known >= 2*l.saved || l.known == measured)
+	return !l.saving && l.known > l.saved && (l.known >= 2*l.saved || l.known == measured || l.left)
 }
 
 // snapshot returns the digests learned, by segment.
@@ -103,11 +105,12 @@ func (ls *layoutState) learned(i int, d uint32) {
 }
 
 // flush writes the digests learned and not yet saved, when the layout
-// leaves memory.
+// leaves memory (after the save under way, if one is).
 func (ls *layoutState) flush() {
 	ls.mu.Lock()
 	l := &ls.learn
-	save := ls.persist && !l.saving && l.known > l.saved
+	l.left = true
+	save := ls.persist && l.due(ls.measured)
 	l.saving = l.saving || save
 	ls.mu.Unlock()
 	if save {
