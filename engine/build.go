@@ -75,18 +75,22 @@ func (m *Manager) build(ctx context.Context, src Source, i int, c *bgzf.Compress
 	return int64(len(raw)), nil
 }
 
-// buildSegment rebuilds segment i of src and checks it against want. The
-// Buf it returns holds one reference, the caller's.
-func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segment) (*cache.Buf, error) {
+// buildSegment rebuilds segment i of src, with a worker for p, checks it
+// against want and returns it with its digest. A segment whose digest is
+// not known yet (want.NoDigest) is built with every check of its input,
+// and only its lengths are compared. The Buf it returns holds one
+// reference, the caller's.
+func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int, want Segment) (*cache.Buf, uint32, error) {
 	if i == headerSegment {
-		return m.buildHeader(src, want)
+		buf, err := m.buildHeader(src, want)
+		return buf, want.Digest, err
 	}
-	if err := m.acquire(ctx); err != nil {
-		return nil, err
+	if err := m.acquire(ctx, p); err != nil {
+		return nil, 0, err
 	}
 	defer m.release()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// The segment counts against the cache's bound while it is built, so
 	// that the cache budget covers the builds in flight too.
@@ -94,28 +98,29 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 	defer m.cache.Unreserve(want.CompLen)
 	c, err := m.getComp()
 	if err != nil {
-		return nil, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level.Deflate(), err)
+		return nil, 0, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level.Deflate(), err)
 	}
 	defer m.putComp(c)
 	buf := m.pool.Get(int(min(want.CompLen, 64<<20)))
-	rawLen, err := m.build(ctx, src, i, c, buf, true)
+	rebuild := !want.NoDigest
+	rawLen, err := m.build(ctx, src, i, c, buf, rebuild)
 	if err != nil {
 		buf.Release()
-		return nil, m.explainSize(err) // Source errors name the file and container
+		return nil, 0, m.explainSize(err) // Source errors name the file and container
 	}
 	comp := buf.B
 	crc, err := segmentDigest(comp)
-	if err == nil && (int64(len(comp)) != want.CompLen || rawLen != want.RawLen || crc != want.Digest) {
-		err = fmt.Errorf("built %d bytes (%d raw, digest %08x), layout has %d (%d raw, %08x)", len(comp), rawLen, crc, want.CompLen, want.RawLen, want.Digest)
+	if err == nil && (int64(len(comp)) != want.CompLen || rawLen != want.RawLen || !want.NoDigest && crc != want.Digest) {
+		err = fmt.Errorf("built %d bytes (%d raw, digest %08x), layout has %d (%d raw, %s)", len(comp), rawLen, crc, want.CompLen, want.RawLen, digestText(want))
 		// The rebuild skipped checks the digest stands in for; building
 		// with them names the cause when one of them fails (a different
 		// reference than the layout was made with fails its MD5 check).
-		if _, ok := src.(Rebuilder); ok {
+		if _, ok := src.(Rebuilder); ok && rebuild {
 			buf.B = buf.B[:0]
 			if _, cerr := m.build(ctx, src, i, c, buf, false); cerr != nil {
 				buf.Release()
 				m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", src.Name(), "container", i, "err", cerr)
-				return nil, fmt.Errorf("%w: %w", ErrMismatch, cerr)
+				return nil, 0, fmt.Errorf("%w: %w", ErrMismatch, cerr)
 			}
 		}
 	}
@@ -123,9 +128,17 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, i int, want Segm
 		buf.Release()
 		err := fmt.Errorf("%w: %s: container %d at offset %d: %w", ErrMismatch, src.Name(), i, src.ContainerOffset(i), err)
 		m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", src.Name(), "container", i, "err", err)
-		return nil, err
+		return nil, 0, err
 	}
-	return buf, nil
+	return buf, crc, nil
+}
+
+// digestText describes the digest of s for messages.
+func digestText(s Segment) string {
+	if s.NoDigest {
+		return "digest not yet known"
+	}
+	return fmt.Sprintf("digest %08x", s.Digest)
 }
 
 // buildOrWait builds segment i of v (want, cached under key), or waits for
@@ -154,7 +167,7 @@ func (m *Manager) buildOrWait(ctx context.Context, v *VirtualBAM, key cache.Key,
 	m.building[key] = b
 	m.mu.Unlock()
 
-	buf, err := m.buildSegment(ctx, v.src, i, want)
+	buf, err := m.buildChecked(ctx, v, want, i)
 	if err == nil {
 		m.cache.Add(key, buf)
 	} else if errors.Is(err, ErrMismatch) {
@@ -162,6 +175,42 @@ func (m *Manager) buildOrWait(ctx context.Context, v *VirtualBAM, key cache.Key,
 	}
 	m.finishBuild(key, b, buf, err)
 	return buf, err
+}
+
+// buildChecked builds segment i of v (want, as the layout has it): checked
+// against its digest when known (learned since the scan measured it), else
+// checked in full, with the file still the version scanned, its digest
+// then learned.
+func (m *Manager) buildChecked(ctx context.Context, v *VirtualBAM, want Segment, i int) (*cache.Buf, error) {
+	if !want.NoDigest {
+		buf, _, err := m.buildSegment(ctx, v.src, &v.party, i, want)
+		return buf, err
+	}
+	ls, err := v.state(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want = ls.want(i)
+	buf, d, err := m.buildSegment(ctx, v.src, &v.party, i, want)
+	if err != nil || !want.NoDigest {
+		return buf, err
+	}
+	// Only the lengths compare these bytes with the scan: the file must
+	// still be the version scanned (its ctime changes with every write),
+	// else they may be another version's.
+	if fsrc, ok := v.src.(fileSource); ok && v.key != "" {
+		id, _, ierr := m.identify(fsrc)
+		if ierr == nil && id != v.fid {
+			ierr = fmt.Errorf("%w: not the version scanned (size %d, mtime %d, ctime %d then; %d, %d, %d now)",
+				ErrChanged, v.fid.Size, v.fid.MTime, v.fid.CTime, id.Size, id.MTime, id.CTime)
+		}
+		if ierr != nil {
+			buf.Release()
+			return nil, fmt.Errorf("%s: container %d: first build: %w", v.src.Name(), i, ierr)
+		}
+	}
+	ls.learned(i, d)
+	return buf, nil
 }
 
 // waitBuild waits, as one of its waiters, for the build b led by another

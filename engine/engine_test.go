@@ -593,16 +593,24 @@ func TestOpenErrors(t *testing.T) {
 	})
 }
 
-func TestIndexRoundTrip(t *testing.T) {
-	f := &indexFile{
+// roundTripIndex is an index file with a segment of every digest kind:
+// built, measured and not yet known, measured and learned.
+func roundTripIndex() *indexFile {
+	return &indexFile{
 		Depends: dependsOn(1, "md=1"),
 		ID:      identity{Dev: 7, Ino: 8, Size: 123, MTime: 456, CTime: 789, Head: [32]byte{1}, Tail: [32]byte{2}},
 		Layout: Layout{Level: 1, Header: Segment{CompLen: 50, RawLen: 70, Digest: 9},
-			Segments: []Segment{{Offset: 50, CompLen: 10, RawLen: 20, Digest: 1}, {Offset: 60}, {Offset: 60, CompLen: 5, RawLen: 6, Digest: 2}},
-			Size:     65 + 28},
-		HasBAI: true,
-		BAI:    []byte("BAI\x01rest"),
+			Segments: []Segment{{Offset: 50, CompLen: 10, RawLen: 20, Digest: 1}, {Offset: 60}, {Offset: 60, CompLen: 5, RawLen: 6, Digest: 2},
+				{Offset: 65, CompLen: 7, RawLen: 3, NoDigest: true}, {Offset: 72, CompLen: 8, RawLen: 4, NoDigest: true}},
+			Size: 80 + 28},
+		HasBAI:  true,
+		BAI:     []byte("BAI\x01rest"),
+		Learned: map[int]uint32{4: 0xabcd},
 	}
+}
+
+func TestIndexRoundTrip(t *testing.T) {
+	f := roundTripIndex()
 	b := marshalIndex(f)
 	g, err := readIndex(b)
 	if err != nil {
@@ -622,6 +630,13 @@ func TestIndexRoundTrip(t *testing.T) {
 // panic, and whatever it accepts must re-encode to the same bytes.
 func FuzzReadIndex(f *testing.F) {
 	f.Add(marshalIndex(&indexFile{Depends: dependsOn(1, "md=1"), Layout: Layout{Header: Segment{CompLen: 1, RawLen: 1}}}))
+	measured := roundTripIndex()
+	f.Add(marshalIndex(measured))
+	for i := range measured.Layout.Segments {
+		measured.Layout.Segments[i].NoDigest = false
+	}
+	measured.Learned = nil
+	f.Add(marshalLegacy(measured))
 	if _, err := exec.LookPath("samtools"); err == nil {
 		src := newFakeSource(fixture(f, "small"), "")
 		dir := f.TempDir()
@@ -658,7 +673,11 @@ func checkIndexBytes(t *testing.T, b []byte) {
 			}
 			return
 		}
-		if !bytes.Equal(marshalIndex(idx), b) {
+		again := marshalIndex(idx)
+		if binary.LittleEndian.Uint32(b[8:]) == legacyIndexFormat {
+			again = marshalLegacy(idx)
+		}
+		if !bytes.Equal(again, b) {
 			t.Fatal("accepted index does not re-encode to its bytes")
 		}
 		l := idx.Layout

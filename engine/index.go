@@ -81,20 +81,34 @@ func fstat(f *os.File) (*unix.Stat_t, error) {
 	return &st, nil
 }
 
-// indexFormat is the version of the layout index file format. Format 4
-// adds the device, inode and ctime to the identity; format 3 stored
-// segmentDigest where format 2 stored a CRC-32C of all the bytes.
-const indexFormat = 4
+// indexFormat is the version of the layout index file format. Format 5
+// marks each segment's digest as built by the scan, not yet known (a
+// segment measured by a level-0 scan) or learned at its first build;
+// format 4 adds the device, inode and ctime to the identity; format 3
+// stored segmentDigest where format 2 stored a CRC-32C of all the bytes.
+// Format 4 files are still read (legacyIndexFormat).
+const indexFormat = 5
+
+// legacyIndexFormat is the older format still read: its segments all have
+// their digests built by the scan.
+const legacyIndexFormat = 4
 
 // dependsOn describes everything the bytes of a virtual BAM depend on
 // besides the CRAM itself: the format, the BGZF level, block cutting and
 // encoder generation, and the Source's decoding variant (MD/NM tags on or
 // off). It is stored in and keys each index file. The reference is not
-// part of it: a layout is only made from slices whose reference MD5s
-// match, and a segment rebuilt with other bases fails its digest, which
-// drops the layout (see Manager.dropLayout).
+// part of it: a layout built by the scan is only made from slices whose
+// reference MD5s match, and a segment rebuilt with other bases fails its
+// digest, which drops the layout (see Manager.dropLayout); a measured
+// segment's first build checks the MD5s itself, and its lengths, which
+// other bases can change (MD/NM), drop the layout when they differ.
 func dependsOn(level int, variant string) string {
-	return fmt.Sprintf("cramfs-layout format=%d level=%d cut=%d encoder=%d %s", indexFormat, level, bgzf.MaxBlockData, EncoderVersion, variant)
+	return dependsOnFormat(indexFormat, level, variant)
+}
+
+// dependsOnFormat is dependsOn for the index format given.
+func dependsOnFormat(format, level int, variant string) string {
+	return fmt.Sprintf("cramfs-layout format=%d level=%d cut=%d encoder=%d %s", format, level, bgzf.MaxBlockData, EncoderVersion, variant)
 }
 
 // indexKey names the index file of a CRAM with identity id whose bytes
@@ -122,12 +136,22 @@ type indexFile struct {
 	HasBAI  bool   // an index was built (BAI, or CSI when CSI is set)
 	BAI     []byte // the index bytes
 	CSI     bool   // the index is a CSI (a reference longer than 2^29)
+	// Learned holds, by segment, the digests of measured segments
+	// (Segment.NoDigest) learned at their first build.
+	Learned map[int]uint32
 }
+
+// The kinds of a segment's digest in an index file of format 5.
+const (
+	digestBuilt   = 0 // computed by the scan
+	digestUnknown = 1 // the scan measured the segment; not yet known
+	digestLearned = 2 // the scan measured the segment; learned at its first build
+)
 
 const (
 	indexMagic     = "CRAMFSLX"
 	maxDependsLen  = 1 << 10
-	segRecordLen   = 8 + 8 + 4
+	segRecordLen   = 8 + 8 + 4 + 1 // format 5; format 4 has no kind byte
 	maxSegmentLen  = 1 << 40
 	maxIndexFile   = 1 << 30
 	indexFixedHead = 8 + 4 + 4 // magic, format, depends length
@@ -148,15 +172,23 @@ func marshalIndex(f *indexFile) []byte {
 	b = append(b, f.ID.Head[:]...)
 	b = append(b, f.ID.Tail[:]...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(int32(f.Layout.Level)))
-	putSeg := func(s Segment) {
+	putSeg := func(s Segment, i int) {
+		kind, d := byte(digestBuilt), s.Digest
+		if s.NoDigest {
+			kind, d = digestUnknown, 0
+			if l, ok := f.Learned[i]; ok {
+				kind, d = digestLearned, l
+			}
+		}
 		b = binary.LittleEndian.AppendUint64(b, uint64(s.CompLen))
 		b = binary.LittleEndian.AppendUint64(b, uint64(s.RawLen))
-		b = binary.LittleEndian.AppendUint32(b, s.Digest)
+		b = binary.LittleEndian.AppendUint32(b, d)
+		b = append(b, kind)
 	}
-	putSeg(f.Layout.Header)
+	putSeg(f.Layout.Header, headerSegment)
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(f.Layout.Segments)))
-	for _, s := range f.Layout.Segments {
-		putSeg(s)
+	for i, s := range f.Layout.Segments {
+		putSeg(s, i)
 	}
 	switch {
 	case f.HasBAI && f.CSI:
@@ -173,9 +205,10 @@ func marshalIndex(f *indexFile) []byte {
 
 // indexReader consumes an index file, recording the first error.
 type indexReader struct {
-	b   []byte
-	off int
-	err error
+	b      []byte
+	off    int
+	err    error
+	format uint32 // of the file: whether segments have a kind byte
 }
 
 func (r *indexReader) take(n int, what string) []byte {
@@ -205,12 +238,25 @@ func (r *indexReader) u32(what string) uint32 {
 	return 0
 }
 
-func (r *indexReader) seg(what string) Segment {
+// seg reads a segment and the kind of its digest.
+func (r *indexReader) seg(what string) (Segment, byte) {
+	at := r.off
 	c, u, crc := r.u64(what), r.u64(what), r.u32(what)
-	if r.err == nil && (c > maxSegmentLen || u > maxSegmentLen || (c == 0) != (u == 0)) {
-		r.err = fmt.Errorf("%w: index %s has implausible lengths %d/%d at offset %d", ErrInvalid, what, c, u, r.off-segRecordLen)
+	kind := byte(digestBuilt)
+	if r.format != legacyIndexFormat {
+		if p := r.take(1, what); p != nil {
+			kind = p[0]
+		}
 	}
-	return Segment{CompLen: int64(c), RawLen: int64(u), Digest: crc}
+	switch {
+	case r.err != nil:
+	case c > maxSegmentLen || u > maxSegmentLen || (c == 0) != (u == 0):
+		r.err = fmt.Errorf("%w: index %s has implausible lengths %d/%d at offset %d", ErrInvalid, what, c, u, at)
+	case kind > digestLearned || kind == digestUnknown && crc != 0:
+		r.err = fmt.Errorf("%w: index %s has digest kind %d (digest %08x) at offset %d", ErrInvalid, what, kind, crc, at)
+	}
+	// A learned digest is left in Digest for the caller to take.
+	return Segment{CompLen: int64(c), RawLen: int64(u), Digest: crc, NoDigest: kind != digestBuilt}, kind
 }
 
 // readIndex parses a persisted layout index (untrusted bytes). The format,
@@ -219,9 +265,11 @@ func (r *indexReader) seg(what string) Segment {
 // i64 mtime and i64 ctime in ns, SHA-256 of the first and of the last
 // 64 KiB); i32 level; the header segment and
 // u64 count of container segments, each segment as u64 compressed length,
-// u64 raw length, u32 segmentDigest; u8 has-index flag, u64 length and the .bai
-// (SAMv1 §5.2); a trailing u32 CRC-32C of all preceding bytes. Offsets are
-// derived, so every parsed Layout is self-consistent.
+// u64 raw length, u32 segmentDigest, u8 kind of the digest (digestBuilt,
+// digestUnknown with a zero digest, digestLearned; format 4 has no kind:
+// built); u8 has-index flag, u64 length and the .bai (SAMv1 §5.2); a
+// trailing u32 CRC-32C of all preceding bytes. Offsets are derived, so
+// every parsed Layout is self-consistent.
 func readIndex(b []byte) (*indexFile, error) {
 	if len(b) < indexFixedHead+4 {
 		return nil, fmt.Errorf("%w: index of %d bytes is too short", ErrInvalid, len(b))
@@ -234,8 +282,8 @@ func readIndex(b []byte) (*indexFile, error) {
 	if string(r.take(8, "magic")) != indexMagic {
 		return nil, fmt.Errorf("%w: index magic not %q", ErrInvalid, indexMagic)
 	}
-	if v := r.u32("format"); v != indexFormat {
-		return nil, fmt.Errorf("%w: index format %d, want %d", ErrInvalid, v, indexFormat)
+	if r.format = r.u32("format"); r.format != indexFormat && r.format != legacyIndexFormat {
+		return nil, fmt.Errorf("%w: index format %d, want %d or %d", ErrInvalid, r.format, indexFormat, legacyIndexFormat)
 	}
 	f := &indexFile{}
 	dl := r.u32("dependency length")
@@ -251,7 +299,8 @@ func readIndex(b []byte) (*indexFile, error) {
 	copy(f.ID.Head[:], r.take(32, "head hash"))
 	copy(f.ID.Tail[:], r.take(32, "tail hash"))
 	f.Layout.Level = int(int32(r.u32("level")))
-	f.Layout.Header = r.seg("header segment")
+	var kind byte
+	f.Layout.Header, kind = r.seg("header segment")
 	n := r.u64("segment count")
 	if r.err != nil {
 		return nil, r.err
@@ -259,13 +308,29 @@ func readIndex(b []byte) (*indexFile, error) {
 	if f.Layout.Header.CompLen == 0 {
 		return nil, fmt.Errorf("%w: index has an empty header segment", ErrInvalid)
 	}
-	if n > uint64(len(body)-r.off)/segRecordLen {
+	if kind != digestBuilt {
+		return nil, fmt.Errorf("%w: index header segment without its digest", ErrInvalid)
+	}
+	recLen := uint64(segRecordLen)
+	if r.format == legacyIndexFormat {
+		recLen--
+	}
+	if n > uint64(len(body)-r.off)/recLen {
 		return nil, fmt.Errorf("%w: index claims %d segments, only %d bytes left", ErrInvalid, n, len(body)-r.off)
 	}
 	f.Layout.Segments = make([]Segment, 0, n)
 	off := f.Layout.Header.CompLen
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		s := r.seg("segment")
+		s, kind := r.seg("segment")
+		if kind == digestLearned {
+			if f.Learned == nil {
+				f.Learned = make(map[int]uint32)
+			}
+			f.Learned[int(i)] = s.Digest
+		}
+		if s.NoDigest {
+			s.Digest = 0
+		}
 		s.Offset = off
 		off += s.CompLen
 		if off > 1<<48 {

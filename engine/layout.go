@@ -23,7 +23,11 @@ type Segment struct {
 	Offset  int64  // byte offset of the first block in the virtual BAM
 	CompLen int64  // length of the BGZF blocks; 0 for a container without records
 	RawLen  int64  // length of the BAM data the blocks hold
-	Digest  uint32 // segmentDigest of the BGZF blocks
+	Digest  uint32 // segmentDigest of the BGZF blocks, unless NoDigest
+	// NoDigest marks a segment measured, not built, by the scan (level 0,
+	// a LayoutScanner): its lengths follow from its records' lengths, its
+	// digest is learned from its first build (see layoutState.learn).
+	NoDigest bool
 }
 
 // End returns the offset just past the segment.
@@ -213,6 +217,47 @@ type builtSegment struct {
 	blocks []blockInfo
 	recs   []recInfo
 	frag   *bai.Fragment // what recs add to the index (scanRun.fragment); nil for none
+}
+
+// storedBlocks appends to dst the blocks of a level-0 segment of n data
+// bytes, as bgzf.Stored and Compressor.AppendBlocks at level 0 cut them:
+// every block but the last holds bgzf.MaxBlockData bytes, so its place
+// follows from its data's offset alone.
+func storedBlocks(dst []blockInfo, n int64) []blockInfo {
+	for u := int64(0); u < n; u += bgzf.MaxBlockData {
+		dst = append(dst, blockInfo{cOff: bgzf.StoredSize(u), uOff: u, uLen: min(bgzf.MaxBlockData, n-u)})
+	}
+	return dst
+}
+
+// measureContainer measures container i of src, a LayoutScanner, for a
+// level-0 layout without building it: its segment's lengths (the digest
+// left unknown), its blocks and what the index needs of its records.
+func measureContainer(ctx context.Context, src Source, ls LayoutScanner, i int) (*builtSegment, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var recs []recInfo
+	var off int64
+	rawLen, err := ls.ScanLayout(ctx, i, func(r RecordLayout) error {
+		if r.Len < 4+32 {
+			return fmt.Errorf("%w: %s: container %d: record at offset %d of %d bytes, shorter than a BAM record's fixed part", ErrInvalid, src.Name(), i, off, r.Len)
+		}
+		recs = append(recs, recInfo{refID: r.RefID, unmapped: r.Unmapped, beg: r.Beg, end: r.End, uStart: off, uEnd: off + r.Len})
+		off += r.Len
+		return nil
+	})
+	if err != nil {
+		return nil, err // ScanLayout's errors name the file and the container
+	}
+	if rawLen != off {
+		return nil, fmt.Errorf("%w: %s: container %d: records of %d bytes, container of %d", ErrInvalid, src.Name(), i, off, rawLen)
+	}
+	return &builtSegment{
+		seg:    Segment{CompLen: bgzf.StoredSize(rawLen), RawLen: rawLen, NoDigest: true},
+		blocks: storedBlocks(nil, rawLen),
+		recs:   recs,
+	}, nil
 }
 
 // scanContainer builds container i of src once to measure it: its

@@ -37,24 +37,27 @@ type Manager struct {
 	// reorder is reorderWindow; tests shrink it, before any read, to fit
 	// small fixtures.
 	reorder int64
-	// Resource pools, synchronised by their channels: sem holds one token
-	// per worker; comps and raws are free lists, one entry per worker at
-	// most (unlike a sync.Pool they survive garbage collections, which
-	// would make each build regrow its buffer).
-	sem   chan struct{}
-	comps chan *bgzf.Compressor // at opts.Level
-	raws  chan []byte           // scratch for decoded containers
+	// Resource pools: workers hands out the workers (its own lock); comps
+	// and raws, synchronised by their channels, are free lists, one entry
+	// per worker at most (unlike a sync.Pool they survive garbage
+	// collections, which would make each build regrow its buffer).
+	workers *workerPool
+	comps   chan *bgzf.Compressor // at opts.Level
+	raws    chan []byte           // scratch for decoded containers
 
 	// Mutable.
 	mu       sync.Mutex
 	layouts  map[string]*layoutState // by index key, those held in states; guarded by mu
 	building map[cache.Key]*building // segment builds in flight; guarded by mu
+	gens     map[string]uint64       // by index key, layouts dropped (see layoutTag); guarded by mu
+	scans    map[*scanRun]struct{}   // layout scans in progress; guarded by mu
 	closed   bool                    // set by Close; guarded by mu
 	// background counts the goroutines started (startBackground) that
 	// Close waits for; its Adds are made under mu while !closed.
 	background sync.WaitGroup
 	opens      singleflight.Group // one layout scan per file; its own lock
 	warnOnce   sync.Once          // one warning about the cache directory
+	saves      saveQueue          // learned digests to persist; its own lock
 	anonSeq    atomic.Uint64      // numbers the layouts of files without identity
 	// decoders, set by CountDecoders, count against the cache; maxSeg is
 	// the largest segment of the files opened. Both atomic.
@@ -86,12 +89,14 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 		opts:     opts,
 		log:      log,
 		cache:    c,
-		sem:      make(chan struct{}, opts.Threads),
+		workers:  newWorkerPool(opts.Threads),
 		comps:    make(chan *bgzf.Compressor, opts.Threads),
 		raws:     make(chan []byte, opts.Threads),
 		layouts:  make(map[string]*layoutState),
 		pool:     cache.NewPool(opts.CacheSize / 16),
 		building: make(map[cache.Key]*building),
+		gens:     make(map[string]uint64),
+		scans:    make(map[*scanRun]struct{}),
 		ctx:      ctx,
 		cancel:   cancel,
 		reorder:  reorderWindow,
@@ -133,16 +138,11 @@ func (m *Manager) Options() Options { return m.opts }
 // CacheStats returns the counters of the shared block cache.
 func (m *Manager) CacheStats() cache.Stats { return m.cache.Stats() }
 
-func (m *Manager) acquire(ctx context.Context) error {
-	select {
-	case m.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// acquire waits for a worker for p (see workerPool), or for ctx to end.
+func (m *Manager) acquire(ctx context.Context, p *party) error { return m.workers.acquire(ctx, p) }
 
-func (m *Manager) release() { <-m.sem }
+// release gives back a worker acquire gave.
+func (m *Manager) release() { m.workers.release() }
 
 func (m *Manager) getComp() (*bgzf.Compressor, error) {
 	select {

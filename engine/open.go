@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"unsafe"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
@@ -141,12 +142,18 @@ type layoutState struct {
 	m *Manager
 
 	// Constant.
-	key string
-	idx *indexFile
-	tag string // layoutTag of idx.Layout
+	key      string
+	idx      *indexFile // as scanned or loaded; its Learned is not updated
+	tag      string     // layoutTag of idx.Layout and gen
+	gen      uint64     // layouts of the file version dropped before this one (Manager.gens)
+	persist  bool       // idx is persisted under key in the cache directory
+	measured int        // segments with NoDigest
 
 	// Mutable, guarded by the FileStates' lock.
 	resident
+	// Mutable, guarded by mu: the digests learned (see learned).
+	mu    sync.Mutex
+	learn learnedDigests
 }
 
 func (ls *layoutState) res() *resident { return &ls.resident }
@@ -159,17 +166,22 @@ func (ls *layoutState) drop() {
 		delete(m.layouts, ls.key)
 	}
 	m.mu.Unlock()
+	ls.flush()
 }
 
 // keep returns the state of the file version key, made of idx unless it
 // is held already; a persisted one goes into m.states.
 func (m *Manager) keep(key string, idx *indexFile, persist bool) *layoutState {
-	ls := &layoutState{m: m, key: key, idx: idx, tag: layoutTag(&idx.Layout)}
-	ls.resident.bytes = int64(256 + len(idx.BAI) + len(idx.Layout.Segments)*int(unsafe.Sizeof(Segment{})))
+	ls := &layoutState{m: m, key: key, idx: idx, persist: persist}
+	ls.measured = ls.learn.init(idx)
+	ls.resident.bytes = int64(256 + len(idx.BAI) + len(idx.Layout.Segments)*int(unsafe.Sizeof(Segment{})+unsafe.Sizeof(learnedDigest{})))
+	m.mu.Lock()
+	ls.gen = m.gens[key]
+	ls.tag = layoutTag(&idx.Layout, ls.gen)
 	if !persist {
+		m.mu.Unlock()
 		return ls
 	}
-	m.mu.Lock()
 	if old := m.layouts[key]; old != nil && old.idx == idx {
 		ls = old
 	} else {
@@ -239,13 +251,18 @@ func (m *Manager) identify(src fileSource) (identity, string, error) {
 	return id, dependsOn(m.opts.Level.Deflate(), src.variant()), err
 }
 
-// layoutTag fingerprints the level and segments of l, for the block
-// cache's keys.
-func layoutTag(l *Layout) string {
+// layoutTag fingerprints the level and the segments' lengths of l, and
+// gen, the number of layouts of the file version dropped (dropLayout), for
+// the block cache's keys. The digests are left out: they check builds
+// rather than shape the file, and a measured layout learns them later
+// (or another writer's index has them from the start). A layout dropped
+// and scanned again to the same lengths still gets another tag.
+func layoutTag(l *Layout, gen uint64) string {
 	h := sha256.New()
-	var b [3 * 8]byte
+	var b [2 * 8]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(l.Level))
-	h.Write(b[:8])
+	binary.LittleEndian.PutUint64(b[8:], gen)
+	h.Write(b[:])
 	for i := -1; i < len(l.Segments); i++ {
 		s := l.Header
 		if i >= 0 {
@@ -253,7 +270,6 @@ func layoutTag(l *Layout) string {
 		}
 		binary.LittleEndian.PutUint64(b[:], uint64(s.CompLen))
 		binary.LittleEndian.PutUint64(b[8:], uint64(s.RawLen))
-		binary.LittleEndian.PutUint64(b[16:], uint64(s.Digest))
 		h.Write(b[:])
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
@@ -334,6 +350,15 @@ func (m *Manager) loadLayout(src Source, key, depends string, id identity, hdrSe
 	idx, err := loadIndex(m.opts.CacheDir, indexName(key), m.opts.SharedCache)
 	if err == nil {
 		err = m.validFor(idx, src, depends, id, hdrSeg)
+	} else if errors.Is(err, fs.ErrNotExist) {
+		var legacy string
+		if legacy, idx, err = m.loadLegacy(src, id, hdrSeg); err == nil {
+			// Kept, and written again, in the current format.
+			idx.Depends = depends
+			werr := writeIndex(m.opts.CacheDir, indexName(key), idx, m.opts.SharedCache)
+			m.log.Debug("layout index of an earlier format loaded", "file", src.Name(), "index", indexName(legacy), "rewritten", werr == nil)
+			return idx
+		}
 	}
 	switch {
 	case err == nil:
@@ -353,6 +378,22 @@ func (m *Manager) loadLayout(src Source, key, depends string, id identity, hdrSe
 	return nil
 }
 
+// loadLegacy loads the index of src in the older format still read
+// (legacyIndexFormat), made by an earlier cramfs, and returns its key.
+func (m *Manager) loadLegacy(src Source, id identity, hdrSeg Segment) (string, *indexFile, error) {
+	fsrc, ok := src.(fileSource)
+	if !ok {
+		return "", nil, errNoFile
+	}
+	depends := dependsOnFormat(legacyIndexFormat, m.opts.Level.Deflate(), fsrc.variant())
+	key := indexKey(id, depends)
+	idx, err := loadIndex(m.opts.CacheDir, indexName(key), m.opts.SharedCache)
+	if err == nil {
+		err = m.validFor(idx, src, depends, id, hdrSeg)
+	}
+	return key, idx, err
+}
+
 // dropLayout forgets the layout v serves, in memory and on disk, once a
 // segment rebuilt for v disagreed with it: the file changed in a way its
 // identity did not show, or the layout was wrong. v's reads keep failing
@@ -363,6 +404,12 @@ func (m *Manager) dropLayout(v *VirtualBAM) {
 	}
 	m.mu.Lock()
 	ls := m.layouts[v.key]
+	if ls == nil || ls.tag == v.tag {
+		// v's layout, or none held (v's left memory, its digests may be
+		// being saved): the next is another generation, and no save of a
+		// layout kept before restores the file (writeLearnedIfCurrent).
+		m.gens[v.key]++
+	}
 	if ls != nil && ls.tag == v.tag {
 		v.dropped.Store(ls) // before it leaves layouts, for v's readers
 		delete(m.layouts, v.key)
@@ -373,6 +420,8 @@ func (m *Manager) dropLayout(v *VirtualBAM) {
 	if ls != nil {
 		m.states.remove(ls)
 	}
+	m.saves.fileMu.Lock()
+	defer m.saves.fileMu.Unlock()
 	path := filepath.Join(m.opts.CacheDir, indexName(v.key))
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		m.log.Warn("cannot remove a layout index found wrong", "file", v.src.Name(), "index", path, "err", err)

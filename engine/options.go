@@ -64,6 +64,12 @@ type Options struct {
 	// one of two workers idle half of the time); negative disables
 	// readahead.
 	Readahead int
+	// Digests makes the layout scan at level 0 build every container, as
+	// at the other levels, so that each segment's digest is known from
+	// the start (its first build may then skip the reference MD5 checks).
+	// Without it a level-0 scan of a LayoutScanner only measures the
+	// records, and each segment's digest is learned at its first build.
+	Digests bool
 }
 
 // DefaultMaxOpenFiles is the bound on CRAM descriptors when

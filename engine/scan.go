@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
@@ -42,7 +44,10 @@ func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Se
 		cancel: cancel,
 		slots:  make(chan struct{}, 2*m.opts.Threads),
 		res:    make([]chan *builtSegment, n),
+		lean:   m.leanScanner(src),
 	}
+	m.scanning(r, true)
+	defer m.scanning(r, false)
 	for i := range r.res {
 		r.res[i] = make(chan *builtSegment, 1)
 	}
@@ -87,7 +92,9 @@ type scanRun struct {
 	m   *Manager
 	src Source
 
-	// Constant for the scan.
+	// Constant for the scan. lean is src when its containers are measured
+	// rather than built (see Manager.leanScanner), else nil.
+	lean   LayoutScanner
 	g      *errgroup.Group
 	gctx   context.Context // ends with the first failed build
 	cancel context.CancelFunc
@@ -100,6 +107,10 @@ type scanRun struct {
 	hint atomic.Int64
 	bld  indexBuilder // nil once no index can be built
 	csi  bool         // bld is a CSI builder
+	// Mutable: party, guarded by the Manager's workerPool, claims the
+	// scan's workers; done, atomic, counts the containers scanned.
+	party party
+	done  atomic.Int64
 }
 
 // startBuilds starts the build of every container in order, each once a
@@ -111,7 +122,7 @@ func (r *scanRun) startBuilds() error {
 		case <-r.gctx.Done():
 			return nil
 		}
-		if err := r.m.acquire(r.gctx); err != nil {
+		if err := r.m.acquire(r.gctx, &r.party); err != nil {
 			return nil
 		}
 		r.g.Go(func() error { return r.build(i) })
@@ -124,6 +135,9 @@ func (r *scanRun) startBuilds() error {
 func (r *scanRun) build(i int) error {
 	m := r.m
 	defer m.release()
+	if r.lean != nil {
+		return r.measure(i)
+	}
 	c, err := m.getComp()
 	if err != nil {
 		return fmt.Errorf("%s: BGZF level %d: %w", r.src.Name(), m.opts.Level.Deflate(), err)
@@ -134,12 +148,65 @@ func (r *scanRun) build(i int) error {
 	if err != nil {
 		return err
 	}
+	r.done.Add(1)
 	if n := bgzf.StoredSize(bs.seg.RawLen); n > r.hint.Load() {
 		r.hint.Store(n) // racy max: only a size hint
 	}
 	bs.frag = r.fragment(bs)
 	r.res[i] <- bs
 	return nil
+}
+
+// measure is build for a scan that measures its containers (r.lean set).
+func (r *scanRun) measure(i int) error {
+	bs, err := measureContainer(r.gctx, r.src, r.lean, i)
+	if err != nil {
+		return err
+	}
+	r.done.Add(1)
+	r.res[i] <- bs
+	return nil
+}
+
+// ScanProgress is a layout scan in progress (see Manager.Scans).
+type ScanProgress struct {
+	File  string // the Source's Name
+	Done  int    // containers scanned
+	Total int    // data containers of the file
+}
+
+// Scans returns the layout scans in progress, by file name.
+func (m *Manager) Scans() []ScanProgress {
+	m.mu.Lock()
+	out := make([]ScanProgress, 0, len(m.scans))
+	for r := range m.scans {
+		out = append(out, ScanProgress{File: r.src.Name(), Done: int(r.done.Load()), Total: len(r.res)})
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b ScanProgress) int { return strings.Compare(a.File, b.File) })
+	return out
+}
+
+// scanning adds r to the scans in progress, or removes it.
+func (m *Manager) scanning(r *scanRun, on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if on {
+		m.scans[r] = struct{}{}
+	} else {
+		delete(m.scans, r)
+	}
+}
+
+// leanScanner returns src as a LayoutScanner when its layout can be
+// measured rather than built: at level 0, where the blocks follow from the
+// records' lengths, unless Options.Digests asks for every segment's digest.
+func (m *Manager) leanScanner(src Source) LayoutScanner {
+	ls, ok := src.(LayoutScanner)
+	if !ok || m.opts.Level.Deflate() != 0 || m.opts.Digests {
+		return nil
+	}
+	return ls
 }
 
 // newIndex chooses the index builder for the references of hdrRaw: a BAI,

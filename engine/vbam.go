@@ -47,6 +47,10 @@ type VirtualBAM struct {
 	stale   atomic.Bool
 	dropped atomic.Pointer[layoutState]
 
+	// Mutable: party, guarded by the Manager's workerPool, claims the
+	// workers of v's segment builds.
+	party party
+
 	// Mutable, guarded by mu: the position of the run of reads.
 	mu      sync.Mutex
 	lastEnd int64 // where the previous read ended; -1 before any

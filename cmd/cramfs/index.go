@@ -23,7 +23,10 @@ import (
 // every CRAM given or found in the directories given.
 type indexCmd struct{ ef engineFlags }
 
-func (c *indexCmd) flags(fs *pflag.FlagSet) { c.ef.register(fs) }
+func (c *indexCmd) flags(fs *pflag.FlagSet) {
+	c.ef.register(fs)
+	fs.BoolVar(&c.ef.digests, "digests", false, "at --level 0, build every container to record its digest (slower; mounts then never rewrite the index, see docs/trust.md)")
+}
 
 func (c *indexCmd) run(pos []string, e *env) error {
 	ef, stderr, log := &c.ef, e.stderr, e.log

@@ -97,7 +97,7 @@ func TestFaultCRAMRewrittenInPlaceSameSizeAndMtime(t *testing.T) {
 }
 
 // theIndex returns the path and bytes of the one layout index in dir,
-// checking that it is of format 4 (see engine.readIndex), which the tests
+// checking that it is of format 5 (see engine.readIndex), which the tests
 // below edit.
 func theIndex(t *testing.T, dir string) (string, []byte) {
 	t.Helper()
@@ -109,17 +109,21 @@ func theIndex(t *testing.T, dir string) (string, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != 4 {
-		t.Fatalf("index format %d; this test knows format 4", v)
+	if v := binary.LittleEndian.Uint32(b[8:]); v != 5 {
+		t.Fatalf("index format %d; this test knows format 5", v)
 	}
 	return ents[0], b
 }
 
+// segRecord is the length of a segment record in an index of format 5:
+// lengths, digest and the digest's kind.
+const segRecord = 8 + 8 + 4 + 1
+
 // segmentsAt returns the offset of the first container segment record of
-// an index of format 4, and how many there are.
+// an index of format 5, and how many there are.
 func segmentsAt(b []byte) (off, n int) {
 	le := binary.LittleEndian
-	off = 16 + int(le.Uint32(b[12:])) + 5*8 + 2*32 + 4 + 20 // past the header segment
+	off = 16 + int(le.Uint32(b[12:])) + 5*8 + 2*32 + 4 + segRecord // past the header segment
 	return off + 8, int(le.Uint64(b[off:]))
 }
 
@@ -139,7 +143,7 @@ func corruptSegmentDigest(t *testing.T, dir string) {
 	t.Helper()
 	path, b := theIndex(t, dir)
 	off, n := segmentsAt(b)
-	for i := 0; i < n; i, off = i+1, off+20 {
+	for i := 0; i < n; i, off = i+1, off+segRecord {
 		if binary.LittleEndian.Uint64(b[off:]) != 0 {
 			b[off+16] ^= 1
 			rewriteIndex(t, path, b)
@@ -156,7 +160,7 @@ func forgeBAI(t *testing.T, dir string) string {
 	t.Helper()
 	path, b := theIndex(t, dir)
 	off, n := segmentsAt(b)
-	off += 20 * n
+	off += segRecord * n
 	le := binary.LittleEndian
 	if b[off] != 1 {
 		t.Fatalf("index flag %d: the index holds no BAI", b[off])

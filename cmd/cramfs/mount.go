@@ -32,6 +32,7 @@ type engineFlags struct {
 	readahead int
 
 	sharedCache bool
+	digests     bool // index only: Options.Digests
 }
 
 func (e *engineFlags) register(fs *pflag.FlagSet) {
@@ -62,7 +63,7 @@ func (e *engineFlags) open(log *slog.Logger) (*reference.Store, *engine.Manager,
 	if size == 0 {
 		size = -1
 	}
-	mgr := engine.NewManager(engine.Options{Threads: e.threads, CacheSize: size, Level: level, CacheDir: e.cacheDir, SharedCache: e.sharedCache, Readahead: e.readahead, MaxOpenFiles: openFilesBound(log)}, log)
+	mgr := engine.NewManager(engine.Options{Threads: e.threads, CacheSize: size, Level: level, CacheDir: e.cacheDir, SharedCache: e.sharedCache, Readahead: e.readahead, MaxOpenFiles: openFilesBound(log), Digests: e.digests}, log)
 	// One set of decoders for every file: their memory follows the thread
 	// count, not the number of files read.
 	decoders := engine.NewDecoderPool(max(e.threads, 1))

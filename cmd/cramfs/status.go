@@ -40,6 +40,25 @@ type mountStatus struct {
 	CacheSize int64        `json:"cache_size"`
 	Cache     cache.Stats  `json:"cache"`
 	Files     []fileStatus `json:"files"`
+	Scans     []scanStatus `json:"scans"`
+}
+
+// scanStatus is a layout scan in progress: the first access of a file
+// whose layout is not yet known waits for it.
+type scanStatus struct {
+	Path  string `json:"path"`
+	Done  int    `json:"containers_done"`
+	Total int    `json:"containers"`
+}
+
+// scansOf returns the scans in progress of mgr.
+func scansOf(mgr *engine.Manager) []scanStatus {
+	scans := mgr.Scans()
+	out := make([]scanStatus, len(scans))
+	for i, sc := range scans {
+		out[i] = scanStatus{Path: sc.File, Done: sc.Done, Total: sc.Total}
+	}
+	return out
 }
 
 // fileStatus is one CRAM file the mount was asked for (its newest version).
@@ -176,6 +195,7 @@ func (s *statusServer) answer(c *net.UnixConn) {
 	st := s.base
 	st.Cache = s.mgr.CacheStats()
 	st.Files = s.states.snapshot()
+	st.Scans = scansOf(s.mgr)
 	if err := json.NewEncoder(c).Encode(st); err != nil {
 		s.log.Debug("status reply", "err", err)
 	}
@@ -258,6 +278,9 @@ func writeStatus(w io.Writer, st mountStatus) {
 	cs := st.Cache
 	fmt.Fprintf(w, "cache: %s of %s in %d segments (%s reserved); %d hits, %d misses, %d evictions\n",
 		humanBytes(cs.Bytes), humanBytes(cs.MaxBytes), cs.Entries, humanBytes(cs.Reserved), cs.Hits, cs.Misses, cs.Evictions)
+	for _, sc := range st.Scans {
+		fmt.Fprintf(w, "scanning %s: %d of %d containers\n", sc.Path, sc.Done, sc.Total)
+	}
 	if len(st.Files) == 0 {
 		fmt.Fprintln(w, "no file opened yet")
 		return
