@@ -164,6 +164,7 @@ func (r *scanRun) measure(i int) error {
 		return err
 	}
 	r.done.Add(1)
+	bs.frag = r.fragment(bs)
 	r.res[i] <- bs
 	return nil
 }

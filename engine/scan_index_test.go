@@ -148,11 +148,15 @@ func checkConsumerMerges(t *testing.T, src Source) {
 	g, gctx := errgroup.WithContext(ctx)
 	n := src.NumContainers()
 	r := &scanRun{m: m, src: src, g: g, gctx: gctx, cancel: cancel, slots: make(chan struct{}, n), res: make([]chan *builtSegment, n)}
+	r.lean = m.leanScanner(src) // the workers' path the scan takes
+	if _, ok := src.(LayoutScanner); ok && r.lean == nil {
+		t.Fatal("a level-0 scan of a LayoutScanner does not measure it")
+	}
 	r.newIndex(hdrRaw)
 	recs := 0
 	for i := range n { // the workers' part, one container at a time
 		r.res[i] = make(chan *builtSegment, 1)
-		if err := m.acquire(ctx); err != nil {
+		if err := m.acquire(ctx, &r.party); err != nil {
 			t.Fatal(err)
 		}
 		r.slots <- struct{}{}
