@@ -117,11 +117,11 @@ func run(c config) error {
 		return fmt.Errorf("-only %q matches no case", c.only)
 	}
 	run := runInfo{Date: time.Now().UTC().Format("2006-01-02 15:04"), CramfsRev: b.cramfsRev, Threads: c.threads}
-	results, failed := runCases(ctx, selected, c.rounds, run)
+	// The report is written after every case, so that a run stopped
+	// before its end leaves the rows it measured (marked partial).
+	save := func(sofar []result) error { return writeOutputs(c, b, all, sofar) }
+	results, failed := runCases(ctx, selected, c.rounds, run, save)
 	if err := writeTables(os.Stdout, results, nil); err != nil {
-		return err
-	}
-	if err := writeOutputs(c, b, all, results); err != nil {
 		return err
 	}
 	if len(failed) > 0 {
@@ -132,8 +132,9 @@ func run(c config) error {
 
 // runCases runs each case in turn, going on after a case fails (so that
 // an unattended run reports what it could measure) but not after an
-// interrupt; it returns the rows measured and what failed.
-func runCases(ctx context.Context, cases []benchCase, rounds int, run runInfo) ([]result, []string) {
+// interrupt, and calls save (if not nil) with the rows so far after each
+// case; it returns the rows measured and what failed.
+func runCases(ctx context.Context, cases []benchCase, rounds int, run runInfo, save func([]result) error) ([]result, []string) {
 	var results []result
 	var failed []string
 	start := time.Now()
@@ -154,6 +155,12 @@ func runCases(ctx context.Context, cases []benchCase, rounds int, run runInfo) (
 			rs[j].Run = run
 		}
 		results = append(results, rs...)
+		if save != nil {
+			if err := save(results); err != nil {
+				failed = append(failed, fmt.Sprintf("writing the report after %s: %v", k.ID, err))
+				break
+			}
+		}
 		fmt.Fprintf(os.Stderr, "  %s took %.0f s (%.0f s so far)\n", k.ID, time.Since(t0).Seconds(), time.Since(start).Seconds())
 	}
 	return results, failed

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -100,7 +101,12 @@ func TestRunCasesGoesOn(t *testing.T) {
 	bad := benchCase{ID: "bad", Sides: []side{{Label: "c", Run: func(context.Context) (sample, error) { return sample{}, errors.New("boom") }}},
 		Pairs: []pair{{Cramfs: 0, Baseline: 0}}}
 	run := runInfo{Date: "2026-12-01 17:00", CramfsRev: "abc", Threads: 2}
-	rs, failed := runCases(context.Background(), []benchCase{ok("a"), bad, ok("b")}, 1, run)
+	var saved []int
+	save := func(sofar []result) error { saved = append(saved, len(sofar)); return nil }
+	rs, failed := runCases(context.Background(), []benchCase{ok("a"), bad, ok("b")}, 1, run, save)
+	if fmt.Sprint(saved) != "[1 2]" {
+		t.Errorf("saved after each measured case with %v rows, want [1 2]", saved)
+	}
 	if len(rs) != 2 || rs[0].ID != "a" || rs[1].ID != "b" || rs[1].Run != run {
 		t.Errorf("results %+v, want rows of a and b with the run", rs)
 	}
@@ -109,7 +115,7 @@ func TestRunCasesGoesOn(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	rs, failed = runCases(ctx, []benchCase{ok("c"), ok("d")}, 1, run)
+	rs, failed = runCases(ctx, []benchCase{ok("c"), ok("d")}, 1, run, nil)
 	if len(rs) != 0 || len(failed) != 1 || !strings.Contains(failed[0], "2 cases not run") {
 		t.Errorf("after an interrupt: results %v, failed %q; want none run", rs, failed)
 	}
