@@ -36,8 +36,13 @@ type pair struct {
 // benchCase is a set of commands that every round runs once each, in
 // order, and the pairs of them the table compares.
 type benchCase struct {
-	ID                      string // matched by -only
-	Skip                    string // why the case cannot run here ("" if it can)
+	ID   string // matched by -only
+	Skip string // why the case cannot run here ("" if it can)
+	// Late orders the runs: 0 for the cases whose rows a target checks
+	// on every flavour, 1 for the slow-to-set-up ones a target checks,
+	// 2 for the rest, so that a run stopped early has the targets' rows.
+	// The table keeps the order of cases().
+	Late                    int
 	Group, Flavour, Variant string
 	Sides                   []side
 	Pairs                   []pair
@@ -125,22 +130,31 @@ func (b *bench) cases() []benchCase {
 	var out []benchCase
 	for _, f := range b.data.Flavours {
 		for _, lv := range convertLevels {
-			out = append(out, b.convertCase(f, lv.variant, lv.level, lv.samOpt))
+			k := b.convertCase(f, lv.variant, lv.level, lv.samOpt)
+			if lv.level == 6 {
+				k.Late = 2
+			}
+			out = append(out, k)
 		}
 		out = append(out, b.firstAccessCase(f), b.seqReadCase(f, "seq-read/"+f.ID, "view -c"))
 		for _, records := range []bool{true, false} {
 			rc := b.regionCase(f, records)
+			if !records {
+				rc.Late = 2
+			}
 			if !f.HasCRAI() {
 				rc.Skip = f.CRAM + " has no .crai"
 			}
 			out = append(out, rc)
 		}
 	}
-	// Last, so that a run stopped early has every flavour's rows first.
 	for _, f := range b.data.Flavours {
 		if f.ID == "v30" {
-			out = append(out, b.smallSliceCases(f)...)
-			out = append(out, b.scaleCase(f))
+			late := append(b.smallSliceCases(f), b.scaleCase(f))
+			for i := range late {
+				late[i].Late = 1
+			}
+			out = append(out, late...)
 		}
 	}
 	return out

@@ -1,14 +1,18 @@
-// Command cramfs-bench runs cramfs and samtools side by side on the
-// benchmark dataset (/work/shared/bench/make-data.sh) or on a plain
-// directory of CRAMs, and reports the median time of each side, their
-// ratio and the peak RSS as a markdown table (OUT/BENCHMARKS.md) and an
-// SVG bar chart of the ratios (OUT/ratios.svg).
+// Command cramfs-bench runs cramfs and two samtools (the oracle, 1.16,
+// and the newest, 1.23) side by side on the benchmark dataset
+// (/work/shared/bench/make-data.sh) or on a plain directory of CRAMs, and
+// reports the median time of each side, their ratio and the peak RSS as
+// markdown tables, one per samtools, with the targets of issue 22 checked
+// against the newest (OUT/BENCHMARKS.md), an SVG bar chart of the ratios
+// per samtools (OUT/ratios-VERSION.svg) and every sample
+// (OUT/results.tsv), into which a run of some cases (-only) merges.
 //
-// The two sides of every pair run alternately (cramfs, samtools, cramfs,
-// ...) so that drift on a shared machine hits both alike.
+// Every round runs each command of a case once, in turn, so that drift on
+// a shared machine hits all sides alike.
 //
 //	go run ./cmd/cramfs-bench -data /tmp/cramfs-bench/data -rounds 3
-//	go run ./cmd/cramfs-bench -data testdata/cram -ref testdata/ref/ce.fa -only 'ce_1000'
+//	go run ./cmd/cramfs-bench -data /tmp/cramfs-bench/data -rounds 3 -only '^first-access/'
+//	go run ./cmd/cramfs-bench -data testdata/cram -ref testdata/ref/ce.fa -only 'ce_1000' -out /tmp/b
 //
 // With -codecs it instead times the Go codec decoders (decode/codec/...)
 // against htscodecs' C decoders (../shared/bench/htscodecs-bench.c, built
@@ -60,7 +64,7 @@ func main() {
 	flag.StringVar(&c.cramfsRev, "cramfs-rev", "", "commit of the measured cramfs for the report (default: the module's git HEAD when the bench builds cramfs, else the binary's build info)")
 	flag.StringVar(&c.samtools, "samtools", "samtools", "samtools binary of the oracle (1.16); the output checks and the dataset setup use it")
 	flag.StringVar(&c.samtoolsNew, "samtools-new", filepath.Join(moduleRoot(), "..", "shared", "tools", "samtools-1.23", "samtools"),
-		"newest samtools binary, the second column of every row and the anchor of the targets (\"\" for none)")
+		"newest samtools binary: every row is run against it too, and the targets are checked against it (\"\" for none)")
 	flag.StringVar(&c.out, "out", "bench", "directory for BENCHMARKS.md, results.tsv and ratios-VERSION.svg, or CODECS.md with -codecs (\"\" to write nothing)")
 	flag.StringVar(&c.only, "only", "", "run only the cases whose id matches this regular expression and merge their rows into OUT/results.tsv "+
 		"(ids: convert/FLAVOUR/levelN, first-access/FLAVOUR, seq-read/FLAVOUR, seq-read-x4/v30, regions/FLAVOUR, regions-count/FLAVOUR; "+
@@ -116,6 +120,7 @@ func run(c config) error {
 	if len(selected) == 0 {
 		return fmt.Errorf("-only %q matches no case", c.only)
 	}
+	slices.SortStableFunc(selected, func(a, b benchCase) int { return a.Late - b.Late })
 	run := runInfo{Date: time.Now().UTC().Format("2006-01-02 15:04"), CramfsRev: b.cramfsRev, Threads: c.threads}
 	// The report is written after every case, so that a run stopped
 	// before its end leaves the rows it measured (marked partial).
@@ -381,18 +386,18 @@ func writeOutputs(c config, b *bench, cases []benchCase, fresh []result) error {
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return err
 	}
-	rs := fresh
+	var old []result
 	if c.only != "" {
-		old, err := loadResults(filepath.Join(c.out, "results.tsv"))
-		if err != nil {
+		var err error
+		if old, err = loadResults(filepath.Join(c.out, "results.tsv")); err != nil {
 			return err
 		}
-		ids := make([]string, len(cases))
-		for i, k := range cases {
-			ids[i] = k.ID
-		}
-		rs = mergeResults(old, fresh, ids)
 	}
+	ids := make([]string, len(cases))
+	for i, k := range cases {
+		ids[i] = k.ID
+	}
+	rs := mergeResults(old, fresh, ids) // also puts a full run's rows in table order
 	var tsv strings.Builder
 	if err := writeResults(&tsv, rs); err != nil {
 		return err

@@ -134,12 +134,16 @@ func TestWriteOutputsMerges(t *testing.T) {
 		r.Variant = map[string]string{"convert/v30/level1": "level 1", "first-access/v30": "layout scan"}[id]
 		return r
 	}
+	// In run order (a later case first); written in table order.
 	full := []result{
-		at("convert/v30/level1", "1.16.1", runA, 1, 2), at("convert/v30/level1", "1.23.1", runA, 1, 2),
 		at("first-access/v30", "1.16.1", runA, 1, 2), at("first-access/v30", "1.23.1", runA, 1, 2),
+		at("convert/v30/level1", "1.16.1", runA, 1, 2), at("convert/v30/level1", "1.23.1", runA, 1, 2),
 	}
 	if err := writeOutputs(config{out: dir, rounds: 1, threads: 2}, b, cases, full); err != nil {
 		t.Fatal(err)
+	}
+	if rs, err := loadResults(filepath.Join(dir, "results.tsv")); err != nil || len(rs) != 4 || rs[0].ID != "convert/v30/level1" || rs[3].ID != "first-access/v30" {
+		t.Fatalf("full run's results %+v (%v), want the convert rows first", rs, err)
 	}
 	again := []result{at("first-access/v30", "1.16.1", runB, 1, 5), at("first-access/v30", "1.23.1", runB, 1, 10)}
 	if err := writeOutputs(config{out: dir, rounds: 1, threads: 2, only: "first-access"}, b, cases, again); err != nil {
