@@ -96,13 +96,7 @@ func targetChecks(rs []result, tool string) []check {
 		}
 	}
 	rss := caseRSS(anchor)
-	for _, r := range firstRowPerCase(anchor) {
-		if !slices.Contains(rssGroups, r.Group) {
-			continue
-		}
-		out = append(out, check{Target: fmt.Sprintf("peak RSS ≤ cache budget + %d MiB", rssSlackMiB), Flavour: r.Flavour,
-			Row: r.Group + ", " + r.Variant + measureNote(r), Measured: mib(rss[r.ID]), Limit: cacheBudgetMiB + rssSlackMiB, Unit: "MiB"})
-	}
+	out = append(out, rssChecks(anchor, rss)...)
 	for _, r := range firstRowPerCase(anchor) {
 		base, ok := strings.CutPrefix(r.ID, "seq-read-x4/")
 		if !ok {
@@ -114,6 +108,29 @@ func targetChecks(rs []result, tool string) []check {
 			c.Measured = float64(rss[r.ID]) / float64(one)
 		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// rssChecks checks, per flavour, the case of rssGroups whose cramfs side
+// had the largest peak RSS.
+func rssChecks(rs []result, rss map[string]int64) []check {
+	var out []check
+	at := map[string]int{} // flavour -> index in out
+	for _, r := range firstRowPerCase(rs) {
+		if !slices.Contains(rssGroups, r.Group) {
+			continue
+		}
+		c := check{Target: fmt.Sprintf("peak RSS ≤ cache budget + %d MiB", rssSlackMiB), Flavour: r.Flavour,
+			Row: "largest: " + r.Group + ", " + r.Variant + measureNote(r), Measured: mib(rss[r.ID]), Limit: cacheBudgetMiB + rssSlackMiB, Unit: "MiB"}
+		i, seen := at[r.Flavour]
+		switch {
+		case !seen:
+			at[r.Flavour] = len(out)
+			out = append(out, c)
+		case c.Measured > out[i].Measured:
+			out[i] = c
+		}
 	}
 	return out
 }
@@ -171,7 +188,7 @@ func writeTargets(w io.Writer, rs []result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Targets (issue 22, against samtools %s)\n\n", tools[0])
 	fmt.Fprintf(&b, "Generated from the rows against samtools %s above. Ratio targets: the margin is in percent of the limit. "+
-		"Peak RSS: the mount's or `cramfs index`'s, the largest of the case's rounds, against --cache-size %d MiB + %d MiB; "+
+		"Peak RSS: the mount's or `cramfs index`'s, the largest of a flavour's first-access, sequential-read and region cases over their rounds, against --cache-size %d MiB + %d MiB; "+
 		"convert keeps no cache and is not bounded by it. Flat: the ×4 file's mount RSS at most %.2f× the 1× file's.\n\n",
 		tools[0], cacheBudgetMiB, rssSlackMiB, flatMax)
 	b.WriteString("| target | flavour | row | measured | limit | verdict |\n|---|---|---|---:|---:|---|\n")
