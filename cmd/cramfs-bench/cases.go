@@ -72,7 +72,7 @@ type samtool struct {
 // bench holds what every case needs.
 type bench struct {
 	cramfs     string
-	cramfsRev  string    // the measured cramfs' commit, from its build info
+	cramfsRev  string    // the measured cramfs' commit (-cramfs-rev, git HEAD or build info)
 	tools      []samtool // the oracle (1.16) first; checks and dataset setup use it
 	data       *dataset
 	threads    int
