@@ -160,3 +160,23 @@ func TestTimePipe(t *testing.T) {
 		t.Errorf("pipe RSS %d KiB, time %v; want more than one side's %d KiB and a time", s.RSSKB, s.Secs, ra.RSSKB)
 	}
 }
+
+// TestFindSamtools reads the version without git's -N-gHASH suffix and
+// refuses a binary that is not samtools.
+func TestFindSamtools(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name, out string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte("#!/bin/sh\necho '"+out+"'\necho 'Using htslib 1.23.1'\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	st, err := findSamtools(script("st", "samtools 1.23.1-42-g8c865b97"))
+	if err != nil || st.Version != "1.23.1" || st.Line != "samtools 1.23.1-42-g8c865b97" || st.Path != dir+"/st" {
+		t.Errorf("findSamtools = %+v, %v; want version 1.23.1 and the whole line", st, err)
+	}
+	if _, err := findSamtools(script("other", "bcftools 1.16")); err == nil || !strings.Contains(err.Error(), `printed "bcftools 1.16"`) {
+		t.Errorf("not samtools: err = %v", err)
+	}
+}
