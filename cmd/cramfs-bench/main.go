@@ -46,6 +46,7 @@ type config struct {
 	samtools, samtoolsNew        string
 	rounds, threads, nRegions    int
 	serveLevel                   int
+	reportOnly                   bool
 
 	// -codecs mode
 	codecs            bool
@@ -71,6 +72,7 @@ func main() {
 	flag.IntVar(&c.threads, "threads", 2, "threads for both tools (-@)")
 	flag.IntVar(&c.nRegions, "regions", 20, "number of region queries")
 	flag.IntVar(&c.serveLevel, "serve-level", 0, "BGZF level of the mount and of first access (the mount's default is 0: stored blocks)")
+	flag.BoolVar(&c.reportOnly, "report-only", false, "run nothing: write OUT/BENCHMARKS.md and the charts again from OUT/results.tsv")
 	flag.BoolVar(&c.codecs, "codecs", false, "time the Go codec decoders against htscodecs' C decoders instead (writes OUT/CODECS.md); -data is not used")
 	flag.StringVar(&c.blocks, "blocks", "", "with -codecs: also time the real blocks in DIR/<codec>/<name> (r4x8, r4x16, arith, fqzcomp, tok3; internal/cmd/blockdump output)")
 	flag.StringVar(&c.corpus, "corpus", defaultCorpus(), "with -codecs: conformance corpus holding codec_vectors_manifest.tsv (\"\" for none; default $CRAMFS_CORPUS or ../shared/corpus from the module root)")
@@ -105,6 +107,9 @@ func run(c config) error {
 		return err
 	}
 	all := b.cases()
+	if c.reportOnly {
+		return writeOutputs(c, b, all, nil)
+	}
 	var selected []benchCase
 	for _, k := range all {
 		switch {
@@ -119,7 +124,8 @@ func run(c config) error {
 		return fmt.Errorf("-only %q matches no case", c.only)
 	}
 	slices.SortStableFunc(selected, func(a, b benchCase) int { return a.Late - b.Late })
-	run := runInfo{Date: time.Now().UTC().Format("2006-01-02 15:04"), CramfsRev: b.cramfsRev, Threads: c.threads}
+	run := runInfo{Date: time.Now().UTC().Format("2006-01-02 15:04"), CramfsRev: b.cramfsRev, Threads: c.threads,
+		Command: "cramfs-bench " + shellQuote(os.Args[1:])}
 	// The report is written after every case, so that a run stopped
 	// before its end leaves the rows it measured (marked partial).
 	save := func(sofar []result) error { return writeOutputs(c, b, all, sofar) }

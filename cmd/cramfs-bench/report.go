@@ -30,6 +30,7 @@ type runInfo struct {
 	Date      string // UTC, "2006-01-02 15:04"
 	CramfsRev string // commit of the measured cramfs ("unknown" if not stamped)
 	Threads   int
+	Command   string // the cramfs-bench command line of the run
 }
 
 // sample is one measured run of one side.

@@ -17,7 +17,7 @@ import (
 // of samples comma-separated in round order.
 var resultsHeader = []string{
 	"id", "group", "flavour", "variant", "measure", "samtools", "baseline",
-	"date", "cramfs_rev", "threads",
+	"date", "cramfs_rev", "threads", "command",
 	"cramfs_s", "samtools_s", "cramfs_rss_kib", "samtools_rss_kib",
 }
 
@@ -27,7 +27,7 @@ func writeResults(w io.Writer, rs []result) error {
 	b.WriteString(strings.Join(resultsHeader, "\t") + "\n")
 	for _, r := range rs {
 		fields := []string{r.ID, r.Group, r.Flavour, r.Variant, r.Measure, r.Tool, r.Baseline,
-			r.Run.Date, r.Run.CramfsRev, strconv.Itoa(r.Run.Threads),
+			r.Run.Date, r.Run.CramfsRev, strconv.Itoa(r.Run.Threads), r.Run.Command,
 			joinSamples(r.Cramfs, secsText), joinSamples(r.Samtools, secsText),
 			joinSamples(r.Cramfs, rssText), joinSamples(r.Samtools, rssText)}
 		for i, f := range fields {
@@ -41,7 +41,7 @@ func writeResults(w io.Writer, rs []result) error {
 	return err
 }
 
-func secsText(s sample) string { return strconv.FormatFloat(s.Secs, 'f', 4, 64) }
+func secsText(s sample) string { return strconv.FormatFloat(s.Secs, 'f', 6, 64) }
 func rssText(s sample) string  { return strconv.FormatInt(s.RSSKB, 10) }
 
 func joinSamples(ss []sample, text func(sample) string) string {
@@ -82,15 +82,15 @@ func readResults(r io.Reader, name string) ([]result, error) {
 
 func parseResult(f []string) (result, error) {
 	r := result{ID: f[0], Group: f[1], Flavour: f[2], Variant: f[3], Measure: f[4], Tool: f[5], Baseline: f[6],
-		Run: runInfo{Date: f[7], CramfsRev: f[8]}}
+		Run: runInfo{Date: f[7], CramfsRev: f[8], Command: f[10]}}
 	var err error
 	if r.Run.Threads, err = strconv.Atoi(f[9]); err != nil {
 		return result{}, fmt.Errorf("threads %q: %w", f[9], err)
 	}
-	if r.Cramfs, err = parseSamples(f[10], f[12]); err != nil {
+	if r.Cramfs, err = parseSamples(f[11], f[13]); err != nil {
 		return result{}, fmt.Errorf("cramfs samples: %w", err)
 	}
-	if r.Samtools, err = parseSamples(f[11], f[13]); err != nil {
+	if r.Samtools, err = parseSamples(f[12], f[14]); err != nil {
 		return result{}, fmt.Errorf("samtools samples: %w", err)
 	}
 	return r, nil

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -14,8 +15,8 @@ func row(id, tool, baseline string, run runInfo, c, s []sample) result {
 }
 
 var (
-	runA = runInfo{Date: "2026-12-01 17:00", CramfsRev: "004ad604ab2f", Threads: 2}
-	runB = runInfo{Date: "2026-12-02 09:30", CramfsRev: "1234567890ab+dirty", Threads: 2}
+	runA = runInfo{Date: "2026-12-01 17:00", CramfsRev: "004ad604ab2f", Threads: 2, Command: "cramfs-bench -rounds 3"}
+	runB = runInfo{Date: "2026-12-02 09:30", CramfsRev: "1234567890ab+dirty", Threads: 2, Command: "cramfs-bench -rounds 3 -only first-access"}
 )
 
 func TestResultsRoundTrip(t *testing.T) {
@@ -44,7 +45,7 @@ func TestResultsRoundTrip(t *testing.T) {
 
 func TestReadResultsErrors(t *testing.T) {
 	header := strings.Join(resultsHeader, "\t") + "\n"
-	good := []string{"id", "g", "f", "v", "m", "1.23.1", "b", "d", "rev", "2", "1,2", "3,4", "10,20", "30,40"}
+	good := []string{"id", "g", "f", "v", "m", "1.23.1", "b", "d", "rev", "2", "cramfs-bench -rounds 2", "1,2", "3,4", "10,20", "30,40"}
 	line := func(change func([]string)) string {
 		f := append([]string(nil), good...)
 		change(f)
@@ -54,11 +55,11 @@ func TestReadResultsErrors(t *testing.T) {
 		name, text, want string
 	}{
 		{"header", "id\tgroup\n", "results.tsv:1: header"},
-		{"fields", header + "a\tb\n", "results.tsv:2: 2 fields, want 14"},
+		{"fields", header + "a\tb\n", "results.tsv:2: 2 fields, want 15"},
 		{"threads", header + line(func(f []string) { f[9] = "two" }), `results.tsv:2: threads "two"`},
-		{"counts", header + line(func(f []string) { f[12] = "10" }), "results.tsv:2: cramfs samples: 2 times but 1 RSS values"},
-		{"time", header + line(func(f []string) { f[11] = "3,-4" }), `samtools samples: time "-4"`},
-		{"rss", header + line(func(f []string) { f[13] = "30,x" }), `samtools samples: RSS "x"`},
+		{"counts", header + line(func(f []string) { f[13] = "10" }), "results.tsv:2: cramfs samples: 2 times but 1 RSS values"},
+		{"time", header + line(func(f []string) { f[12] = "3,-4" }), `samtools samples: time "-4"`},
+		{"rss", header + line(func(f []string) { f[14] = "30,x" }), `samtools samples: RSS "x"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -162,17 +163,28 @@ func TestWriteOutputsMerges(t *testing.T) {
 	}
 	text := string(md)
 	for _, want := range []string{
-		"- run A: 2026-12-01 17:00 UTC, cramfs at commit 004ad604ab2f, 2 threads",
-		"- run B: 2026-12-02 09:30 UTC, cramfs at commit 1234567890ab+dirty, 2 threads",
+		"- run A: 2026-12-01 17:00 UTC, cramfs at commit 004ad604ab2f, 2 threads: `cramfs-bench -rounds 3`",
+		"- run B: 2026-12-02 09:30 UTC, cramfs at commit 1234567890ab+dirty, 2 threads: `cramfs-bench -rounds 3 -only first-access`",
 		"**Partial**: these cases have no rows: seq-read/v30.",
 		"| first access ≤ 0.25× view -u | 3.0 | layout scan vs s | 0.10 | 0.25 | met, 60% under |",
 		"| convert at level 1 ≤ 0.6× | 3.0 | level 1 vs s | 0.50 | 0.60 | met, 17% under |",
 		"| 1 | 1.000 | 10.00 | 0.10 | 1024 | 1024 | B |",
-		"merged into the rows of earlier runs",
+		"from the rows of the runs below, kept in [results.tsv](results.tsv).",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("BENCHMARKS.md lacks %q:\n%s", want, text)
 		}
+	}
+	// -report-only writes the same report from results.tsv alone.
+	if err := writeOutputs(config{out: dir, rounds: 1, threads: 2, reportOnly: true}, b, cases, nil); err != nil {
+		t.Fatal(err)
+	}
+	md2, err := os.ReadFile(filepath.Join(dir, "BENCHMARKS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stamp := regexp.MustCompile(` on \d{4}-\d\d-\d\d \d\d:\d\d UTC`); stamp.ReplaceAllString(string(md2), "") != stamp.ReplaceAllString(text, "") {
+		t.Errorf("-report-only wrote another report:\n%s\nwant:\n%s", md2, text)
 	}
 	for _, svg := range []string{"ratios-1.16.1.svg", "ratios-1.23.1.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, svg)); err != nil {
