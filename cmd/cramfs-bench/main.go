@@ -1,14 +1,18 @@
-// Command cramfs-bench runs cramfs and samtools side by side on the
-// benchmark dataset (/work/shared/bench/make-data.sh) or on a plain
-// directory of CRAMs, and reports the median time of each side, their
-// ratio and the peak RSS as a markdown table (OUT/BENCHMARKS.md) and an
-// SVG bar chart of the ratios (OUT/ratios.svg).
+// Command cramfs-bench runs cramfs and two samtools (the oracle, 1.16,
+// and the newest, 1.23) side by side on the benchmark dataset
+// (/work/shared/bench/make-data.sh) or on a plain directory of CRAMs, and
+// reports the median time of each side, their ratio and the peak RSS as
+// markdown tables, one per samtools, with the targets of issue 22 checked
+// against the newest (OUT/BENCHMARKS.md), an SVG bar chart of the ratios
+// per samtools (OUT/ratios-VERSION.svg) and every sample
+// (OUT/results.tsv), into which a run of some cases (-only) merges.
 //
-// The two sides of every pair run alternately (cramfs, samtools, cramfs,
-// ...) so that drift on a shared machine hits both alike.
+// Every round runs each command of a case once, in turn, so that drift on
+// a shared machine hits all sides alike.
 //
 //	go run ./cmd/cramfs-bench -data /tmp/cramfs-bench/data -rounds 3
-//	go run ./cmd/cramfs-bench -data testdata/cram -ref testdata/ref/ce.fa -only 'ce_1000'
+//	go run ./cmd/cramfs-bench -data /tmp/cramfs-bench/data -rounds 3 -only '^first-access/'
+//	go run ./cmd/cramfs-bench -data testdata/cram -ref testdata/ref/ce.fa -only 'ce_1000' -out /tmp/b
 //
 // With -codecs it instead times the Go codec decoders (decode/codec/...)
 // against htscodecs' C decoders (../shared/bench/htscodecs-bench.c, built
@@ -21,25 +25,28 @@ package main
 
 import (
 	"context"
+	"debug/buildinfo"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 )
 
 type config struct {
-	data, ref, cramfs, samtools, out, only string
-	rounds, threads, nRegions              int
-	serveLevel                             int
+	data, ref, cramfs, out, only string
+	cramfsRev                    string
+	samtools, samtoolsNew        string
+	rounds, threads, nRegions    int
+	serveLevel                   int
+	reportOnly                   bool
 
 	// -codecs mode
 	codecs            bool
@@ -53,13 +60,19 @@ func main() {
 	flag.StringVar(&c.data, "data", "", "dataset directory (make-data.sh output, or any directory of CRAMs)")
 	flag.StringVar(&c.ref, "ref", "", "reference FASTA (default DATA/ref.fa)")
 	flag.StringVar(&c.cramfs, "cramfs", "", "cramfs binary (default: go build ./cmd/cramfs into a temporary directory)")
-	flag.StringVar(&c.samtools, "samtools", "samtools", "samtools binary")
-	flag.StringVar(&c.out, "out", "bench", "directory for BENCHMARKS.md and ratios.svg, or CODECS.md with -codecs (\"\" to write nothing)")
-	flag.StringVar(&c.only, "only", "", "run only the cases whose id matches this regular expression (ids: convert/FLAVOUR/levelN, first-access/FLAVOUR, seq-read/FLAVOUR, seq-read-plain/FLAVOUR, seq-read-x4/v30, regions/FLAVOUR; the small-slice flavours are v30-sps1 and v30-s1S50); with -codecs, the streams whose family or file name matches")
-	flag.IntVar(&c.rounds, "rounds", 5, "rounds per pair")
+	flag.StringVar(&c.cramfsRev, "cramfs-rev", "", "commit of the measured cramfs for the report (default: the module's git HEAD when the bench builds cramfs, else the binary's build info)")
+	flag.StringVar(&c.samtools, "samtools", "samtools", "samtools binary of the oracle (1.16); the output checks and the dataset setup use it")
+	flag.StringVar(&c.samtoolsNew, "samtools-new", filepath.Join(moduleRoot(), "..", "shared", "tools", "samtools-1.23", "samtools"),
+		"newest samtools binary: every row is run against it too, and the targets are checked against it (\"\" for none)")
+	flag.StringVar(&c.out, "out", "bench", "directory for BENCHMARKS.md, results.tsv and ratios-VERSION.svg, or CODECS.md with -codecs (\"\" to write nothing)")
+	flag.StringVar(&c.only, "only", "", "run only the cases whose id matches this regular expression and merge their rows into OUT/results.tsv "+
+		"(ids: convert/FLAVOUR/levelN, first-access/FLAVOUR, seq-read/FLAVOUR, seq-read-x4/v30, regions/FLAVOUR, regions-count/FLAVOUR; "+
+		"the small-slice flavours are v30-sps1 and v30-s1S50); with -codecs, the streams whose family or file name matches")
+	flag.IntVar(&c.rounds, "rounds", 5, "rounds per case")
 	flag.IntVar(&c.threads, "threads", 2, "threads for both tools (-@)")
 	flag.IntVar(&c.nRegions, "regions", 20, "number of region queries")
 	flag.IntVar(&c.serveLevel, "serve-level", 0, "BGZF level of the mount and of first access (the mount's default is 0: stored blocks)")
+	flag.BoolVar(&c.reportOnly, "report-only", false, "run nothing: write OUT/BENCHMARKS.md and the charts again from OUT/results.tsv")
 	flag.BoolVar(&c.codecs, "codecs", false, "time the Go codec decoders against htscodecs' C decoders instead (writes OUT/CODECS.md); -data is not used")
 	flag.StringVar(&c.blocks, "blocks", "", "with -codecs: also time the real blocks in DIR/<codec>/<name> (r4x8, r4x16, arith, fqzcomp, tok3; internal/cmd/blockdump output)")
 	flag.StringVar(&c.corpus, "corpus", defaultCorpus(), "with -codecs: conformance corpus holding codec_vectors_manifest.tsv (\"\" for none; default $CRAMFS_CORPUS or ../shared/corpus from the module root)")
@@ -93,8 +106,12 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
+	all := b.cases()
+	if c.reportOnly {
+		return writeOutputs(c, b, all, nil)
+	}
 	var selected []benchCase
-	for _, k := range b.cases() {
+	for _, k := range all {
 		switch {
 		case !only.MatchString(k.ID):
 		case k.Skip != "":
@@ -106,19 +123,61 @@ func run(c config) error {
 	if len(selected) == 0 {
 		return fmt.Errorf("-only %q matches no case", c.only)
 	}
-	var results []result
-	for i, k := range selected {
-		fmt.Fprintf(os.Stderr, "[%d/%d] %s\n", i+1, len(selected), k.ID)
-		rs, err := runCase(ctx, k, c.rounds)
-		if err != nil {
-			return fmt.Errorf("%s: %w", k.ID, err)
-		}
-		results = append(results, rs...)
-	}
-	if err := writeTable(os.Stdout, results); err != nil {
+	slices.SortStableFunc(selected, func(a, b benchCase) int { return a.Late - b.Late })
+	run := runInfo{Date: time.Now().UTC().Format("2006-01-02 15:04"), CramfsRev: b.cramfsRev, Threads: c.threads,
+		Command: "cramfs-bench " + shellQuote(os.Args[1:])}
+	// The report is written after every case, so that a run stopped
+	// before its end leaves the rows it measured (marked partial).
+	save := func(sofar []result) error { return writeOutputs(c, b, all, sofar) }
+	results, failed := runCases(ctx, selected, c.rounds, run, save)
+	if err := writeTables(os.Stdout, results, nil); err != nil {
 		return err
 	}
-	return writeOutputs(c, b, selected, results)
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d cases failed (their rows are not in the report): %s", len(failed), len(selected), strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// runCases runs each case in turn, going on after a case fails (so that
+// an unattended run reports what it could measure) but not after an
+// interrupt, and calls save (if not nil) with the rows so far after each
+// case; it returns the rows measured and what failed.
+func runCases(ctx context.Context, cases []benchCase, rounds int, run runInfo, save func([]result) error) ([]result, []string) {
+	var results []result
+	var failed []string
+	start := time.Now()
+	for i, k := range cases {
+		if ctx.Err() != nil {
+			failed = append(failed, fmt.Sprintf("%d cases not run: %v", len(cases)-i, ctx.Err()))
+			break
+		}
+		t0 := time.Now()
+		fmt.Fprintf(os.Stderr, "[%d/%d] %s\n", i+1, len(cases), k.ID)
+		rs, err := runCase(ctx, k, rounds)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cramfs-bench: %s: %v\n", k.ID, err)
+			failed = append(failed, fmt.Sprintf("%s: %v", k.ID, firstLineOf(err.Error())))
+			continue
+		}
+		for j := range rs {
+			rs[j].Run = run
+		}
+		results = append(results, rs...)
+		if save != nil {
+			if err := save(results); err != nil {
+				failed = append(failed, fmt.Sprintf("writing the report after %s: %v", k.ID, err))
+				break
+			}
+		}
+		fmt.Fprintf(os.Stderr, "  %s took %.0f s (%.0f s so far)\n", k.ID, time.Since(t0).Seconds(), time.Since(start).Seconds())
+	}
+	return results, failed
+}
+
+func firstLineOf(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // runCodecMode runs -codecs; -only then selects the streams whose family
@@ -158,11 +217,32 @@ func setup(ctx context.Context, c config) (*bench, func(), error) {
 		return nil, cleanup, err
 	}
 	b := &bench{data: d, threads: c.threads, serveLevel: c.serveLevel, scratch: scratch, warmCache: filepath.Join(scratch, "warm-cache")}
-	if b.samtools, err = exec.LookPath(c.samtools); err != nil {
-		return nil, cleanup, err
+	for _, path := range []string{c.samtools, c.samtoolsNew} {
+		if path == "" {
+			continue
+		}
+		t, err := findSamtools(path)
+		if err != nil {
+			return nil, cleanup, err
+		}
+		if slices.ContainsFunc(b.tools, func(u samtool) bool { return u.Version == t.Version }) {
+			return nil, cleanup, fmt.Errorf("-samtools and -samtools-new are both samtools %s", t.Version)
+		}
+		b.tools = append(b.tools, t)
+	}
+	if len(b.tools) == 0 {
+		return nil, cleanup, errors.New("want -samtools")
 	}
 	if b.cramfs, err = buildCramfs(ctx, c.cramfs, scratch); err != nil {
 		return nil, cleanup, err
+	}
+	switch {
+	case c.cramfsRev != "":
+		b.cramfsRev = c.cramfsRev
+	case c.cramfs == "":
+		b.cramfsRev = gitRevision(ctx, moduleRoot())
+	default:
+		b.cramfsRev = revision(b.cramfs)
 	}
 	if contigs, err := readFai(d.Ref + ".fai"); err == nil {
 		b.regions = pickRegions(contigs, c.nRegions)
@@ -172,6 +252,66 @@ func setup(ctx context.Context, c config) (*bench, func(), error) {
 	return b, cleanup, nil
 }
 
+// findSamtools resolves path and reads its version from --version.
+func findSamtools(path string) (samtool, error) {
+	p, err := exec.LookPath(path)
+	if err != nil {
+		return samtool{}, err
+	}
+	if p, err = filepath.Abs(p); err != nil {
+		return samtool{}, err
+	}
+	line := firstLine(p, "--version")
+	v, ok := strings.CutPrefix(line, "samtools ")
+	if !ok {
+		return samtool{}, fmt.Errorf("%s --version printed %q, want \"samtools VERSION\"", p, line)
+	}
+	v, _, _ = strings.Cut(v, "-")
+	return samtool{Path: p, Version: v, Line: line}, nil
+}
+
+// gitRevision is the HEAD commit of the git checkout dir (12 digits,
+// "+dirty" when it has uncommitted changes), or "unknown".
+func gitRevision(ctx context.Context, dir string) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	rev := strings.TrimSpace(string(out))
+	rev = rev[:min(12, len(rev))]
+	if st, err := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain", "--untracked-files=no").Output(); err != nil || len(st) > 0 {
+		rev += "+dirty"
+	}
+	return rev
+}
+
+// revision is the commit a Go binary was built from (its build info's
+// vcs.revision, 12 digits, "+dirty" when the tree had changes), or
+// "unknown".
+func revision(bin string) string {
+	bi, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		return "unknown"
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	rev = rev[:min(12, len(rev))]
+	if dirty {
+		rev += "+dirty"
+	}
+	return rev
+}
+
 // buildCramfs returns path if given, else builds ./cmd/cramfs into dir.
 func buildCramfs(ctx context.Context, path, dir string) (string, error) {
 	if path != "" {
@@ -179,6 +319,7 @@ func buildCramfs(ctx context.Context, path, dir string) (string, error) {
 	}
 	out := filepath.Join(dir, "cramfs")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/cramfs/cramfs/cmd/cramfs")
+	cmd.Dir = moduleRoot()
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build cramfs: %w", err)
@@ -186,144 +327,54 @@ func buildCramfs(ctx context.Context, path, dir string) (string, error) {
 	return out, nil
 }
 
-// runCase runs the setup, then rounds of cramfs and every baseline in
-// turn, and returns one result per baseline.
+// runCase runs the setup, then rounds of every side in turn, and returns
+// one result per pair.
 func runCase(ctx context.Context, k benchCase, rounds int) ([]result, error) {
 	if k.Setup != nil {
 		if err := k.Setup(ctx); err != nil {
 			return nil, fmt.Errorf("setup: %w", err)
 		}
 	}
-	sides := append([]side{k.Cramfs}, k.Baselines...)
-	samples := make([][]sample, len(sides))
+	samples := make([][]sample, len(k.Sides))
 	for r := 0; r < rounds; r++ {
-		round := make([]sample, len(sides))
-		for i, s := range sides {
+		round := make([]sample, len(k.Sides))
+		for i, s := range k.Sides {
 			x, err := s.Run(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("round %d, %s: %w", r+1, s.Label, err)
 			}
-			fmt.Fprintf(os.Stderr, "  round %d %-28s %8.3f s  %6.0f MiB\n", r+1, s.Label, x.Secs, float64(x.RSSKB)/1024)
+			fmt.Fprintf(os.Stderr, "  round %d %-32s %8.3f s  %6.0f MiB\n", r+1, s.Label, x.Secs, float64(x.RSSKB)/1024)
 			round[i] = x
 			samples[i] = append(samples[i], x)
 		}
 		if k.AfterRound != nil {
-			if err := k.AfterRound(ctx, r, round); err != nil {
+			if err := k.AfterRound(ctx, r); err != nil {
 				return nil, err
 			}
 		}
+		if err := k.checkOut(r, round); err != nil {
+			return nil, err
+		}
 	}
-	out := make([]result, len(k.Baselines))
-	for i, bl := range k.Baselines {
-		out[i] = result{Group: k.Group, Flavour: k.Flavour, Variant: k.Variant, Baseline: bl.Label,
-			Cramfs: samples[0], Samtools: samples[i+1]}
+	out := make([]result, len(k.Pairs))
+	for i, p := range k.Pairs {
+		out[i] = result{ID: k.ID, Group: k.Group, Flavour: k.Flavour, Variant: k.Variant, Measure: p.Measure,
+			Tool: p.Tool, Baseline: k.Sides[p.Baseline].Label, Cramfs: samples[p.Cramfs], Samtools: samples[p.Baseline]}
 	}
 	return out, nil
 }
 
-// writeOutputs writes OUT/BENCHMARKS.md (context, table, legend) and
-// OUT/ratios.svg.
-func writeOutputs(c config, b *bench, cases []benchCase, rs []result) error {
-	if c.out == "" {
+// checkOut fails when the two sides of a pair printed different output in
+// a round (with CheckOut set).
+func (k benchCase) checkOut(round int, s []sample) error {
+	if k.CheckOut == "" {
 		return nil
 	}
-	if err := os.MkdirAll(c.out, 0o755); err != nil {
-		return err
-	}
-	var md strings.Builder
-	writePreamble(&md, c, b)
-	if err := writeTable(&md, rs); err != nil {
-		return err
-	}
-	writeLegend(&md, b, cases)
-	if err := os.WriteFile(filepath.Join(c.out, "BENCHMARKS.md"), []byte(md.String()), 0o644); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(c.out, "ratios.svg"))
-	if err != nil {
-		return err
-	}
-	title := fmt.Sprintf("cramfs vs samtools: median time ratio (%d rounds, %d threads)", c.rounds, c.threads)
-	if err := writeSVG(f, title, rs); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func writePreamble(w io.Writer, c config, b *bench) {
-	fmt.Fprintf(w, "# cramfs vs samtools benchmarks\n\n")
-	fmt.Fprintf(w, "Generated by `go run ./cmd/cramfs-bench -data %s -rounds %d -threads %d -serve-level %d", b.data.Dir, c.rounds, c.threads, c.serveLevel)
-	if c.only != "" {
-		fmt.Fprintf(w, " -only '%s'", c.only)
-	}
-	fmt.Fprintf(w, "` on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(w, "- machine: %s, %d CPUs visible, %s\n", cpuModel(), runtime.NumCPU(), runtime.Version())
-	fmt.Fprintf(w, "- samtools: %s\n", firstLine(b.samtools, "--version"))
-	fmt.Fprintf(w, "- dataset: %s (reference %s)\n", b.data.Dir, filepath.Base(b.data.Ref))
-	for _, f := range b.data.Flavours {
-		if st, err := os.Stat(f.CRAM); err == nil {
-			fmt.Fprintf(w, "  - %s: %s, %.2f MiB\n", f.Name, filepath.Base(f.CRAM), float64(st.Size())/(1<<20))
+	for _, p := range k.Pairs {
+		if s[p.Cramfs].Out != s[p.Baseline].Out {
+			return fmt.Errorf("round %d: %s differs: %s %q, samtools %s %s %q", round+1, k.CheckOut,
+				k.Sides[p.Cramfs].Label, s[p.Cramfs].Out, p.Tool, k.Sides[p.Baseline].Label, s[p.Baseline].Out)
 		}
 	}
-	fmt.Fprintf(w, "\nEach pair runs alternately, cramfs first, for %d rounds; times are medians of wall-clock seconds, "+
-		"ratio = cramfs / samtools (below 1: cramfs faster). Peak RSS is ru_maxrss, the largest over the rounds; "+
-		"for the mount rows it is the mount process's, read after the query and unmount. "+
-		"Mount rows: the layout index is built once beforehand (warm index), every round mounts afresh (cold block cache) "+
-		"and only the samtools read through the mount is timed. "+
-		"The \"file ×4\" row reads a CRAM made of four copies of the 3.0 file (samtools cat, re-encoded by samtools view -C) "+
-		"through the mount: its peak RSS beside the 3.0 row's shows whether memory grows with the file. "+
-		"The \"3.0, %dk reads\" rows convert the first %d reads of the 3.0 file written in slices of one read "+
-		"(samtools head, then samtools view -C or scramble), as other writers and settings make them.\n\n", c.rounds, smallSliceReads/1000, smallSliceReads)
-	fmt.Fprintf(w, "![ratios](ratios.svg)\n\n")
-}
-
-func writeLegend(w io.Writer, b *bench, cases []benchCase) {
-	fmt.Fprintf(w, "\n## Commands\n\n")
-	fmt.Fprintf(w, "Every command runs with REF_PATH=/nonexistent REF_CACHE=/nonexistent; $DATA is %s, $TMP a scratch directory.\n\n", b.data.Dir)
-	// Longest and most specific first: the replacer tries its pairs in order.
-	pairs := []string{b.cramfs, "cramfs", b.scratch, "$TMP", b.samtools, "samtools", b.data.Dir, "$DATA"}
-	if len(b.regions) > 0 {
-		pairs = append(pairs, strings.Join(b.regions, " "), "REGIONS...")
-	}
-	short := strings.NewReplacer(pairs...)
-	seen := map[string]bool{}
-	for _, k := range cases {
-		key := k.Group + "/" + k.Variant
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		fmt.Fprintf(w, "%s, %s (shown for %s):\n\n", k.Group, k.Variant, k.Flavour)
-		fmt.Fprintf(w, "- cramfs: `%s`\n", short.Replace(k.Cramfs.Desc))
-		for _, bl := range k.Baselines {
-			fmt.Fprintf(w, "- %s: `%s`\n", bl.Label, short.Replace(bl.Desc))
-		}
-		fmt.Fprintln(w)
-	}
-	if len(b.regions) > 0 {
-		fmt.Fprintf(w, "REGIONS (%d): %s\n", len(b.regions), strings.Join(b.regions, " "))
-	}
-}
-
-func firstLine(cmd string, args ...string) string {
-	out, err := exec.Command(cmd, args...).Output()
-	if err != nil {
-		return "unknown"
-	}
-	line, _, _ := strings.Cut(string(out), "\n")
-	return line
-}
-
-func cpuModel() string {
-	data, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return runtime.GOARCH
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return runtime.GOARCH
+	return nil
 }

@@ -1,22 +1,36 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
 // result is one row of the report: a cramfs command against one samtools
-// baseline, with the samples of every round.
+// command, with the samples of every round.
 type result struct {
-	Group    string // convert, first-access, seq-read, regions
+	ID       string // the case's id (-only matches it)
+	Group    string // convert, first access, sequential read, region queries
 	Flavour  string // dataset flavour, e.g. "3.1 archive"
 	Variant  string // e.g. "level 1"
+	Measure  string // what both sides do (the measure constants)
+	Tool     string // samtools version of the baseline, e.g. "1.23.1"
 	Baseline string // short label of the samtools side
+	Run      runInfo
 	Cramfs   []sample
 	Samtools []sample
+}
+
+// runInfo says which run measured a result.
+type runInfo struct {
+	Date      string // UTC, "2006-01-02 15:04"
+	CramfsRev string // commit of the measured cramfs ("unknown" if not stamped)
+	Threads   int
+	Command   string // the cramfs-bench command line of the run
 }
 
 // sample is one measured run of one side.
@@ -73,6 +87,9 @@ func (r result) Label() string {
 	if r.Variant != "" {
 		parts = append(parts, r.Variant)
 	}
+	if r.Measure == measureCount {
+		parts = append(parts, measureCount)
+	}
 	return strings.Join(parts, " / ") + " vs " + r.Baseline
 }
 
@@ -103,21 +120,108 @@ func fmtMiB(kb int64) string {
 	return fmt.Sprintf("%.0f", float64(kb)/1024)
 }
 
+// writeTables writes one markdown table per samtools version, newest
+// first; runs, when given, adds a column naming each row's run.
+func writeTables(w io.Writer, rs []result, runs []runInfo) error {
+	for _, tool := range toolsOf(rs) {
+		fmt.Fprintf(w, "### Against samtools %s\n\n", tool)
+		var sel []result
+		for _, r := range rs {
+			if r.Tool == tool {
+				sel = append(sel, r)
+			}
+		}
+		if err := writeTable(w, sel, runs); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
 // writeTable writes the results as a markdown table: per row the median
 // seconds of each side, their ratio and the peak RSS of each side.
-func writeTable(w io.Writer, rs []result) error {
+func writeTable(w io.Writer, rs []result, runs []runInfo) error {
 	var b strings.Builder
-	b.WriteString("| group | flavour | variant | samtools side | rounds | cramfs s | samtools s | ratio | cramfs peak RSS MiB | samtools peak RSS MiB |\n")
-	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| group | flavour | variant | measure | samtools side | rounds | cramfs s | samtools s | ratio | cramfs peak RSS MiB | samtools peak RSS MiB |")
+	sep := "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"
+	if len(runs) > 1 {
+		b.WriteString(" run |")
+		sep += "---|"
+	}
+	b.WriteString("\n" + sep + "\n")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s |\n",
-			mdEscape(r.Group), mdEscape(r.Flavour), mdEscape(r.Variant), mdEscape(r.Baseline),
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s |",
+			mdEscape(r.Group), mdEscape(r.Flavour), mdEscape(r.Variant), mdEscape(r.Measure), mdEscape(r.Baseline),
 			min(len(r.Cramfs), len(r.Samtools)),
 			fmtSecs(median(secsOf(r.Cramfs))), fmtSecs(median(secsOf(r.Samtools))), fmtRatio(r.Ratio()),
 			fmtMiB(peakRSS(r.Cramfs)), fmtMiB(peakRSS(r.Samtools)))
+		if len(runs) > 1 {
+			fmt.Fprintf(&b, " %s |", runName(runs, r.Run))
+		}
+		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// toolsOf returns the samtools versions of rs, newest first.
+func toolsOf(rs []result) []string {
+	var out []string
+	for _, r := range rs {
+		if !slices.Contains(out, r.Tool) {
+			out = append(out, r.Tool)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return compareVersions(b, a) })
+	return out
+}
+
+// compareVersions orders dotted version numbers numerically ("1.9" <
+// "1.16", "1.23" < "1.23.1"); a part that is not a number sorts after
+// every number.
+func compareVersions(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < min(len(pa), len(pb)); i++ {
+		nx, ex := strconv.Atoi(pa[i])
+		ny, ey := strconv.Atoi(pb[i])
+		switch {
+		case ex == nil && ey == nil:
+			if c := cmp.Compare(nx, ny); c != 0 {
+				return c
+			}
+		case ex == nil:
+			return -1
+		case ey == nil:
+			return 1
+		default:
+			if c := strings.Compare(pa[i], pb[i]); c != 0 {
+				return c
+			}
+		}
+	}
+	return cmp.Compare(len(pa), len(pb))
+}
+
+// runsOf returns the distinct runs of rs, oldest first.
+func runsOf(rs []result) []runInfo {
+	var out []runInfo
+	for _, r := range rs {
+		if !slices.Contains(out, r.Run) {
+			out = append(out, r.Run)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b runInfo) int { return strings.Compare(a.Date, b.Date) })
+	return out
+}
+
+// runName is the letter of run in runs: A for the first.
+func runName(runs []runInfo, run runInfo) string {
+	i := slices.Index(runs, run)
+	if i < 0 || i >= 26 {
+		return "?"
+	}
+	return string(rune('A' + i))
 }
 
 func mdEscape(s string) string {

@@ -77,28 +77,78 @@ func TestRatio(t *testing.T) {
 
 func TestWriteTable(t *testing.T) {
 	rs := []result{
-		{Group: "convert", Flavour: "3.0", Variant: "level 1", Baseline: "samtools view",
+		{Group: "convert", Flavour: "3.0", Variant: "level 1", Measure: measureWrite, Baseline: "samtools view",
 			Cramfs: secs(2, 1, 3), Samtools: secs(4, 4, 5)},
-		{Group: "regions", Flavour: "a|b", Baseline: "CRAM + .crai",
+		{Group: "regions", Flavour: "a|b", Measure: measureCount, Baseline: "CRAM + .crai",
 			Cramfs: secs(0.01), Samtools: secs(0.02)},
 	}
 	var b strings.Builder
-	if err := writeTable(&b, rs); err != nil {
+	if err := writeTable(&b, rs, nil); err != nil {
 		t.Fatal(err)
 	}
-	want := "| group | flavour | variant | samtools side | rounds | cramfs s | samtools s | ratio | cramfs peak RSS MiB | samtools peak RSS MiB |\n" +
-		"|---|---|---|---|---:|---:|---:|---:|---:|---:|\n" +
-		"| convert | 3.0 | level 1 | samtools view | 3 | 2.000 | 4.000 | 0.50 | 3 | 3 |\n" +
-		"| regions | a\\|b | - | CRAM + .crai | 1 | 0.0100 | 0.0200 | 0.50 | 1 | 1 |\n"
+	want := "| group | flavour | variant | measure | samtools side | rounds | cramfs s | samtools s | ratio | cramfs peak RSS MiB | samtools peak RSS MiB |\n" +
+		"|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n" +
+		"| convert | 3.0 | level 1 | writes BAM | samtools view | 3 | 2.000 | 4.000 | 0.50 | 3 | 3 |\n" +
+		"| regions | a\\|b | - | count only | CRAM + .crai | 1 | 0.0100 | 0.0200 | 0.50 | 1 | 1 |\n"
 	if got := b.String(); got != want {
 		t.Errorf("table:\n%s\nwant:\n%s", got, want)
 	}
-	// Every row has as many cells as the header.
-	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	cells := func(l string) int { return strings.Count(strings.ReplaceAll(l, `\|`, ""), "|") }
-	for _, l := range lines[1:] {
-		if cells(l) != cells(lines[0]) {
-			t.Errorf("row %q has %d separators, header %d", l, cells(l), cells(lines[0]))
+	// Every row has as many cells as the header, with and without the run column.
+	runs := []runInfo{{Date: "1"}, {Date: "2"}}
+	rs[0].Run, rs[1].Run = runs[0], runs[1]
+	var b2 strings.Builder
+	if err := writeTable(&b2, rs, runs); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{b.String(), b2.String()} {
+		lines := strings.Split(strings.TrimSpace(text), "\n")
+		cells := func(l string) int { return strings.Count(strings.ReplaceAll(l, `\|`, ""), "|") }
+		for _, l := range lines[1:] {
+			if cells(l) != cells(lines[0]) {
+				t.Errorf("row %q has %d separators, header %d", l, cells(l), cells(lines[0]))
+			}
+		}
+	}
+	if !strings.HasSuffix(strings.TrimSpace(b2.String()), "| 1 | 1 | B |") || !strings.Contains(b2.String(), "| 3 | 3 | A |") {
+		t.Errorf("run column wrong:\n%s", b2.String())
+	}
+}
+
+// TestWriteTables: one table per samtools, newest first, each with only
+// its rows.
+func TestWriteTables(t *testing.T) {
+	rs := []result{
+		{ID: "x", Group: "convert", Flavour: "old", Tool: "1.9", Cramfs: secs(1), Samtools: secs(2)},
+		{ID: "x", Group: "convert", Flavour: "new", Tool: "1.23.1", Cramfs: secs(1), Samtools: secs(4)},
+		{ID: "x", Group: "convert", Flavour: "mid", Tool: "1.16.1", Cramfs: secs(1), Samtools: secs(3)},
+	}
+	var b strings.Builder
+	if err := writeTables(&b, rs, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	i23, i16, i9 := strings.Index(out, "### Against samtools 1.23.1"), strings.Index(out, "### Against samtools 1.16.1"), strings.Index(out, "### Against samtools 1.9\n")
+	if i23 < 0 || i16 < i23 || i9 < i16 {
+		t.Fatalf("sections not newest first:\n%s", out)
+	}
+	if sec := out[i23:i16]; !strings.Contains(sec, "| new |") || strings.Contains(sec, "| mid |") || !strings.Contains(sec, "| 0.25 |") {
+		t.Errorf("1.23.1 section holds other rows:\n%s", sec)
+	}
+}
+
+func TestCompareVersions(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"1.16.1", "1.23.1", -1}, {"1.9", "1.16", -1}, {"1.23.1", "1.23", 1}, {"1.16.1", "1.16.1", 0}, {"2", "1.99", 1},
+	}
+	for _, tc := range tests {
+		if got := compareVersions(tc.a, tc.b); got != tc.want {
+			t.Errorf("compareVersions(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+		if got := compareVersions(tc.b, tc.a); got != -tc.want {
+			t.Errorf("compareVersions(%q, %q) = %d, want %d", tc.b, tc.a, got, -tc.want)
 		}
 	}
 }

@@ -71,26 +71,40 @@ func timeSeq(ctx context.Context, cs ...command) (sample, error) {
 
 // pipe runs a | b, failing when either fails.
 func pipe(ctx context.Context, a, b command) error {
+	_, err := timePipe(ctx, a, b)
+	return err
+}
+
+// timePipe runs a | b and measures it as one step: the wall-clock time
+// until both exited, the sum of their peak RSS (they run at once) and b's
+// trimmed standard output.
+func timePipe(ctx context.Context, a, b command) (sample, error) {
 	ca, cb := a.exec(ctx), b.exec(ctx)
 	r, err := ca.StdoutPipe()
 	if err != nil {
-		return err
+		return sample{}, err
 	}
 	cb.Stdin = r
-	var ea, eb limitedBuffer
-	ca.Stderr, cb.Stderr = &ea, &eb
+	var ea, eb, out limitedBuffer
+	ca.Stderr, cb.Stderr, cb.Stdout = &ea, &eb, &out
+	start := time.Now()
 	if err := ca.Start(); err != nil {
-		return fmt.Errorf("%s: %w", a, err)
+		return sample{}, fmt.Errorf("%s: %w", a, err)
 	}
-	if err := cb.Run(); err != nil {
+	errB := cb.Run()
+	// With b gone, a's writers (a's children too) get EPIPE instead of
+	// blocking on a full pipe that Wait would wait out.
+	r.Close()
+	if errB != nil {
 		ca.Process.Kill()
 		ca.Wait()
-		return fmt.Errorf("%s: %w\n%s", b, err, eb.String())
+		return sample{}, fmt.Errorf("%s: %w\n%s", b, errB, eb.String())
 	}
 	if err := ca.Wait(); err != nil {
-		return fmt.Errorf("%s: %w\n%s", a, err, ea.String())
+		return sample{}, fmt.Errorf("%s: %w\n%s", a, err, ea.String())
 	}
-	return nil
+	return sample{Secs: time.Since(start).Seconds(), RSSKB: maxRSS(ca.ProcessState) + maxRSS(cb.ProcessState),
+		Out: strings.TrimSpace(out.String())}, nil
 }
 
 // maxRSS returns ru_maxrss (KiB on Linux) of a finished process.
