@@ -74,6 +74,8 @@ type Decoder struct {
 	// slice), reused from container to container.
 	chBuf, shBuf []byte
 	blockBufs    blockBufs
+	// lean is the state of the lean pass (ContainerShapes).
+	lean leanState
 	// lenID and lenRef remember the last refLength answer (lenID -1 for
 	// none): records come sorted, so it rarely changes.
 	lenID  int32
@@ -142,15 +144,16 @@ func (d *Decoder) decodeContainer(i int) error {
 		return fmt.Errorf("container %d of %d", i, len(d.f.Containers))
 	}
 	h := &d.f.Containers[i]
-	if err := d.container(h); err != nil {
+	if err := d.container(h, false); err != nil {
 		return containerError(d.f.Name, h.Offset, err)
 	}
 	return nil
 }
 
 // container decodes data container h (CRAMv3 §7): its compression header
-// block (§8.4), then the slice at each landmark.
-func (d *Decoder) container(h *ContainerHeader) error {
+// block (§8.4), then the slice at each landmark; lean: only as far as
+// the shapes of its records go (shapes.go).
+func (d *Decoder) container(h *ContainerHeader, lean bool) error {
 	major := d.f.Def.Major
 	if err := checkLength(h, d.opt.MaxContainerMemory); err != nil {
 		return err
@@ -185,6 +188,9 @@ func (d *Decoder) container(h *ContainerHeader) error {
 		return fmt.Errorf("compression header: %w", err)
 	}
 	d.crecs = d.crecs[:0]
+	if lean {
+		d.lean.plan(ch)
+	}
 	// The container header counts its records and bases: room for them
 	// at once, rather than by doubling, which left up to twice what a
 	// large container needs. A header may lie: the counts only size the
@@ -192,7 +198,7 @@ func (d *Decoder) container(h *ContainerHeader) error {
 	if n := min(int64(h.NumRecords), int64(h.Length)+1024); n > int64(cap(d.crecs)) {
 		d.crecs = make([]crec, 0, n)
 	}
-	if n := min(h.Bases, 32*int64(h.Length)+1<<20); n > int64(cap(d.seqs)) {
+	if n := min(h.Bases, 32*int64(h.Length)+1<<20); n > int64(cap(d.seqs)) && !lean {
 		d.seqs = make([]byte, 0, n)
 	}
 	qs := ch.DataSeries[DSQS]
@@ -210,7 +216,7 @@ func (d *Decoder) container(h *ContainerHeader) error {
 				return corruptf("slice %d: landmarks %d then %d", si, lm, end)
 			}
 		}
-		if err := d.slice(ch, data[:end], int(lm)); err != nil {
+		if err := d.slice(ch, data[:end], int(lm), lean); err != nil {
 			return fmt.Errorf("slice %d at container byte %d: %w", si, lm, err)
 		}
 	}
@@ -219,8 +225,9 @@ func (d *Decoder) container(h *ContainerHeader) error {
 
 // slice decodes the slice whose header block starts at data[pos:]: the
 // slice header (CRAMv3 §8.5), then its core (§8.6) and external (§8.7)
-// blocks, then its records.
-func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
+// blocks, then its records. lean leaves the external blocks compressed
+// until a read needs their bytes and measures the records (shapes.go).
+func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int, lean bool) error {
 	major := d.f.Def.Major
 	hb, err := parseBlock(data, &pos, major)
 	if err != nil {
@@ -242,12 +249,19 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
 	}
 	d.st.reset()
 	d.blockBufs.next()
+	if lean {
+		d.st.lazy = d.lean.loader(d)
+	}
 	var core []byte
 	haveCore := false
 	for b := int32(0); b < sh.NumBlocks; b++ {
 		blk, err := parseBlock(data, &pos, major)
 		if err != nil {
 			return fmt.Errorf("block %d: %w", b, err)
+		}
+		if lean && blk.ContentType == ContentExternal {
+			d.st.addPending(blk)
+			continue
 		}
 		buf := d.blockBufs.take(blk.ContentType, blk.ContentID)
 		raw, err := blk.decompress(d.opt.Codecs, buf)
@@ -271,6 +285,9 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int) error {
 	}
 	d.st.index()
 	d.st.core.reset(core)
+	if lean {
+		return d.shapeRecords(ch, &sh)
+	}
 	return d.records(ch, &sh)
 }
 
@@ -372,7 +389,8 @@ func (d *Decoder) Footprint() int64 {
 		cap(d.crecs)*int(unsafe.Sizeof(crec{})) +
 		cap(d.recs)*int(unsafe.Sizeof(Record{})) +
 		cap(d.nameRefs)*int(unsafe.Sizeof(nameRef{})) +
-		cap(d.encs.encs)*int(unsafe.Sizeof(Encoding{})) + cap(d.encs.huffs)*int(unsafe.Sizeof(huffman{}))
+		cap(d.encs.encs)*int(unsafe.Sizeof(Encoding{})) + cap(d.encs.huffs)*int(unsafe.Sizeof(huffman{})) +
+		d.lean.footprint()
 	for _, b := range d.blockBufs.bufs {
 		n += cap(b.b)
 	}

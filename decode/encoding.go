@@ -50,7 +50,7 @@ type Encoding struct {
 // stream returns the external block the encoding reads in the current
 // slice of s.
 func (e *Encoding) stream(s *streams) (*extStream, error) {
-	if x := e.x; x != nil && e.xGen == s.gen {
+	if x := e.x; x != nil && e.xGen == s.gen && !x.pending {
 		return x, nil
 	}
 	return e.findStream(s)

@@ -60,6 +60,12 @@ type extStream struct {
 	id   int32
 	data []byte
 	pos  int
+	// pending is set for a block the lean pass (shapes.go) has not
+	// decompressed yet: data is nil and size its raw size, so that reads of
+	// known length move pos without it.
+	pending bool
+	size    int
+	blk     Block
 }
 
 // The readers below build their errors from a plain struct rather than
@@ -133,6 +139,9 @@ type streams struct {
 	pool     []extStream
 	maxArray int    // bound on one byte array: the slice's total raw bytes
 	gen      uint64 // counts resets, so encodings know their cached stream is stale
+	// lazy decompresses pending blocks on first use; nil when every block
+	// is added decompressed.
+	lazy *blockLoader
 }
 
 func (s *streams) reset() {
@@ -143,10 +152,11 @@ func (s *streams) reset() {
 	}
 	s.pool = s.pool[:0]
 	s.maxArray = 0
+	s.lazy = nil
 }
 
 func (s *streams) add(id int32, data []byte) {
-	s.pool = append(s.pool, extStream{id: id, data: data})
+	s.pool = append(s.pool, extStream{id: id, data: data, size: len(data)})
 	s.maxArray += len(data)
 }
 
@@ -171,6 +181,15 @@ func (s *streams) index() {
 }
 
 func (s *streams) external(id int32) (*extStream, error) {
+	x, err := s.lookup(id)
+	if err == nil && x.pending {
+		err = s.lazy.load(x)
+	}
+	return x, err
+}
+
+// lookup is external without decompressing a pending block.
+func (s *streams) lookup(id int32) (*extStream, error) {
 	var x *extStream
 	if id >= 0 && id < int32(len(s.small)) {
 		x = s.small[id]

@@ -2,11 +2,71 @@ package engine
 
 import (
 	"context"
+	"sync"
+
+	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/encode/bam"
 )
 
-// ScanLayout implements LayoutScanner by building the container's BAM
-// records in full and measuring them.
+// ScanLayout implements LayoutScanner. It measures the container's
+// records with the decoder's lean pass (decode.ContainerShapes), which
+// leaves qualities, bases and the other series no length depends on
+// undecoded. When that pass fails, or a record's shape is one BAM cannot
+// hold, it builds the records in full and measures them instead, so that
+// the records reported and the errors are those of AppendContainer.
 func (c *CRAM) ScanLayout(ctx context.Context, i int, each func(r RecordLayout) error) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	recs := layoutPool.Get().(*[]RecordLayout)
+	defer layoutPool.Put(recs)
+	var total int64
+	var ok bool
+	var err error
+	*recs, total, ok, err = c.leanLayout(i, (*recs)[:0])
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return c.fullLayout(ctx, i, each)
+	}
+	for _, r := range *recs {
+		if err := each(r); err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
+}
+
+// layoutPool holds the record tables of leanLayout, one per scan at work.
+var layoutPool = sync.Pool{New: func() any { return new([]RecordLayout) }}
+
+// leanLayout measures container i with the lean pass, appending its
+// records to dst; ok is false when the pass could not (the caller then
+// builds the container in full). err is only that of opening the file.
+func (c *CRAM) leanLayout(i int, dst []RecordLayout) (recs []RecordLayout, total int64, ok bool, err error) {
+	st, err := c.acquire()
+	if err != nil {
+		return dst, 0, false, err
+	}
+	defer c.release(st)
+	pd := c.decoders.get(st.f, st.dopt)
+	defer c.decoders.put(pd)
+	err = pd.d.ContainerShapes(i, func(j int, s *decode.Shape) error {
+		n, end, err := bam.ShapeLayout(s)
+		if err != nil {
+			return err
+		}
+		total += n
+		dst = append(dst, RecordLayout{Len: n, RefID: s.RefID, Beg: s.Pos, End: end, Unmapped: s.Flags&4 != 0})
+		return nil
+	})
+	return dst, total, err == nil, nil
+}
+
+// fullLayout is ScanLayout by building the container's BAM records in
+// full.
+func (c *CRAM) fullLayout(ctx context.Context, i int, each func(r RecordLayout) error) (int64, error) {
 	raw, err := c.appendContainer(ctx, i, false, nil, nil, nil)
 	if err != nil {
 		return 0, err
@@ -22,4 +82,5 @@ func (c *CRAM) ScanLayout(ctx context.Context, i int, each func(r RecordLayout) 
 	}
 	return int64(len(raw)), nil
 }
+
 var _ LayoutScanner = (*CRAM)(nil)

@@ -21,3 +21,17 @@ type Record struct {
 	Qual           []byte   // Phred scores (no +33), len(Seq) bytes; all 0xFF when absent
 	Aux            []byte   // auxiliary fields, BAM-encoded: tag[2] type value...
 }
+
+// Shape is what the length of a record's BAM encoding and its index entry
+// follow from: a Record without its bases, qualities, tag values and mate
+// fields. A lean pass over a CRAM container fills it without decoding
+// those; Cigar aliases the decoder's buffer like a Record's slices.
+type Shape struct {
+	Flags   uint16   // BAM FLAG; the mate bits (0x1, 0x8, 0x20) may lack those derived from mate links
+	RefID   int32    // -1 when unplaced
+	Pos     int64    // 0-based leftmost position; -1 when unplaced
+	NameLen int      // bytes of the read name without its NUL; 0 is written as "*"
+	Cigar   []uint32 // BAM-encoded CIGAR ops, as in Record
+	SeqLen  int      // bases (and qualities) BAM stores; 0 for '*'
+	AuxLen  int      // bytes of the BAM-encoded auxiliary fields
+}

@@ -1,0 +1,508 @@
+package decode
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/cramfs/cramfs/internal/record"
+)
+
+// Shape is a record as far as the length of its BAM encoding and its
+// index entry go (see record.Shape).
+type Shape = record.Shape
+
+// ContainerShapes measures the records of data container i without
+// decoding them in full, and calls fn with each record's Shape in order:
+// what Container's Records would give for their own flags, reference,
+// position, name length, CIGAR, sequence length and tag bytes (MD and NM
+// generated, RG added). It reads only the data series those follow from
+// (CRAMv3 §10: flags, positions, read lengths, name lengths, mate links,
+// tag lengths, read features) and leaves compressed every block that only
+// other series read: qualities, bases, mapping qualities, mate positions.
+// The Shape and its CIGAR are valid only during the call; an error from fn
+// stops it and is returned as it is.
+//
+// Where Container would fail, ContainerShapes fails too or, for damage in
+// the series it does not read, may not: its caller falls back to the full
+// decode for an exact error.
+func (d *Decoder) ContainerShapes(i int, fn func(j int, s *Shape) error) error {
+	if i < 0 || i >= len(d.f.Containers) {
+		return fmt.Errorf("container %d of %d", i, len(d.f.Containers))
+	}
+	h := &d.f.Containers[i]
+	if err := d.container(h, true); err != nil {
+		return containerError(d.f.Name, h.Offset, err)
+	}
+	var s Shape
+	for j := range d.crecs {
+		cr := &d.crecs[j]
+		_, n, generated := d.nameOf(j)
+		if generated {
+			n = d.generatedNameLen(j)
+		}
+		s = Shape{Flags: cr.flags, RefID: cr.refID, Pos: cr.apos - 1, NameLen: n,
+			Cigar: d.cigars[cr.cigOff : cr.cigOff+cr.cigN], SeqLen: int(cr.length), AuxLen: int(cr.auxLen)}
+		if err := fn(j, &s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// generatedNameLen is the length of appendGeneratedName's name.
+func (d *Decoder) generatedNameLen(i int) int {
+	d.name = d.appendGeneratedName(d.name[:0], i)
+	return len(d.name)
+}
+
+// leanState is what the lean pass keeps from container to container.
+type leanState struct {
+	// read says, per data series the shapes do not need, whether records
+	// still read it: when it shares a block whose bytes are read, or the
+	// core block, its reads keep the others in step (plan).
+	read [numDataSeries]bool
+	// dataIDs holds the content IDs of the blocks whose bytes are read.
+	dataIDs map[int32]bool
+	bl      blockLoader
+	scratch []byte // cF tag values
+}
+
+// footprint is the bytes the lean state holds for reuse.
+func (l *leanState) footprint() int {
+	return cap(l.scratch)
+}
+
+// loader returns the block loader of the slice being measured.
+func (l *leanState) loader(d *Decoder) *blockLoader {
+	l.bl = blockLoader{codecs: d.opt.Codecs, bufs: &d.blockBufs}
+	return &l.bl
+}
+
+// blockLoader decompresses the blocks a lean pass leaves pending, when a
+// read first needs their bytes, into the Decoder's block buffers.
+type blockLoader struct {
+	codecs *Codecs
+	bufs   *blockBufs
+}
+
+func (l *blockLoader) load(x *extStream) error {
+	blk := &x.blk
+	buf := l.bufs.take(blk.ContentType, blk.ContentID)
+	raw, err := blk.decompress(l.codecs, buf)
+	if err != nil {
+		return fmt.Errorf("block of content id %d: %w", blk.ContentID, err)
+	}
+	if blk.Method != MethodRaw && cap(raw) > cap(buf) {
+		buf = raw[:0]
+	}
+	l.bufs.keep(blk.ContentType, blk.ContentID, buf)
+	x.data, x.pending, x.blk = raw, false, Block{}
+	return nil
+}
+
+// addPending adds an external block to be decompressed on first use.
+func (s *streams) addPending(blk Block) {
+	s.pool = append(s.pool, extStream{id: blk.ContentID, pending: true, size: int(blk.RawSize), blk: blk})
+	s.maxArray += int(blk.RawSize)
+}
+
+// skip moves past n bytes whose values are not needed; the block need not
+// be decompressed.
+func (x *extStream) skip(n int) error {
+	if p := x.pos; n >= 0 && n <= x.size-p {
+		x.pos = p + n
+		return nil
+	}
+	return &extError{id: x.id, pos: x.pos, want: n, size: x.size}
+}
+
+// position is stream for reads that only move a position: it leaves
+// the block compressed (the next stream decompresses it).
+func (e *Encoding) position(s *streams) (*extStream, error) {
+	if x := e.x; x != nil && e.xGen == s.gen {
+		return x, nil
+	}
+	x, err := s.lookup(e.ContentID)
+	if err != nil {
+		return nil, err
+	}
+	e.x, e.xGen = x, s.gen
+	return x, nil
+}
+
+// skipBytes is appendBytes for n values that are not needed.
+func (e *Encoding) skipBytes(s *streams, n int) error {
+	switch {
+	case e.ID == EncodingExternal:
+		if n == 0 {
+			return nil
+		}
+		x, err := e.position(s)
+		if err != nil {
+			return err
+		}
+		return x.skip(n)
+	case e.ID == EncodingHuffman && len(e.huff.count) > 0 && e.huff.count[0] > 0:
+		return nil
+	}
+	for range n {
+		if _, err := e.decodeByte(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// arrayLen is appendArray for a value whose length alone is needed.
+func (e *Encoding) arrayLen(s *streams) (int, error) {
+	switch e.ID {
+	case EncodingByteArrayLen:
+		if l := e.Len; l.ID == EncodingHuffman && l.huff.count[0] > 0 && e.Val.ID == EncodingExternal {
+			n := int(l.huff.symbols[0])
+			return n, e.Val.skipBytes(s, n)
+		}
+		n, err := e.Len.decodeInt(s)
+		if err != nil {
+			return 0, err
+		}
+		if n < 0 {
+			return 0, corruptf("BYTE_ARRAY_LEN: length %d", n)
+		}
+		if int(n) > s.maxArray {
+			return 0, corruptf("BYTE_ARRAY_LEN: length %d exceeds the slice's data", n)
+		}
+		return int(n), e.Val.skipBytes(s, int(n))
+	case EncodingByteArrayStop:
+		x, err := e.stream(s)
+		if err != nil {
+			return 0, err
+		}
+		b, err := x.readUntil(e.Stop)
+		return len(b), err
+	case EncodingExternal:
+		return 1, e.skipBytes(s, 1)
+	}
+	return 0, corruptf("encoding %d cannot decode a byte array", e.ID)
+}
+
+// skipInt reads one value of a series whose values the shapes do not
+// need, when plan says its reads keep other series in step.
+func (d *Decoder) skipInt(ds *[numDataSeries]*Encoding, s DataSeries) error {
+	if !d.lean.read[s] {
+		return nil
+	}
+	_, err := d.readIntSlow(ds[s], s)
+	return err
+}
+
+// skipByte is skipInt for a byte series, read n times.
+func (d *Decoder) skipByte(ds *[numDataSeries]*Encoding, s DataSeries, n int) error {
+	if !d.lean.read[s] {
+		return nil
+	}
+	e := ds[s]
+	if e == nil {
+		return noEncoding(s)
+	}
+	if err := e.skipBytes(&d.st, n); err != nil {
+		return fmt.Errorf("%v: %w", s, err)
+	}
+	return nil
+}
+
+// shapeRecords is records for the lean pass: it measures the records of
+// one slice into crecs (lengths, CIGAR, positions and mate links; no
+// bases, qualities or tag values), then links their mates.
+func (d *Decoder) shapeRecords(ch *CompressionHeader, sh *SliceHeader) error {
+	s := &d.slice1
+	*s = sliceState{ch: ch, sh: *sh, multi: sh.RefSeqID == -2, lastRefID: -9, unknownRG: -1,
+		lastAPos: sh.RefStart, first: len(d.crecs), nrec: int(sh.NumRecords)}
+	err := d.sliceShapes(s)
+	*s = sliceState{}
+	return err
+}
+
+// sliceShapes is shapeRecords with its state; it mirrors sliceRecords.
+func (d *Decoder) sliceShapes(s *sliceState) error {
+	ch, sh := s.ch, &s.sh
+	var err error
+	s.view = &s.fixed
+	if s.hasRef, err = d.sliceRef(ch, sh, s.view); err != nil {
+		return err
+	}
+	if n := len(d.f.ReadGroups); n > 0 && d.f.ReadGroups[n-1] == "UNKNOWN" {
+		s.unknownRG = int32(n - 1)
+	}
+	maxArray := int64(d.st.maxArray)
+	s.maxReadLen = maxArray + 1<<16 + sh.RefSpan
+	if s.multi {
+		s.maxReadLen = max(s.maxReadLen, maxArray+1<<16+d.f.maxRefLen)
+	}
+	if s.nrec > d.st.maxArray+1 && s.nrec > 1<<20 {
+		return corruptf("slice claims %d records for %d bytes of data", s.nrec, d.st.maxArray)
+	}
+	for rec := 0; rec < s.nrec; rec++ {
+		if err := d.shapeRecord(s, rec); err != nil {
+			return fmt.Errorf("record %d: %w", rec, err)
+		}
+	}
+	if !d.needMates(s.first) {
+		return nil
+	}
+	if err := d.resolveMates(s.first); err != nil {
+		return err
+	}
+	return d.checkMateFields(s.first)
+}
+
+// needMates reports whether the shapes of the slice's records depend on
+// their mate links: when a record has no name of its own (it takes its
+// mate's or one made from the mate's number), or when a template length
+// made from the records' spans might not fit BAM's 32 bits (checked on
+// the links). Else the links, which only set mate fields, are left alone.
+func (d *Decoder) needMates(first int) bool {
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := first; i < len(d.crecs); i++ {
+		cr := &d.crecs[i]
+		if cr.nameLen == 0 {
+			return true
+		}
+		lo, hi = min(lo, cr.apos), max(hi, cr.aend)
+	}
+	if lo > hi {
+		return false // no records
+	}
+	return lo < math.MinInt32 || hi > math.MaxInt32 || hi-lo+1 > math.MaxInt32
+}
+
+// checkMateFields refuses a slice whose mate positions or template
+// lengths, as resolveMates made them, do not fit BAM's 32 bits: the full
+// decode then reports the record (those it reads from NP and TS fit).
+func (d *Decoder) checkMateFields(first int) error {
+	for i := first; i < len(d.crecs); i++ {
+		cr := &d.crecs[i]
+		if cr.matePos-1 < math.MinInt32 || cr.matePos-1 > math.MaxInt32 || cr.tlen < math.MinInt32 || cr.tlen > math.MaxInt32 {
+			return corruptf("record %d: mate position %d, template length %d beyond 32 bits", i-first, cr.matePos-1, cr.tlen)
+		}
+	}
+	return nil
+}
+
+// shapeRecord measures record rec of the slice and appends it to crecs,
+// as decodeRecord decodes it. The record is measured in place, where it
+// is appended (a failed one is dropped): a crec is a hundred bytes.
+func (d *Decoder) shapeRecord(s *sliceState, rec int) error {
+	if len(d.crecs) == cap(d.crecs) {
+		d.crecs = slices.Grow(d.crecs, max(len(d.crecs), 256))
+	}
+	d.crecs = append(d.crecs, crec{sliceStart: int32(s.first), sliceN: int32(s.nrec), counter: s.sh.RecordCounter,
+		mateLine: -1, mateRefID: -1, tlen: unsetTLen, explicitTLen: unsetTLen, rg: -1})
+	if err := d.measure(s, &d.crecs[len(d.crecs)-1], rec); err != nil {
+		d.crecs = d.crecs[:len(d.crecs)-1]
+		return err
+	}
+	return nil
+}
+
+// measure is shapeRecord's reading of record rec into cr.
+func (d *Decoder) measure(s *sliceState, cr *crec, rec int) error {
+	if err := d.readPositions(s, cr); err != nil {
+		return err
+	}
+	ds := &s.ch.DataSeries
+	if s.ch.ReadNamesIncluded {
+		if err := d.nameLen(ds, cr); err != nil {
+			return err
+		}
+	}
+	if err := d.skipMate(s, cr, rec); err != nil {
+		return err
+	}
+	hasMD, hasNM, auxLen, err := d.tagLens(s.ch)
+	if err != nil {
+		return fmt.Errorf("tags: %w", err)
+	}
+	cr.cigOff = int32(len(d.cigars))
+	if cr.flags&flagUnmapped == 0 {
+		if cr.apos <= 0 {
+			return corruptf("alignment position %d but no unmapped flag", cr.apos)
+		}
+		n, err := d.shapeSeq(s, cr, hasMD, hasNM)
+		if err != nil {
+			return err
+		}
+		auxLen += n
+	} else if err := d.shapeUnmapped(ds, cr); err != nil {
+		return err
+	}
+	cr.cigN = int32(len(d.cigars)) - cr.cigOff
+	if cr.rg >= 0 {
+		auxLen += 3 + len(d.f.ReadGroups[cr.rg]) + 1
+	}
+	if auxLen >= math.MaxInt32 || max(len(d.cigars), len(d.crecs)) >= math.MaxInt32 {
+		return corruptf("the container decodes to more than 2 GiB")
+	}
+	cr.auxLen = int32(auxLen)
+	return nil
+}
+
+// nameLen reads the length of the read name (RN), as readName reads the
+// name.
+func (d *Decoder) nameLen(ds *[numDataSeries]*Encoding, cr *crec) error {
+	e := ds[DSRN]
+	if e == nil {
+		return noEncoding(DSRN)
+	}
+	n, err := e.arrayLen(&d.st)
+	if err != nil {
+		return fmt.Errorf("RN: %w", err)
+	}
+	cr.nameLen = int32(n)
+	return nil
+}
+
+// skipMate is readMate for the shapes: the mate links (NF) and the name of
+// a detached record, with the mate's flags, reference, position and
+// template length only read past (their values change no length, and
+// those BAM stores from them fit its 32 bits).
+func (d *Decoder) skipMate(s *sliceState, cr *crec, rec int) error {
+	ds := &s.ch.DataSeries
+	switch cf := cr.cf; {
+	case cf&cfDetached != 0:
+		if err := d.skipInt(ds, DSMF); err != nil {
+			return err
+		}
+		if !s.ch.ReadNamesIncluded {
+			if err := d.nameLen(ds, cr); err != nil {
+				return err
+			}
+		}
+		for _, ser := range [...]DataSeries{DSNS, DSNP, DSTS} {
+			if err := d.skipInt(ds, ser); err != nil {
+				return err
+			}
+		}
+		cr.matePos, cr.tlen = 1, 0
+	case cf&cfMateDown != 0:
+		nf, err := d.readInt(ds, DSNF)
+		if err != nil {
+			return err
+		}
+		cr.mateLine = nf + int32(rec) + 1
+		if cf&cfExplicitTLen != 0 {
+			if err := d.skipInt(ds, DSTS); err != nil {
+				return err
+			}
+			cr.explicitTLen = 0
+		}
+	case cf&cfExplicitTLen != 0:
+		if err := d.skipInt(ds, DSTS); err != nil {
+			return err
+		}
+		cr.explicitTLen = 0
+	}
+	return nil
+}
+
+// tagLens is readTags for the shapes: the BAM bytes of the tag line's
+// tags, with their values read past where they lie in blocks of their own
+// (only htslib's cF tag, which is dropped or kept by its value, is read).
+func (d *Decoder) tagLens(ch *CompressionHeader) (hasMD, hasNM bool, n int, err error) {
+	tl, err := d.readInt(&ch.DataSeries, DSTL)
+	if err != nil {
+		return false, false, 0, err
+	}
+	if tl < 0 || int(tl) >= len(ch.TagLines) {
+		return false, false, 0, corruptf("tag line %d, dictionary has %d", tl, len(ch.TagLines))
+	}
+	plan := &ch.tagPlans[tl]
+	hasMD, hasNM = plan.hasMD, plan.hasNM
+	for k := range plan.ops {
+		op := &plan.ops[k]
+		if op.cF {
+			v, err := d.tagValue(op)
+			if err != nil {
+				return false, false, 0, fmt.Errorf("tag %s: %w", op.key[:], err)
+			}
+			if len(v) == 1 {
+				hasMD = hasMD || v[0]&1 != 0
+				hasNM = hasNM || v[0]&2 != 0
+				continue
+			}
+			n += 3 + len(v)
+			continue
+		}
+		m, err := d.tagLen(op)
+		if err != nil {
+			return false, false, 0, fmt.Errorf("tag %s: %w", op.key[:], err)
+		}
+		n += 3 + m
+	}
+	return hasMD, hasNM, n, nil
+}
+
+// tagLen reads past the value of one tag and returns its length.
+func (d *Decoder) tagLen(op *tagOp) (int, error) {
+	switch op.kind {
+	case tagConst:
+		x, err := op.val.position(&d.st)
+		if err != nil {
+			return 0, err
+		}
+		return op.n, x.skip(op.n)
+	case tagStop:
+		x, err := op.enc.stream(&d.st)
+		if err != nil {
+			return 0, err
+		}
+		b, err := x.readUntil(op.enc.Stop)
+		return len(b), err
+	}
+	if op.enc == nil {
+		return 0, corruptf("no encoding")
+	}
+	return op.enc.arrayLen(&d.st)
+}
+
+// tagValue reads the value of one tag, as readTags does.
+func (d *Decoder) tagValue(op *tagOp) ([]byte, error) {
+	l := &d.lean
+	l.scratch = l.scratch[:0]
+	switch op.kind {
+	case tagConst:
+		x, err := op.val.stream(&d.st)
+		if err != nil {
+			return nil, err
+		}
+		return x.readN(op.n)
+	case tagStop:
+		x, err := op.enc.stream(&d.st)
+		if err != nil {
+			return nil, err
+		}
+		return x.readUntil(op.enc.Stop)
+	}
+	if op.enc == nil {
+		return nil, corruptf("no encoding")
+	}
+	var err error
+	l.scratch, err = op.enc.appendArray(&d.st, l.scratch)
+	return l.scratch, err
+}
+
+// shapeUnmapped is readUnmapped for the shapes: the bases (BA) and
+// preserved qualities (QS) are read past.
+func (d *Decoder) shapeUnmapped(ds *[numDataSeries]*Encoding, cr *crec) error {
+	cr.aend = cr.apos
+	n := int(cr.length)
+	if n > 0 {
+		if err := d.skipByte(ds, DSBA, n); err != nil {
+			return err
+		}
+	}
+	if cr.cf&cfPreserveQual == 0 {
+		return nil
+	}
+	return d.skipByte(ds, DSQS, n)
+}

@@ -1,0 +1,225 @@
+package decode_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/hostile"
+)
+
+// shapeKey is what a Shape tells of a record, comparable: the unmapped
+// flag stands for the flags (a Shape's mate bits may be missing).
+type shapeKey struct {
+	unmapped             bool
+	refID                int32
+	pos                  int64
+	nameLen, seqLen, aux int
+	cigar                string
+}
+
+func keyOf(s *decode.Shape) shapeKey {
+	return shapeKey{s.Flags&4 != 0, s.RefID, s.Pos, s.NameLen, s.SeqLen, s.AuxLen, fmt.Sprint(s.Cigar)}
+}
+
+// fullShapes decodes container i in full and returns its records' shapes.
+func fullShapes(d *decode.Decoder, i int) ([]shapeKey, error) {
+	recs, err := d.Container(i)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]shapeKey, len(recs))
+	for j := range recs {
+		r := &recs[j]
+		s := decode.Shape{Flags: r.Flags, RefID: r.RefID, Pos: r.Pos, NameLen: len(r.Name), Cigar: r.Cigar, SeqLen: len(r.Seq), AuxLen: len(r.Aux)}
+		out[j] = keyOf(&s)
+	}
+	return out, nil
+}
+
+// leanShapes measures container i with the lean pass.
+func leanShapes(d *decode.Decoder, i int) ([]shapeKey, error) {
+	var out []shapeKey
+	err := d.ContainerShapes(i, func(j int, s *decode.Shape) error {
+		if j != len(out) {
+			return fmt.Errorf("record %d reported as %d", len(out), j)
+		}
+		out = append(out, keyOf(s))
+		return nil
+	})
+	return out, err
+}
+
+// compareShapes opens b and, for every container the full decode
+// decodes, checks that the lean pass gives the same shapes; it never
+// panics on damaged input. It returns the containers compared.
+func compareShapes(t *testing.T, b []byte, opt decode.DecoderOptions) int {
+	t.Helper()
+	f, err := decode.Open("x.cram", bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
+	if err != nil {
+		return 0
+	}
+	full, lean := f.NewDecoder(opt), f.NewDecoder(opt)
+	n := 0
+	for i := range f.Containers {
+		want, ferr := fullShapes(full, i)
+		got, lerr := leanShapes(lean, i)
+		if ferr != nil {
+			continue // the lean pass may or may not see the damage
+		}
+		if lerr != nil {
+			t.Fatalf("container %d: the full decode succeeds, the lean pass fails: %v", i, lerr)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("container %d: lean shapes differ from the full decode's: %s", i, diffShapes(got, want))
+		}
+		n++
+	}
+	return n
+}
+
+func diffShapes(a, b []shapeKey) string {
+	for j := range min(len(a), len(b)) {
+		if a[j] != b[j] {
+			return fmt.Sprintf("record %d: lean %+v, full %+v", j, a[j], b[j])
+		}
+	}
+	return fmt.Sprintf("lean has %d records, full %d", len(a), len(b))
+}
+
+// shapeFixtures are the fixtures the damage test and the fuzz target
+// start from: one slice and several, 3.0 and 3.1 codecs, unmapped reads.
+var shapeFixtures = []string{"ce_1000.3.0-multislice.cram", "ce_1000.3.1-archive.cram", "ce_unmap2.3.0.cram", "ce_1000.3.0-lossynames.cram", "xx_tlen.3.0-lossynames.cram"}
+
+// TestContainerShapesUnderDamage damages fixtures (bits flipped in every
+// block with CRCs recomputed, lies in headers; internal/hostile): the lean
+// pass never panics and, wherever the full decode succeeds, gives the same
+// shapes. Decoders are reused from container to container, as in the
+// engine.
+func TestContainerShapesUnderDamage(t *testing.T) {
+	opt := decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true}
+	n := 0
+	for _, name := range shapeFixtures {
+		orig, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata", "cram", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += compareShapes(t, orig, opt)
+		vs, err := hostile.Variants(orig, 3, hostile.Options{PerKind: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			t.Run(name+"/"+v.Name, func(t *testing.T) { n += compareShapes(t, v.Data, opt) })
+		}
+	}
+	if n < 100 {
+		t.Fatalf("only %d containers compared", n)
+	}
+}
+
+// FuzzContainerShapes flips bits of a fixture (CRCs recomputed, so the
+// damage reaches the record decoders) and checks compareShapes.
+func FuzzContainerShapes(f *testing.F) {
+	var origs [][]byte
+	for _, name := range shapeFixtures {
+		b, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata", "cram", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		origs = append(origs, b)
+	}
+	for i := range origs {
+		f.Add(uint8(i), uint32(0), uint8(0))
+		f.Add(uint8(i), uint32(len(origs[i])/2), uint8(0x10))
+	}
+	opt := decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true}
+	f.Fuzz(func(t *testing.T, which uint8, off uint32, mask byte) {
+		orig := origs[int(which)%len(origs)]
+		b, err := hostile.FlipAt(orig, int(off%uint32(len(orig))), mask, true)
+		if err != nil {
+			return
+		}
+		compareShapes(t, b, opt)
+	})
+}
+
+// TestContainerShapesSkipsQualities decodes a 3.1 archive fixture, whose
+// qualities are fqzcomp-compressed, with a Decoder that cannot decode
+// fqzcomp: the full decode fails, the lean pass never decompresses the
+// quality block and gives the shapes of a Decoder that can.
+func TestContainerShapesSkipsQualities(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata", "cram", "ce_1000.3.1-archive.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := decode.Open("x.cram", bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFQZ := decode.DefaultCodecs()
+	errNoFQZ := errors.New("no fqzcomp here")
+	noFQZ.FQZComp = func(dst, src []byte, rawSize int) ([]byte, error) { return dst, errNoFQZ }
+	opt := decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true}
+	good := f.NewDecoder(opt)
+	opt.Codecs = &noFQZ
+	bad := f.NewDecoder(opt)
+	for i := range f.Containers {
+		if _, err := bad.Container(i); !errors.Is(err, errNoFQZ) {
+			t.Fatalf("container %d: the full decode without fqzcomp gives %v", i, err)
+		}
+		want, err := leanShapes(good, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := leanShapes(bad, i)
+		if err != nil {
+			t.Fatalf("container %d: lean pass without fqzcomp: %v", i, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("container %d: %s", i, diffShapes(got, want))
+		}
+	}
+}
+
+// BenchmarkContainerShapes is BenchmarkDecode for the lean pass: every
+// container of testdata files measured; bytes are the CRAM file's size.
+func BenchmarkContainerShapes(b *testing.B) {
+	root := filepath.Join(corpus.Root(), "testdata")
+	for _, name := range []string{"ce_1000.3.0", "ce_1000.3.1-normal", "ce_1000.3.1-archive", "ce_1000.scramble-3.0-s1S50"} {
+		b.Run(name, func(b *testing.B) {
+			p := filepath.Join(root, "cram", name+".cram")
+			data, err := os.ReadFile(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			store, err := reference.Open([]string{filepath.Join(root, "ref/ce.fa")}, reference.Options{NoEnv: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			f, err := decode.Open(p, bytes.NewReader(data), int64(len(data)), decode.OpenOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := f.NewDecoder(decode.DecoderOptions{Reference: newStoreRef(b, store, f.Refs)})
+			count := func(int, *decode.Shape) error { return nil }
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range f.Containers {
+					if err := d.ContainerShapes(i, count); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

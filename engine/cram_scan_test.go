@@ -1,0 +1,357 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/hostile"
+)
+
+// compareLeanLayout checks every container of the CRAM at path: the lean
+// pass must measure it (no fallback) and give the records and length of
+// the full build. It returns the records compared.
+func compareLeanLayout(t *testing.T, path string, fastas []string, noMD bool) int {
+	t.Helper()
+	store, err := reference.Open(fastas, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c, err := OpenCRAM(path, CRAMOptions{Reference: store, NoMD: noMD, AllowMissingEOF: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := 0
+	var lean, full []RecordLayout
+	for i := 0; i < c.NumContainers(); i++ {
+		full = full[:0]
+		fullTotal, err := c.fullLayout(context.Background(), i, func(r RecordLayout) error {
+			full = append(full, r)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("container %d: full build: %v", i, err)
+		}
+		var total int64
+		var ok bool
+		lean, total, ok, err = c.leanLayout(i, lean[:0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			t.Fatalf("container %d: the lean pass failed where the full build succeeds (%s)", i, leanError(c, i))
+		}
+		if total != fullTotal || !slices.Equal(lean, full) {
+			t.Fatalf("container %d: lean pass gives %d bytes, full build %d; first difference: %s", i, total, fullTotal, firstDiff(lean, full))
+		}
+		// ScanLayout itself reports the same.
+		var got []RecordLayout
+		scanned, err := c.ScanLayout(context.Background(), i, func(r RecordLayout) error {
+			got = append(got, r)
+			return nil
+		})
+		if err != nil || scanned != fullTotal || !slices.Equal(got, full) {
+			t.Fatalf("container %d: ScanLayout gives %d bytes (%v), full build %d", i, scanned, err, fullTotal)
+		}
+		n += len(full)
+	}
+	return n
+}
+
+// leanError is the lean pass's error on container i, for messages.
+func leanError(c *CRAM, i int) error {
+	st, err := c.acquire()
+	if err != nil {
+		return err
+	}
+	defer c.release(st)
+	d := st.f.NewDecoder(st.dopt)
+	return d.ContainerShapes(i, func(int, *decode.Shape) error { return nil })
+}
+
+func firstDiff(a, b []RecordLayout) string {
+	for j := range min(len(a), len(b)) {
+		if a[j] != b[j] {
+			return fmt.Sprintf("record %d: lean %+v, full %+v", j, a[j], b[j])
+		}
+	}
+	return fmt.Sprintf("lean has %d records, full %d", len(a), len(b))
+}
+
+// TestScanLayoutLeanFixtures proves the lean layout scan exact: for every
+// CRAM of the test fixtures and the corpus that samtools decodes, with and
+// without MD/NM generation, each container's records (length, reference,
+// span, unmapped flag) and length equal those of the full build.
+func TestScanLayoutLeanFixtures(t *testing.T) {
+	dirs := []struct{ dir, manifest string }{
+		{filepath.Join(corpus.Root(), "testdata"), filepath.Join("cram", "manifest.tsv")},
+	}
+	if dir := corpus.Dir(t); dir != "" {
+		dirs = append(dirs, struct{ dir, manifest string }{dir, "cram_manifest.tsv"})
+	}
+	for _, d := range dirs {
+		for _, e := range readManifest(t, filepath.Join(d.dir, d.manifest)) {
+			if e.rc != "0" || strings.Contains(e.path, "truncated") {
+				continue
+			}
+			t.Run(e.path, func(t *testing.T) {
+				var fastas []string
+				if e.ref != "" {
+					fastas = []string{filepath.Join(d.dir, e.ref)}
+				}
+				for _, noMD := range []bool{false, true} {
+					compareLeanLayout(t, filepath.Join(d.dir, e.path), fastas, noMD)
+				}
+			})
+		}
+	}
+}
+
+// TestScanLayoutLeanBenchData is TestScanLayoutLeanFixtures for every CRAM
+// of the benchmark dataset (../shared/bench/make-data.sh) in
+// $CRAMFS_BENCH_DATA; it skips when that is not set.
+func TestScanLayoutLeanBenchData(t *testing.T) {
+	dir := os.Getenv("CRAMFS_BENCH_DATA")
+	if dir == "" {
+		t.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.cram"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRAM in %s (%v)", dir, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			n := compareLeanLayout(t, f, []string{filepath.Join(dir, "ref.fa")}, false)
+			t.Logf("%d records", n)
+		})
+	}
+}
+
+// BenchmarkScanLayout measures the layout scan of each CRAM of the
+// benchmark dataset in $CRAMFS_BENCH_DATA (every container, one goroutine):
+// lean is ScanLayout, full the full build it replaces. Bytes are the
+// CRAM's.
+func BenchmarkScanLayout(b *testing.B) {
+	dir := os.Getenv("CRAMFS_BENCH_DATA")
+	if dir == "" {
+		b.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.cram"))
+	if err != nil || len(files) == 0 {
+		b.Fatalf("no CRAM in %s (%v)", dir, err)
+	}
+	for _, f := range files {
+		for _, lean := range []bool{true, false} {
+			name := strings.TrimSuffix(filepath.Base(f), ".cram") + "/full"
+			if lean {
+				name = strings.TrimSuffix(name, "full") + "lean"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.Setenv("CRAMFS_BENCH_CRAM", filepath.Base(f))
+				c := benchDataCRAM(b)
+				b.SetBytes(c.Stat().Size())
+				b.ReportAllocs()
+				count := func(RecordLayout) error { return nil }
+				for b.Loop() {
+					for i := 0; i < c.NumContainers(); i++ {
+						var err error
+						if lean {
+							_, err = c.ScanLayout(context.Background(), i, count)
+						} else {
+							_, err = c.fullLayout(context.Background(), i, count)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestScanLayoutErrorsAreFullBuilds scans damaged copies of a fixture
+// (internal/hostile): where ScanLayout fails, its error is the full
+// build's, naming the file and the container once; where the full build
+// succeeds, ScanLayout reports its records. Damage to blocks the lean pass
+// leaves compressed (qualities, bases) shows only when the container is
+// built.
+func TestScanLayoutErrorsAreFullBuilds(t *testing.T) {
+	orig, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata", "cram", "ce_1000.3.0-multislice.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := hostile.Variants(orig, 5, hostile.Options{PerKind: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := reference.Open([]string{filepath.Join(corpus.Root(), "testdata", "ref", "ce.fa")}, reference.Options{NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	failed := 0
+	for k, v := range vs {
+		p := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.cram", k))
+		if err := os.WriteFile(p, v.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := OpenCRAM(p, CRAMOptions{Reference: store, AllowMissingEOF: true})
+		if err != nil {
+			continue
+		}
+		for i := 0; i < c.NumContainers(); i++ {
+			var full, got []RecordLayout
+			fullTotal, ferr := c.fullLayout(context.Background(), i, func(r RecordLayout) error { full = append(full, r); return nil })
+			total, err := c.ScanLayout(context.Background(), i, func(r RecordLayout) error { got = append(got, r); return nil })
+			if ferr != nil && err == nil {
+				continue // damage the lean pass does not read
+			}
+			if ferr != nil {
+				failed++
+				if err.Error() != ferr.Error() {
+					t.Fatalf("%s: container %d: ScanLayout gives %v, the full build %v", v.Name, i, err, ferr)
+				}
+				if msg := err.Error(); strings.Count(msg, filepath.Base(p)) != 1 {
+					t.Errorf("%s: error %q does not name the file once", v.Name, msg)
+				}
+				continue
+			}
+			if err != nil || total != fullTotal || !slices.Equal(got, full) {
+				t.Fatalf("%s: container %d: ScanLayout gives %d bytes (%v), the full build %d", v.Name, i, total, err, fullTotal)
+			}
+		}
+		c.Close()
+	}
+	if failed < 20 {
+		t.Fatalf("only %d damaged containers failed to build", failed)
+	}
+}
+
+// refEdgesSAM writes a reference with runs of N (upper and lower case)
+// and a coordinate-sorted SAM of reads over it: matches, mismatches,
+// deletions, insertions, skips and soft clips, many across the Ns, where
+// the generated MD and NM count the reference's N as a mismatch.
+func refEdgesSAM(t *testing.T, dir string) (fasta, sam string) {
+	r := rand.New(rand.NewPCG(22, 1))
+	base := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "ACGT"[r.IntN(4)]
+		}
+		return b
+	}
+	r1 := base(3000)
+	copy(r1[500:], bytes.Repeat([]byte("N"), 60))
+	r1[1000] = 'N'
+	copy(r1[1500:], "acgtnnacgt")
+	r2 := base(400)
+	copy(r2[100:], "NNNNN")
+	fasta = filepath.Join(dir, "ref.fa")
+	if err := os.WriteFile(fasta, []byte(">r1\n"+string(r1)+"\n>r2\n"+string(r2)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refs := []struct {
+		name string
+		seq  []byte
+	}{{"r1", bytes.ToUpper(r1)}, {"r2", r2}}
+	var b strings.Builder
+	b.WriteString("@HD\tVN:1.6\tSO:coordinate\n")
+	for _, ref := range refs {
+		fmt.Fprintf(&b, "@SQ\tSN:%s\tLN:%d\n", ref.name, len(ref.seq))
+	}
+	n := 0
+	for _, ref := range refs {
+		L := len(ref.seq)
+		pos := 1
+		for pos < L-120 {
+			pos += r.IntN(8)
+			var cig strings.Builder
+			var seq []byte
+			rp := pos - 1
+			match := func(k int) {
+				for range k {
+					c := ref.seq[rp]
+					if c == 'N' || r.IntN(20) == 0 {
+						c = "ACGTN"[r.IntN(5)]
+					}
+					seq = append(seq, c)
+					rp++
+				}
+				fmt.Fprintf(&cig, "%dM", k)
+			}
+			if r.IntN(5) == 0 {
+				k := 1 + r.IntN(5)
+				seq = append(seq, base(k)...)
+				fmt.Fprintf(&cig, "%dS", k)
+			}
+			match(5 + r.IntN(30))
+			switch x := r.IntN(10); {
+			case x < 3:
+				k := 1 + r.IntN(8)
+				fmt.Fprintf(&cig, "%dD", k)
+				rp += k
+				match(5 + r.IntN(30))
+			case x < 5:
+				k := 1 + r.IntN(4)
+				seq = append(seq, base(k)...)
+				fmt.Fprintf(&cig, "%dI", k)
+				match(5 + r.IntN(30))
+			case x < 6:
+				k := 1 + r.IntN(40)
+				fmt.Fprintf(&cig, "%dN", k)
+				rp += k
+				match(5 + r.IntN(20))
+			}
+			fmt.Fprintf(&b, "q%d\t0\t%s\t%d\t40\t%s\t*\t0\t0\t%s\t%s\n", n, ref.name, pos, cig.String(), seq, bytes.Repeat([]byte("I"), len(seq)))
+			n++
+		}
+	}
+	sam = filepath.Join(dir, "x.sam")
+	if err := os.WriteFile(sam, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return fasta, sam
+}
+
+// TestScanLayoutLeanReferenceN is TestScanLayoutLeanFixtures for CRAMs
+// whose reads lie over reference Ns (samtools writes them, 3.0 and 3.1,
+// with the reference or embedding it), where the length of each generated
+// MD and NM depends on the reference's bases under the matches.
+func TestScanLayoutLeanReferenceN(t *testing.T) {
+	dir := t.TempDir()
+	fasta, sam := refEdgesSAM(t, dir)
+	for _, v := range []struct{ name, opt string }{{"3.0", "version=3.0"}, {"3.1", "version=3.1"}, {"embed", "embed_ref=1"}} {
+		p := filepath.Join(dir, v.name+".cram")
+		samtools(t, "view", "-C", "--output-fmt-option", v.opt, "-T", fasta, "-o", p, sam)
+		for _, noMD := range []bool{false, true} {
+			if n := compareLeanLayout(t, p, []string{fasta}, noMD); n < 100 {
+				t.Fatalf("%s: %d records", v.name, n)
+			}
+		}
+	}
+	// With the reference embedded, a FASTA whose r2 is shorter than its
+	// @SQ line only shortens r2 for MD and NM (htslib's length
+	// sanitising): matches and deletions run past its end.
+	fa, err := os.ReadFile(fasta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(fa, []byte(">r2\n"))
+	short := filepath.Join(dir, "short.fa")
+	if err := os.WriteFile(short, append(fa[:i+4:i+4], fa[i+4:i+4+250]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compareLeanLayout(t, filepath.Join(dir, "embed.cram"), []string{short}, false)
+}
