@@ -109,16 +109,24 @@ func (d *Decoder) records(ch *CompressionHeader, sh *SliceHeader) error {
 	// it holds leaks (to the read features and the reference's loader),
 	// which would cost an allocation per slice. It is dropped afterwards,
 	// as a local would be.
-	s := &d.slice1
-	*s = sliceState{ch: ch, sh: *sh, multi: sh.RefSeqID == -2, lastRefID: -9, unknownRG: -1,
-		lastAPos: sh.RefStart, first: len(d.crecs), nrec: int(sh.NumRecords)}
+	s := d.startSlice(ch, sh)
 	err := d.sliceRecords(s)
 	*s = sliceState{}
 	return err
 }
 
-// sliceRecords is records with its state.
-func (d *Decoder) sliceRecords(s *sliceState) error {
+// startSlice sets the Decoder's slice state for the slice sh and returns
+// it; the caller clears it when done with the slice.
+func (d *Decoder) startSlice(ch *CompressionHeader, sh *SliceHeader) *sliceState {
+	s := &d.slice1
+	*s = sliceState{ch: ch, sh: *sh, multi: sh.RefSeqID == -2, lastRefID: -9, unknownRG: -1,
+		lastAPos: sh.RefStart, first: len(d.crecs), nrec: int(sh.NumRecords)}
+	return s
+}
+
+// prepareSlice loads the reference view of the slice of s and sets the
+// bounds its records are read within, for the full and the lean pass.
+func (d *Decoder) prepareSlice(s *sliceState) error {
 	ch, sh := s.ch, &s.sh
 	var err error
 	s.view = &s.fixed
@@ -138,6 +146,14 @@ func (d *Decoder) sliceRecords(s *sliceState) error {
 	}
 	if s.nrec > d.st.maxArray+1 && s.nrec > 1<<20 {
 		return corruptf("slice claims %d records for %d bytes of data", s.nrec, d.st.maxArray)
+	}
+	return nil
+}
+
+// sliceRecords is records with its state.
+func (d *Decoder) sliceRecords(s *sliceState) error {
+	if err := d.prepareSlice(s); err != nil {
+		return err
 	}
 	for rec := 0; rec < s.nrec; rec++ {
 		if err := d.decodeRecord(s, rec); err != nil {

@@ -220,9 +220,7 @@ func (d *Decoder) skipByte(ds *[numDataSeries]*Encoding, s DataSeries, n int) er
 // one slice into crecs (lengths, CIGAR, positions and mate links; no
 // bases, qualities or tag values), then links their mates.
 func (d *Decoder) shapeRecords(ch *CompressionHeader, sh *SliceHeader) error {
-	s := &d.slice1
-	*s = sliceState{ch: ch, sh: *sh, multi: sh.RefSeqID == -2, lastRefID: -9, unknownRG: -1,
-		lastAPos: sh.RefStart, first: len(d.crecs), nrec: int(sh.NumRecords)}
+	s := d.startSlice(ch, sh)
 	err := d.sliceShapes(s)
 	*s = sliceState{}
 	return err
@@ -230,22 +228,8 @@ func (d *Decoder) shapeRecords(ch *CompressionHeader, sh *SliceHeader) error {
 
 // sliceShapes is shapeRecords with its state; it mirrors sliceRecords.
 func (d *Decoder) sliceShapes(s *sliceState) error {
-	ch, sh := s.ch, &s.sh
-	var err error
-	s.view = &s.fixed
-	if s.hasRef, err = d.sliceRef(ch, sh, s.view); err != nil {
+	if err := d.prepareSlice(s); err != nil {
 		return err
-	}
-	if n := len(d.f.ReadGroups); n > 0 && d.f.ReadGroups[n-1] == "UNKNOWN" {
-		s.unknownRG = int32(n - 1)
-	}
-	maxArray := int64(d.st.maxArray)
-	s.maxReadLen = maxArray + 1<<16 + sh.RefSpan
-	if s.multi {
-		s.maxReadLen = max(s.maxReadLen, maxArray+1<<16+d.f.maxRefLen)
-	}
-	if s.nrec > d.st.maxArray+1 && s.nrec > 1<<20 {
-		return corruptf("slice claims %d records for %d bytes of data", s.nrec, d.st.maxArray)
 	}
 	for rec := 0; rec < s.nrec; rec++ {
 		if err := d.shapeRecord(s, rec); err != nil {

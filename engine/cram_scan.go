@@ -71,6 +71,12 @@ func (c *CRAM) fullLayout(ctx context.Context, i int, each func(r RecordLayout) 
 	if err != nil {
 		return 0, err
 	}
+	return measureRecords(raw, each)
+}
+
+// measureRecords frames the BAM records of raw, calls each with every
+// one's layout, and returns the length of raw.
+func measureRecords(raw []byte, each func(r RecordLayout) error) (int64, error) {
 	recs, err := walkRecords(nil, raw)
 	if err != nil {
 		return 0, err

@@ -78,16 +78,7 @@ func measureBuilt(ctx context.Context, src Source, i int, each func(RecordLayout
 	if err != nil {
 		return 0, err
 	}
-	recs, err := walkRecords(nil, raw)
-	if err != nil {
-		return 0, err
-	}
-	for _, r := range recs {
-		if err := each(RecordLayout{Len: r.uEnd - r.uStart, RefID: r.refID, Beg: r.beg, End: r.end, Unmapped: r.unmapped}); err != nil {
-			return 0, err
-		}
-	}
-	return int64(len(raw)), nil
+	return measureRecords(raw, each)
 }
 
 // comparableIndex returns the index file f as it would be without any
