@@ -3,9 +3,15 @@ package engine
 import (
 	"bytes"
 	"context"
+	"io"
+	"math"
+	"path/filepath"
+	"sync"
 	"testing"
 
+	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/internal/bgzftest"
+	"github.com/cramfs/cramfs/internal/corpus"
 )
 
 // bigSource is a Source of one container of n bytes.
@@ -54,5 +60,138 @@ func TestConvertWritesInPieces(t *testing.T) {
 		if want := append(src.Header(), data...); !bytes.Equal(raw, want) {
 			t.Fatalf("level %d: output holds %d bytes, want the %d of header and container", level, len(raw), len(want))
 		}
+	}
+}
+
+// hintProbe is a CRAM whose container blocks are checked against the
+// buffer Convert builds them in, with its size estimate optionally
+// replaced by a fixed one.
+type hintProbe struct {
+	*CRAM
+	fixed int64 // the estimate of every container; 0: the CRAM's own
+
+	mu    sync.Mutex // guards grown
+	grown []int      // containers whose blocks outgrew the buffer given
+}
+
+func (p *hintProbe) EstimateContainer(i int) int64 {
+	if p.fixed != 0 {
+		return p.fixed
+	}
+	return p.CRAM.EstimateContainer(i)
+}
+
+func (p *hintProbe) AppendContainerBlocks(ctx context.Context, i int, c *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error) {
+	out, n, err := p.CRAM.AppendContainerBlocks(ctx, i, c, dst, each)
+	if err == nil && cap(out) != cap(dst) {
+		p.mu.Lock()
+		p.grown = append(p.grown, i)
+		p.mu.Unlock()
+	}
+	return out, n, err
+}
+
+// hintCRAMs are testdata CRAMs of several containers of different writers
+// and versions, some of single records.
+var hintCRAMs = []string{"ce_1000.scramble-3.0-s1S50.cram", "ce_1000.scramble-4.0-s1S50.cram", "ce_1000.3.0-sps1.cram", "corner_unmapped.3.1-sps1.cram", "corner_aux.st1.23-3.0-sps1.cram"}
+
+// openHintCRAMs opens the hintCRAMs and, made by samtools from the
+// "synth" fixture, CRAMs 3.0 and 3.1 of six containers of 2,000 reads
+// (about 500 KB of BAM each).
+func openHintCRAMs(t *testing.T) []*CRAM {
+	store := testdataReference(t)
+	var paths []string
+	for _, name := range hintCRAMs {
+		paths = append(paths, filepath.Join(corpus.Root(), "testdata", "cram", name))
+	}
+	synth := fixture(t, "synth")
+	for _, v := range []string{"3.0", "3.1"} {
+		p := filepath.Join(t.TempDir(), "synth."+v+".cram")
+		samtools(t, "view", "-C", "--no-PG", "--output-fmt-option", "version="+v, "--output-fmt-option", "no_ref=1",
+			"--output-fmt-option", "seqs_per_slice=2000", "-o", p, synth.path)
+		paths = append(paths, p)
+	}
+	var cs []*CRAM
+	for _, p := range paths {
+		c, err := OpenCRAM(p, CRAMOptions{Reference: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if c.NumContainers() < 2 {
+			t.Fatalf("%s: %d containers, want several", p, c.NumContainers())
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// TestConvertSizesBuffersAhead checks that Convert gives each container's
+// blocks a buffer they fit in, so that it is not grown and copied while
+// the records are encoded (a 36 MB container used to be copied about
+// twice over on its way from an empty buffer).
+func TestConvertSizesBuffersAhead(t *testing.T) {
+	for _, c := range openHintCRAMs(t) {
+		for _, threads := range []int{1, 2} {
+			p := &hintProbe{CRAM: c}
+			if err := Convert(context.Background(), p, io.Discard, ConvertOptions{Threads: threads, Level: Stored}); err != nil {
+				t.Fatal(err)
+			}
+			if len(p.grown) > 0 {
+				t.Errorf("%s, %d threads: the blocks of containers %v of %d outgrew their buffer", c.Name(), threads, p.grown, c.NumContainers())
+			}
+		}
+	}
+}
+
+// TestConvertHintKeepsBytes checks that the size hints only size buffers:
+// estimates far too small or too large give the bytes of the CRAM's own,
+// at every level.
+func TestConvertHintKeepsBytes(t *testing.T) {
+	for _, c := range openHintCRAMs(t) {
+		for _, level := range []Level{Stored, 1, 6} {
+			var want bytes.Buffer
+			if err := Convert(context.Background(), c, &want, ConvertOptions{Threads: 2, Level: level}); err != nil {
+				t.Fatal(err)
+			}
+			for _, fixed := range []int64{1, 1 << 24} {
+				var got bytes.Buffer
+				p := &hintProbe{CRAM: c, fixed: fixed}
+				if err := Convert(context.Background(), p, &got, ConvertOptions{Threads: 2, Level: level}); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got.Bytes(), want.Bytes()) {
+					t.Errorf("%s, level %d, estimate %d: %d bytes differ from the %d with the CRAM's own estimates", c.Name(), level, fixed, got.Len(), want.Len())
+				}
+			}
+		}
+	}
+}
+
+// TestOutHintBounded checks that no estimate, however large (a container
+// header is untrusted), makes a hint allocate more than maxOutHint, and
+// that a hint learns from the containers built.
+func TestOutHintBounded(t *testing.T) {
+	for _, est := range []int64{1 << 30, 1 << 50, math.MaxInt64} {
+		h := newOutHint(&hintProbe{fixed: est}, 0)
+		if _, hint := h.size(0); hint != maxOutHint {
+			t.Errorf("estimate %d: hint %d, want the bound %d", est, hint, maxOutHint)
+		}
+		h.observe(est, math.MaxInt32)
+		h.observe(1, 1<<40)
+		if _, hint := h.size(0); hint > maxOutHint || hint <= 0 {
+			t.Errorf("estimate %d after outputs far above estimates: hint %d, want 1..%d", est, hint, maxOutHint)
+		}
+	}
+	h := newOutHint(&hintProbe{fixed: 1e6}, 0)
+	h.observe(1e6, 1.5e6)
+	if _, hint := h.size(0); hint < 1.5e6 || hint > 1.7e6 {
+		t.Errorf("after a container of 1.5 MB estimated at 1 MB: hint %d for another such, want 1.5-1.7 MB", hint)
+	}
+	if _, hint := newOutHint(&hintProbe{fixed: 100}, 0).size(0); hint != bgzf.MaxBlockSize {
+		t.Errorf("estimate of 100 bytes: hint %d, want a block's %d", hint, bgzf.MaxBlockSize)
+	}
+	if _, hint := newOutHint(bigSource{}, 0).size(0); hint != 0 {
+		t.Errorf("a Source without estimates: hint %d, want 0", hint)
 	}
 }

@@ -515,6 +515,24 @@ func (c *CRAM) ContainerOffset(i int) int64 {
 	return st.f.Containers[i].Offset
 }
 
+// EstimateContainer implements Estimator: what the records' fixed
+// fields, shortest names, bases and qualities take (CIGARs and tags come
+// on top), from the record and base counts of the container header, at
+// most 64 times the container's bytes in the file.
+func (c *CRAM) EstimateContainer(i int) int64 {
+	st, err := c.acquire()
+	if err != nil {
+		return 0
+	}
+	defer c.release(st)
+	h := &st.f.Containers[i]
+	const most = 1 << 40 // keeps the arithmetic below from overflowing
+	recs := min(max(int64(h.NumRecords), 0), most)
+	bases := min(max(h.Bases, 0), most)
+	est := recs*(4+32+2) + bases + (bases+1)/2
+	return min(est, 64*(int64(h.HeaderSize)+int64(h.Length)))
+}
+
 // AppendContainer implements Source.
 func (c *CRAM) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
 	return c.appendContainer(ctx, i, false, dst, nil, nil)

@@ -54,6 +54,16 @@ type Rebuilder interface {
 	RebuildContainerBlocks(ctx context.Context, i int, c *bgzf.Compressor, dst []byte) ([]byte, int64, error)
 }
 
+// Estimator is implemented by Sources that can guess, from a container's
+// header alone, how many BAM bytes its records take, so that a buffer can
+// be given its size before the records are encoded.
+type Estimator interface {
+	// EstimateContainer returns a rough guess of the BAM bytes of
+	// container i, 0 when there is none. It comes from untrusted header
+	// fields: callers bound what they allocate from it.
+	EstimateContainer(i int) int64
+}
+
 // fileSource is implemented by Sources that read one open file (CRAM).
 // Only their layouts are persisted.
 type fileSource interface {
