@@ -21,7 +21,8 @@ type ConvertOptions struct {
 
 // Convert writes the BAM of src to w: the header's BGZF blocks, one run of
 // blocks per container and the EOF block, the same bytes as the virtual
-// BAM at that level. Containers are decoded and compressed by Threads
+// BAM at that level, in Write calls of WritePiece bytes (the last one
+// shorter), so w needs no buffering. Containers are decoded and compressed by Threads
 // workers and written in order, so the output does not depend on Threads.
 // At most 2×Threads containers are held in memory at once.
 func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) error {
@@ -41,7 +42,8 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	if err != nil {
 		return err
 	}
-	if _, err := w.Write(out); err != nil {
+	pw := &outWriter{w: w}
+	if err := pw.write(out); err != nil {
 		return err
 	}
 
@@ -97,7 +99,7 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 			}
 			return r.err
 		}
-		if err := writePieces(w, r.data); err != nil {
+		if err := pw.write(r.data); err != nil {
 			cancel()
 			for ch := range queue {
 				<-ch
@@ -116,8 +118,10 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err = io.WriteString(w, bgzf.EOF)
-	return err
+	if err := pw.write([]byte(bgzf.EOF)); err != nil {
+		return err
+	}
+	return pw.flush()
 }
 
 type convertJob struct {
@@ -247,8 +251,7 @@ func (h *outHint) observe(est, out int64) {
 	}
 }
 
-// WritePiece is the most Convert hands to one Write call, and a good
-// buffer size for what it writes to.
+// WritePiece is the size of Convert's Write calls.
 //
 // Writing a whole container (tens of MB) in one write(2) costs the kernel
 // far more system time than writing it in pieces, and pieces of a few
@@ -256,14 +259,46 @@ func (h *outHint) observe(est, out int64) {
 // (measurements in bench/NOTES.md).
 const WritePiece = 256 << 10
 
-// writePieces writes b in pieces of at most WritePiece bytes.
-func writePieces(w io.Writer, b []byte) error {
-	for len(b) > 0 {
-		n := min(len(b), WritePiece)
-		if _, err := w.Write(b[:n]); err != nil {
+// outWriter writes to w in pieces of WritePiece bytes, the last one
+// shorter: whole pieces straight from the buffer written, the rest
+// gathered with what follows, so that neither a large container is copied
+// through a buffer nor small ones cost a write(2) each.
+type outWriter struct {
+	w       io.Writer
+	pending []byte // fewer than WritePiece bytes not yet written
+}
+
+func (p *outWriter) write(b []byte) error {
+	if len(p.pending) > 0 {
+		n := min(len(b), WritePiece-len(p.pending))
+		p.pending = append(p.pending, b[:n]...)
+		b = b[n:]
+		if len(p.pending) < WritePiece {
+			return nil
+		}
+		if err := p.flush(); err != nil {
 			return err
 		}
-		b = b[n:]
 	}
+	for len(b) >= WritePiece {
+		if _, err := p.w.Write(b[:WritePiece]); err != nil {
+			return err
+		}
+		b = b[WritePiece:]
+	}
+	if len(b) > 0 && p.pending == nil {
+		p.pending = make([]byte, 0, WritePiece)
+	}
+	p.pending = append(p.pending, b...)
 	return nil
+}
+
+// flush writes what is gathered.
+func (p *outWriter) flush() error {
+	if len(p.pending) == 0 {
+		return nil
+	}
+	_, err := p.w.Write(p.pending)
+	p.pending = p.pending[:0]
+	return err
 }

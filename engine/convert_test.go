@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"path/filepath"
@@ -25,20 +26,32 @@ func (s bigSource) AppendContainer(_ context.Context, _ int, dst []byte) ([]byte
 	return append(dst, s.data...), nil
 }
 
-// pieceWriter keeps what is written and the largest single Write.
+// pieceWriter keeps what is written and the size of every Write.
 type pieceWriter struct {
 	bytes.Buffer
-	largest int
+	sizes []int
 }
 
 func (w *pieceWriter) Write(p []byte) (int, error) {
-	w.largest = max(w.largest, len(p))
+	w.sizes = append(w.sizes, len(p))
 	return w.Buffer.Write(p)
 }
 
+// checkPieces fails unless every Write but the last was of WritePiece
+// bytes.
+func (w *pieceWriter) checkPieces(t *testing.T, what string) {
+	t.Helper()
+	for i, n := range w.sizes {
+		if n != WritePiece && i < len(w.sizes)-1 || n > WritePiece {
+			t.Errorf("%s: Write %d of %d was of %d bytes, want %d (the last one at most that)", what, i, len(w.sizes), n, WritePiece)
+			return
+		}
+	}
+}
+
 // TestConvertWritesInPieces checks that a container larger than
-// WritePiece reaches the writer in pieces of at most WritePiece bytes (one
-// huge write(2) into a file was several times slower) and whole.
+// WritePiece reaches the writer in pieces of WritePiece bytes (one huge
+// write(2) into a file was several times slower) and whole.
 func TestConvertWritesInPieces(t *testing.T) {
 	data := make([]byte, 5*WritePiece+123)
 	for i := range data {
@@ -50,15 +63,34 @@ func TestConvertWritesInPieces(t *testing.T) {
 		if err := Convert(context.Background(), src, &w, ConvertOptions{Threads: 2, Level: level}); err != nil {
 			t.Fatal(err)
 		}
-		if w.largest > WritePiece {
-			t.Errorf("level %d: a single Write of %d bytes, want at most %d", level, w.largest, WritePiece)
-		}
+		w.checkPieces(t, fmt.Sprint("level ", level))
 		raw, err := bgzftest.DecompressAll(w.Bytes())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := append(src.Header(), data...); !bytes.Equal(raw, want) {
 			t.Fatalf("level %d: output holds %d bytes, want the %d of header and container", level, len(raw), len(want))
+		}
+	}
+}
+
+// TestConvertGathersSmallContainers checks that containers smaller than
+// WritePiece are written together, in pieces of WritePiece bytes: the
+// caller needs no buffering of its own (a bufio.Writer copied every byte
+// of every container).
+func TestConvertGathersSmallContainers(t *testing.T) {
+	for _, c := range openHintCRAMs(t) {
+		var w pieceWriter
+		if err := Convert(context.Background(), c, &w, ConvertOptions{Threads: 2, Level: Stored}); err != nil {
+			t.Fatal(err)
+		}
+		w.checkPieces(t, c.Name())
+		var want bytes.Buffer
+		if err := Convert(context.Background(), c, &want, ConvertOptions{Threads: 1, Level: Stored}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(w.Bytes(), want.Bytes()) {
+			t.Errorf("%s: %d bytes, not the %d of another conversion", c.Name(), w.Len(), want.Len())
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -85,12 +84,10 @@ func (c *convertCmd) run(pos []string, e *env) error {
 		defer dst.abort()
 		w = dst.f
 	}
-	bw := bufio.NewWriterSize(w, engine.WritePiece)
-	if err := engine.Convert(ctx, src, bw, engine.ConvertOptions{Threads: c.threads, Level: level}); err != nil {
+	// Convert writes in pieces of engine.WritePiece: no bufio.Writer,
+	// which would copy every piece.
+	if err := engine.Convert(ctx, src, w, engine.ConvertOptions{Threads: c.threads, Level: level}); err != nil {
 		return withReferenceHelp(err)
-	}
-	if err := bw.Flush(); err != nil {
-		return err
 	}
 	if dst != nil {
 		return dst.commit()
