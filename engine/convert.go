@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sync/atomic"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
 )
@@ -50,7 +49,13 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n := src.NumContainers()
-	cw := &convertWorkers{src: src, hint: newOutHint(src, level),
+	// Stored blocks hold a little more than the BAM bytes, which the
+	// estimate undercounts (CIGARs and tags); deflate halves BAM or better.
+	guess := int64(2 * 256)
+	if level > 0 {
+		guess = 3 * 256 / 4
+	}
+	cw := &convertWorkers{src: src, hint: newSizeHint(guess),
 		raws: make(chan []byte, threads), outs: make(chan []byte, 3*threads),
 		comps: make(chan *bgzf.Compressor, threads)}
 	for range threads {
@@ -137,7 +142,7 @@ type convertResult struct {
 // convertWorkers is what Convert's workers share.
 type convertWorkers struct {
 	src  Source
-	hint *outHint
+	hint *sizeHint // sizes the blocks' buffers from src's estimates
 	// Buffers cycle between the workers and the writer: compressed bytes
 	// back after writing, and raw BAM bytes back to the workers for a
 	// Source that is not a BlockAppender.
@@ -155,8 +160,11 @@ func (cw *convertWorkers) container(ctx context.Context, i int) convertResult {
 	if ba, ok := cw.src.(BlockAppender); ok {
 		// Records go into blocks as they are encoded: no container-sized
 		// BAM buffer.
-		est, hint := cw.hint.size(i)
-		if int64(cap(out)) < hint {
+		var est int64
+		if e, ok := cw.src.(Estimator); ok {
+			est = e.EstimateContainer(i)
+		}
+		if hint := cw.hint.size(est); int64(cap(out)) < hint {
 			out = make([]byte, 0, hint)
 		}
 		c := <-cw.comps
@@ -184,71 +192,6 @@ func (cw *convertWorkers) container(ctx context.Context, i int) convertResult {
 	default:
 	}
 	return convertResult{data: data, err: err}
-}
-
-// maxOutHint is the largest buffer a hint allocates, as the mount's builds
-// allocate at most that before a container's records are encoded.
-const maxOutHint = 64 << 20
-
-// outHint sizes the buffer a container's blocks are built in before its
-// records are encoded, so that it is not grown (copied, and its new part
-// cleared) as they are: the Source's estimate scaled by the most output
-// per estimated byte of the containers built so far, or by a guess for
-// the level before any.
-type outHint struct {
-	// Constant.
-	est   Estimator // nil: no hints
-	guess int64     // output per estimated byte before any is known, in 1/256ths
-
-	// Mutable, atomic: the largest output per estimated byte of the
-	// containers built so far, in 1/256ths, 0 before the first (a racy
-	// max: it only sizes buffers).
-	ratio atomic.Int64
-}
-
-// newOutHint returns the hints for the containers of src at a deflate
-// level: stored blocks hold a little more than the BAM bytes, which the
-// estimate undercounts (CIGARs and tags); deflate halves BAM or better.
-func newOutHint(src Source, level int) *outHint {
-	h := &outHint{guess: 2 * 256}
-	if level > 0 {
-		h.guess = 3 * 256 / 4
-	}
-	h.est, _ = src.(Estimator)
-	return h
-}
-
-// size returns the estimate of container i and the buffer size to give
-// its blocks (0 for none): at least a full block, at most maxOutHint.
-func (h *outHint) size(i int) (est, hint int64) {
-	if h.est == nil {
-		return 0, 0
-	}
-	if est = h.est.EstimateContainer(i); est <= 0 {
-		return 0, 0
-	}
-	r := h.ratio.Load()
-	if r == 0 {
-		r = h.guess
-	}
-	hint = min(est, 1<<40) * r / 256 // r is at most 1<<16: no overflow
-	// Small containers vary the most; a block's worth costs little.
-	return est, min(max(hint+hint/16, bgzf.MaxBlockSize), maxOutHint)
-}
-
-// observe records that a container estimated at est bytes gave out bytes
-// of blocks.
-func (h *outHint) observe(est, out int64) {
-	if est <= 0 {
-		return
-	}
-	r := min(out*256/est, 1<<16)
-	for {
-		old := h.ratio.Load()
-		if r <= old || h.ratio.CompareAndSwap(old, r) {
-			return
-		}
-	}
 }
 
 // WritePiece is the size of Convert's Write calls.

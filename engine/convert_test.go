@@ -200,30 +200,55 @@ func TestConvertHintKeepsBytes(t *testing.T) {
 	}
 }
 
-// TestOutHintBounded checks that no estimate, however large (a container
-// header is untrusted), makes a hint allocate more than maxOutHint, and
-// that a hint learns from the containers built.
-func TestOutHintBounded(t *testing.T) {
+// TestSizeHintBounded checks that no estimate, however large (a container
+// header is untrusted), makes a hint allocate more than maxSizeHint, and
+// that a hint learns from the containers done.
+func TestSizeHintBounded(t *testing.T) {
 	for _, est := range []int64{1 << 30, 1 << 50, math.MaxInt64} {
-		h := newOutHint(&hintProbe{fixed: est}, 0)
-		if _, hint := h.size(0); hint != maxOutHint {
-			t.Errorf("estimate %d: hint %d, want the bound %d", est, hint, maxOutHint)
+		h := newSizeHint(2 * 256)
+		if hint := h.size(est); hint != maxSizeHint {
+			t.Errorf("estimate %d: hint %d, want the bound %d", est, hint, maxSizeHint)
 		}
 		h.observe(est, math.MaxInt32)
 		h.observe(1, 1<<40)
-		if _, hint := h.size(0); hint > maxOutHint || hint <= 0 {
-			t.Errorf("estimate %d after outputs far above estimates: hint %d, want 1..%d", est, hint, maxOutHint)
+		if hint := h.size(est); hint > maxSizeHint || hint <= 0 {
+			t.Errorf("estimate %d after outputs far above estimates: hint %d, want 1..%d", est, hint, maxSizeHint)
 		}
 	}
-	h := newOutHint(&hintProbe{fixed: 1e6}, 0)
+	h := newSizeHint(2 * 256)
 	h.observe(1e6, 1.5e6)
-	if _, hint := h.size(0); hint < 1.5e6 || hint > 1.7e6 {
+	if hint := h.size(1e6); hint < 1.5e6 || hint > 1.7e6 {
 		t.Errorf("after a container of 1.5 MB estimated at 1 MB: hint %d for another such, want 1.5-1.7 MB", hint)
 	}
-	if _, hint := newOutHint(&hintProbe{fixed: 100}, 0).size(0); hint != bgzf.MaxBlockSize {
+	if hint := newSizeHint(2 * 256).size(100); hint != bgzf.MaxBlockSize {
 		t.Errorf("estimate of 100 bytes: hint %d, want a block's %d", hint, bgzf.MaxBlockSize)
 	}
-	if _, hint := newOutHint(bigSource{}, 0).size(0); hint != 0 {
-		t.Errorf("a Source without estimates: hint %d, want 0", hint)
+	if hint := newSizeHint(2 * 256).size(0); hint != 0 {
+		t.Errorf("no estimate: hint %d, want 0", hint)
+	}
+}
+
+// TestAppendContainerSizesAhead checks that AppendContainer into an empty
+// buffer (as the exact layout scan decodes) sizes it before the records
+// are encoded, from what the CRAM learned of its containers, rather than
+// growing it by doubling: once every container was decoded, each one's
+// buffer has at most 1/8 of its length (or a block) to spare.
+func TestAppendContainerSizesAhead(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range openHintCRAMs(t) {
+		for i := range c.NumContainers() {
+			if _, err := c.AppendContainer(ctx, i, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range c.NumContainers() {
+			raw, err := c.AppendContainer(ctx, i, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spare := cap(raw) - len(raw); spare > max(len(raw)/8, bgzf.MaxBlockSize) {
+				t.Errorf("%s container %d: %d bytes in a buffer of %d", c.Name(), i, len(raw), cap(raw))
+			}
+		}
 	}
 }

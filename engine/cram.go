@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -198,6 +199,8 @@ type CRAM struct {
 	stat os.FileInfo // fstat of the descriptor first opened: the version served
 	ver  fileVersion // the same, as compared on a re-open
 	n    int         // data containers
+	// rawHint sizes the BAM buffers of AppendContainer (atomic inside).
+	rawHint *sizeHint
 
 	// Mutable, guarded by mu (which also guards every state's users and
 	// dropped).
@@ -248,7 +251,7 @@ func (st *cramState) drop() {
 // followed) and reads its header and container table. A file that is
 // not regular is refused without blocking (ErrNotRegular).
 func OpenCRAM(path string, opt CRAMOptions) (*CRAM, error) {
-	return openCRAM(&CRAM{rel: path, path: path}, opt)
+	return openCRAM(&CRAM{rel: path, path: path, rawHint: newRawHint()}, opt)
 }
 
 // OpenCRAMAt opens the CRAM file rel (slash-separated, below root)
@@ -257,7 +260,7 @@ func OpenCRAM(path string, opt CRAMOptions) (*CRAM, error) {
 // name is what messages call the file. A file that is not regular is
 // refused without blocking (ErrNotRegular); Stat gives the version opened.
 func OpenCRAMAt(root *os.Root, rel, name string, opt CRAMOptions) (*CRAM, error) {
-	return openCRAM(&CRAM{root: root, rel: rel, path: name}, opt)
+	return openCRAM(&CRAM{root: root, rel: rel, path: name, rawHint: newRawHint()}, opt)
 }
 
 func openCRAM(c *CRAM, opt CRAMOptions) (*CRAM, error) {
@@ -515,17 +518,26 @@ func (c *CRAM) ContainerOffset(i int) int64 {
 	return st.f.Containers[i].Offset
 }
 
-// EstimateContainer implements Estimator: what the records' fixed
-// fields, shortest names, bases and qualities take (CIGARs and tags come
-// on top), from the record and base counts of the container header, at
-// most 64 times the container's bytes in the file.
+// EstimateContainer implements Estimator (see estimateBAM).
 func (c *CRAM) EstimateContainer(i int) int64 {
 	st, err := c.acquire()
 	if err != nil {
 		return 0
 	}
 	defer c.release(st)
-	h := &st.f.Containers[i]
+	return estimateBAM(&st.f.Containers[i])
+}
+
+// newRawHint returns the hint of a CRAM's BAM buffers: real containers
+// take 1.25 to 1.45 times their estimate (CIGARs and tags), so the first
+// guess is twice it.
+func newRawHint() *sizeHint { return newSizeHint(2 * 256) }
+
+// estimateBAM guesses the BAM bytes of the records of the container of
+// header h: what their fixed fields, shortest names, bases and qualities
+// take (CIGARs and tags come on top), from its record and base counts, at
+// most 64 times the container's bytes in the file.
+func estimateBAM(h *decode.ContainerHeader) int64 {
 	const most = 1 << 40 // keeps the arithmetic below from overflowing
 	recs := min(max(int64(h.NumRecords), 0), most)
 	bases := min(max(h.Bases, 0), most)
@@ -582,6 +594,15 @@ func (c *CRAM) appendContainer(ctx context.Context, i int, rebuild bool, dst []b
 	pd := c.decoders.get(st.f, opt)
 	defer c.decoders.put(pd)
 	off := st.f.Containers[i].Offset
+	var est int64
+	start := len(dst)
+	if comp == nil {
+		// dst is the BAM buffer: give it its size before the records.
+		est = estimateBAM(&st.f.Containers[i])
+		if n := c.rawHint.size(est); int64(cap(dst)-start) < n {
+			dst = slices.Grow(dst, int(n))
+		}
+	}
 	err = pd.d.ContainerFunc(i, func(j int, r *decode.Record) error {
 		at := len(dst)
 		var err error
@@ -602,6 +623,9 @@ func (c *CRAM) appendContainer(ctx context.Context, i int, rebuild bool, dst []b
 		}
 		return nil
 	})
+	if err == nil && comp == nil {
+		c.rawHint.observe(est, int64(len(dst)-start))
+	}
 	return dst, err
 }
 
