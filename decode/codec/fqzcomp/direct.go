@@ -9,16 +9,15 @@ import (
 // The direct layout keeps one quality model per context in a slice indexed
 // by the context. A model is an array of words: a header of hdr words, then
 // one word per symbol, frequency<<8 | symbol, kept approximately sorted by
-// descending frequency as in arith.Model. The header is one little-endian
-// 64-bit value: the total frequency in its top 16 bits and, below, its
-// reciprocal ceil(2^48/total), which turns the range decoder's range/total
-// into a multiplication (see quotient). A zero header marks a model not yet
-// created: a created model's total is at least its number of symbols, and
-// the direct layout is only used with two or more.
+// descending frequency as in arith.Model. The header holds a little-endian
+// 64-bit multiplier for the total frequency (see header), which turns the
+// range decoder's range/total into a multiplication, and then the total.
+// A zero multiplier marks a model not yet created. The direct layout is
+// only used with two or more symbols, so totals are at least 2.
 //
 // Models come in a few fixed sizes (modelArray), so that the decoding loop
 // is compiled for each with its stride and bounds known.
-const hdr = 2
+const hdr = 3
 
 // modelArray is the set of direct-layout model sizes, in words.
 type modelArray interface {
@@ -118,17 +117,22 @@ func (s *store[M]) clear(touched []uint32) {
 	}
 }
 
-// header returns a model header for total frequency tot, 2 <= tot < 2^16.
+// header returns the multiplier c<<14 of a model of total frequency tot,
+// 2 <= tot < 2^16, for quotient. The float64 quotient 2^50/tot is within
+// 1/16 of X = 2^50/tot, so c = floor(it)+2 is in (X, X+2.07) and
+// c*tot = 2^50+e with 0 < e < 2.07*tot < 2^18. Then rng*c/2^50 exceeds
+// rng/tot by rng*e/(tot*2^50) < 2^-17 < 1/tot, which never reaches the
+// next integer, and c<<14 < 2^64: the high word of rng*(c<<14) is
+// floor(rng/tot). A float64 division costs far less than an integer one
+// of 64 bits, and it is off the path to the next symbol.
 func header(tot uint32) uint64 {
-	return uint64(tot)<<48 | ((1<<48-1)/uint64(tot) + 1)
+	return (uint64(float64(1<<50)/float64(tot)) + 2) << 14
 }
 
-// quotient returns rng/tot for a header h of total tot and any 32-bit rng.
-// With c = ceil(2^48/tot) = (2^48+e)/tot, 0 <= e < tot, rng*c/2^48 exceeds
-// rng/tot by rng*e/(tot*2^48) < 1/tot, which never reaches the next
-// integer, so the high word of rng*(c<<16) is the exact quotient.
+// quotient returns rng/tot for any 32-bit rng and a multiplier h from
+// header(tot): the high word of rng*h is the exact quotient (see header).
 func quotient(rng uint32, h uint64) uint32 {
-	hi, _ := bits.Mul64(uint64(rng), h<<16)
+	hi, _ := bits.Mul64(uint64(rng), h)
 	return uint32(hi)
 }
 
@@ -163,9 +167,9 @@ func (s *store[M]) record(d *decoder, pm *param, out []byte) {
 			h = s.create(d, ctx)
 		}
 		r := quotient(rng, h)
-		if uint32(h>>48)*r <= code {
+		if tot := (*m)[2]; tot*r <= code {
 			pos = len(s.src) + 1
-			code = uint32(h>>48)*r - 1
+			code = tot*r - 1
 		}
 		x := hdr
 		f := ((*m)[hdr] >> 8) * r
@@ -180,13 +184,13 @@ func (s *store[M]) record(d *decoder, pm *param, out []byte) {
 		}
 		e := (*m)[x] + modelStep<<8
 		(*m)[x] = e
-		tot := (*m)[1]>>16 + modelStep
+		tot := (*m)[2] + modelStep
 		if tot > maxFreq {
 			tot = s.halve(m, d.nsym)
 			e = (*m)[x]
 		}
 		h = header(tot)
-		(*m)[0], (*m)[1] = uint32(h), uint32(h>>32)
+		(*m)[0], (*m)[1], (*m)[2] = uint32(h), uint32(h>>32), tot
 		if x > hdr {
 			if p := (*m)[x-1]; e>>8 > p>>8 {
 				(*m)[x-1] = e
@@ -236,7 +240,7 @@ func (s *store[M]) create(d *decoder, ctx uint32) uint64 {
 		(*m)[hdr+i] = 1<<8 | uint32(i)
 	}
 	h := header(uint32(d.nsym))
-	(*m)[0], (*m)[1] = uint32(h), uint32(h>>32)
+	(*m)[0], (*m)[1], (*m)[2] = uint32(h), uint32(h>>32), uint32(d.nsym)
 	d.touched[d.nt] = ctx
 	d.nt++
 	return h

@@ -84,7 +84,7 @@ func TestDirectMatchesIndirect(t *testing.T) {
 	}
 	const n, recLen = 60000, 150
 	clean := 0
-	for _, nsym := range []int{2, 3, 4, 5, 6, 8, 9, 10, 13, 14, 17, 22, 23, 30, 31, 38, 45, 46, 62} {
+	for _, nsym := range []int{2, 3, 4, 5, 6, 8, 9, 10, 13, 14, 17, 22, 23, 29, 30, 37, 45, 46, 61} {
 		for shape := range 3 {
 			t.Run(fmt.Sprintf("%d symbols shape %d", nsym, shape), func(t *testing.T) {
 				for k := 0; k < 4; k++ {
@@ -112,5 +112,27 @@ func TestDirectMatchesIndirect(t *testing.T) {
 	}
 	if clean < 75 {
 		t.Fatalf("only %d of %d decodes ran without a range code error", clean, 19*3*4)
+	}
+}
+
+// TestHeaderExact checks, for every total a model can have, the condition
+// under which quotient is exact for every 32-bit range (see header):
+// c*tot = 2^50 + e with 0 < e < 2^18, and c<<14 fits 64 bits; and
+// compares quotient with the division for ranges at the edges.
+func TestHeaderExact(t *testing.T) {
+	for tot := uint64(2); tot <= maxFreq+modelStep; tot++ {
+		h := header(uint32(tot))
+		c := h >> 14
+		if c<<14 != h {
+			t.Fatalf("total %d: multiplier %#x does not fit 64 bits", tot, c)
+		}
+		if e := c*tot - 1<<50; c*tot <= 1<<50 || e >= 1<<18 {
+			t.Fatalf("total %d: c*tot-2^50 = %d, want in (0, 2^18)", tot, int64(c*tot-1<<50))
+		}
+		for _, rng := range []uint32{1 << 24, 1<<24 + 1, uint32(tot) * 1 << 15, uint32(tot)*(1<<15) - 1, ^uint32(0), -uint32(tot)} {
+			if got, want := quotient(rng, h), rng/uint32(tot); got != want {
+				t.Fatalf("total %d, range %d: quotient %d, want %d", tot, rng, got, want)
+			}
+		}
 	}
 }

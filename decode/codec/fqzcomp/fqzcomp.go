@@ -160,7 +160,7 @@ var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
 
 // maxDirectModels is the largest directly indexed model storage, in words
 // (16 MiB), a decoder uses and keeps in the pool: 65,536 contexts of up to
-// 62 symbols. Streams that would need more use the indirect layout.
+// 61 symbols. Streams that would need more use the indirect layout.
 const maxDirectModels = 4 << 20
 
 // smallModels is the size, in words (4 MiB), up to which the direct layout
