@@ -89,10 +89,12 @@ func newStore(stride int) modelStore {
 	panic("fqzcomp: no direct model of this size")
 }
 
-// store is a modelStore of models of type M.
+// store is a modelStore of models of type M. A pooled decoder keeps one
+// store: streams whose alphabets need another model size allocate anew.
 type store[M modelArray] struct {
 	models []M // one per context; a zero header marks a model not created
-	// The input and output of the record being decoded (see record).
+	// The input and output of the record being decoded, set by record
+	// for its duration (a decoder serves one stream at a time).
 	src []byte
 	out []byte
 }
@@ -121,7 +123,7 @@ func (s *store[M]) clear(touched []uint32) {
 // 2 <= tot < 2^16, for quotient. The float64 quotient 2^50/tot is within
 // 1/16 of X = 2^50/tot, so c = floor(it)+2 is in (X, X+2.07) and
 // c*tot = 2^50+e with 0 < e < 2.07*tot < 2^18. Then rng*c/2^50 exceeds
-// rng/tot by rng*e/(tot*2^50) < 2^-17 < 1/tot, which never reaches the
+// rng/tot by rng*e/(tot*2^50) < 2^-16 < 1/tot, which never reaches the
 // next integer, and c<<14 < 2^64: the high word of rng*(c<<14) is
 // floor(rng/tot). A float64 division costs far less than an integer one
 // of 64 bits, and it is off the path to the next symbol.
@@ -143,12 +145,13 @@ func quotient(rng uint32, h uint64) uint32 {
 // This loop is where fqzcomp spends its time. The range decoder's symbol
 // step (arith.RangeDecoder.Decode) is inlined with the coder's registers in
 // local variables; it must stay equivalent to Decode. Its speed is set by
-// the instructions per symbol and by how soon a mispredicted symbol search
-// is resolved, so the division by the model's total is a multiplication by
-// its stored reciprocal, the loop makes no calls (which would force its
-// values out of registers), and the delta is only counted when the
-// parameters use it. A range code outside its model, or input needed
-// beyond the end, sets pos past the end, which SetRegisters reports.
+// mispredicted symbol searches and by the chains from one symbol to the
+// next (bench/FQZCOMP.md), so the division by the model's total is a
+// multiplication by a stored reciprocal, the context's parts that do not
+// depend on the symbol are summed apart, and the delta is only counted
+// when the parameters use it. A range code outside its model, or input
+// needed beyond the end, sets pos past the end, which SetRegisters
+// reports.
 func (s *store[M]) record(d *decoder, pm *param, out []byte) {
 	// Go keeps few values in registers across a loop this size; those
 	// used at every symbol are locals, the rest are read through s, d and
