@@ -21,12 +21,12 @@ const hdr = 3
 
 // modelArray is the set of direct-layout model sizes, in words.
 type modelArray interface {
-	[4]uint32 | [6]uint32 | [8]uint32 | [10]uint32 | [12]uint32 | [16]uint32 |
+	[6]uint32 | [8]uint32 | [10]uint32 | [12]uint32 | [16]uint32 |
 		[20]uint32 | [24]uint32 | [32]uint32 | [40]uint32 | [48]uint32 | [64]uint32
 }
 
 // strides lists the lengths of modelArray's types, ascending.
-var strides = [...]int{4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64}
+var strides = [...]int{6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64}
 
 // maxDirectSymbols is the largest alphabet the direct layout holds.
 const maxDirectSymbols = 64 - hdr
@@ -61,8 +61,6 @@ type modelStore interface {
 // strides.
 func newStore(stride int) modelStore {
 	switch stride {
-	case 4:
-		return new(store[[4]uint32])
 	case 6:
 		return new(store[[6]uint32])
 	case 8:
