@@ -75,6 +75,9 @@ func (rc *RangeDecoder) Registers() (src []byte, pos int, rng, code uint32) {
 	return rc.src, rc.pos, rc.rng, rc.code
 }
 
+// Src returns the decoder's input, as Registers does.
+func (rc *RangeDecoder) Src() []byte { return rc.src }
+
 // SetRegisters stores the position, range and code of an inlined loop
 // (see Registers). bad reports that the loop met a frequency outside its
 // model or needed input beyond the end; it is recorded as the decoder's

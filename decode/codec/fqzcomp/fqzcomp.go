@@ -56,18 +56,13 @@ type param struct {
 	sloc     uint
 	qmask    uint32
 	selCtx   uint32 // the current record's selector shifted to sloc
-	// For the direct model layout (see decoder): the offsets of the
-	// initial context's model and of each context part, and the factor
-	// of the quality part.
-	ctxOff   uint32
-	selOff   uint32
-	qmaskOff uint32
-	qscale   uint32
-	ptabOff  [1024]uint32
-	dtabOff  [256]uint32
 	// qtabIdentity reports qtab[q] == q for every symbol q the stream
-	// can hold (all of them below 256).
+	// can hold (all of them below 256); useDelta that dtab is not all
+	// zero, so that the delta needs counting; wraps that contexts can
+	// exceed 16 bits (set by params.read).
 	qtabIdentity bool
+	useDelta     bool
+	wraps        bool
 	qmap         [256]byte
 	qtab         [256]uint32
 	ptab         [1024]uint32
@@ -133,22 +128,20 @@ type decoder struct {
 	gp   params
 	rc   arith.RangeDecoder
 	nsym int // symbols per quality model
-	// Quality models, stride words each, created on first use. With the
-	// direct layout, models holds one model per context up to the largest
-	// the parameters can form, and a zero total marks a context not yet
-	// seen. Otherwise (too many symbols and contexts for that) qbuf holds
-	// the models in order of creation and qtab maps a context to its
-	// model's offset, 0 for none. touched lists the contexts created, so
-	// that release can clear them again; with the direct layout, by their
-	// models' offsets.
+	// Quality models, created on first use. With the direct layout
+	// (direct.go), store holds one model per context up to the largest
+	// the parameters can form. Otherwise (too many symbols and contexts
+	// for that) qbuf holds arith.Models of stride words in order of
+	// creation and qtab maps a context to its model's offset, 0 for none.
+	// touched lists the contexts created, so that release can clear them
+	// again.
 	direct  bool
-	models  []uint32
+	store   modelStore
 	qtab    []uint32
 	qbuf    []uint32
 	stride  uint32
 	touched []uint32
 	nt      int
-	bad     bool // the inlined symbol loop met a corrupt range code
 	// Models of the per-record values; lenBuf and so on are their storage.
 	lenM    [4]arith.Model
 	revM    arith.Model
@@ -167,21 +160,21 @@ var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
 
 // maxDirectModels is the largest directly indexed model storage, in words
 // (16 MiB), a decoder uses and keeps in the pool: 65,536 contexts of up to
-// 63 symbols. Streams that would need more use the indirect layout.
+// 61 symbols. Streams that would need more use the indirect layout.
 const maxDirectModels = 4 << 20
 
 // smallModels is the size, in words (4 MiB), up to which the direct layout
 // is used whatever the stream's length.
 const smallModels = 1 << 20
 
-// release clears the models the run created, leaving d.models all zero
-// and d.qtab all zero, drops d's references to the caller's data, and
-// returns d to the pool.
+// release clears the models the run created, leaving d.store's models
+// not created and d.qtab all zero, drops d's references to the caller's
+// data, and returns d to the pool.
 func (d *decoder) release() {
-	for _, c := range d.touched[:d.nt] {
-		if d.direct {
-			clear(d.models[c : c+d.stride])
-		} else {
+	if d.direct {
+		d.store.clear(d.touched[:d.nt])
+	} else {
+		for _, c := range d.touched[:d.nt] {
 			d.qtab[c] = 0
 		}
 	}
@@ -199,70 +192,49 @@ func (d *decoder) release() {
 // parts, or ctxSize-1 when that sum can exceed 16 bits (contexts are taken
 // modulo 2^16).
 func (gp *params) maxContext() uint32 {
-	sel := uint32(gp.maxSel)
 	var top uint32
 	for i := range gp.p {
 		pm := &gp.p[i]
-		top = max(top, pm.context&(ctxSize-1))
-		c := pm.qmask<<pm.qloc + slices.Max(pm.ptab[:]) + slices.Max(pm.dtab[:]) + sel<<pm.sloc
-		top = max(top, min(c, ctxSize-1))
+		top = max(top, pm.context&(ctxSize-1), min(pm.partSum(gp.maxSel), ctxSize-1))
 	}
 	return top
 }
 
-// scale sets the tables that give a context's model offset in the direct
-// layout, of stride words per context: each context part reduced modulo
-// 2^16 and multiplied by stride, so that a context's offset is the sum of
-// its parts' offsets modulo ctxSize*stride (see record).
-func (pm *param) scale(stride uint32) {
-	pm.ctxOff = (pm.context & (ctxSize - 1)) * stride
-	// (q & qmask) << qloc modulo 2^16 keeps only the bits of q below
-	// 16-qloc.
-	pm.qmaskOff = pm.qmask & ((ctxSize - 1) >> pm.qloc)
-	pm.qscale = stride << pm.qloc
-	for i, v := range pm.ptab {
-		pm.ptabOff[i] = (v & (ctxSize - 1)) * stride
-	}
-	for i, v := range pm.dtab {
-		pm.dtabOff[i] = (v & (ctxSize - 1)) * stride
-	}
+// partSum returns the sum of the largest context parts pm can form with
+// selectors up to maxSel; contexts wrap modulo 2^16 only when it exceeds
+// ctxSize-1. Each part is below 2^26, so the sum does not overflow.
+func (pm *param) partSum(maxSel int) uint32 {
+	return pm.qmask<<pm.qloc + slices.Max(pm.ptab[:]) + slices.Max(pm.dtab[:]) + uint32(maxSel)<<pm.sloc
 }
 
-// run executes the main FQZDecode loop and the final ReverseQualities,
-// appending the n decoded values to dst.
-func (d *decoder) run(dst []byte, n, srcLen, directLimit int) ([]byte, error) {
+// prepareModels chooses the quality models' layout for a stream of n
+// values and makes room for them, all not yet created. With the direct
+// layout, every context gets its own model in one slice, indexed directly
+// by the context; contexts beyond the largest the parameters can form
+// need no room.
+func (d *decoder) prepareModels(n, directLimit int) {
 	gp := &d.gp
-	d.nsym = gp.maxSym + 1
-	d.bad = false
-	for i := range d.lenM {
-		d.lenM[i] = arith.InitModel(d.lenBuf[i*257:], 256)
-	}
-	d.revM = arith.InitModel(d.flagBuf[0:], 2)
-	d.dupM = arith.InitModel(d.flagBuf[3:], 2)
-	d.selM = nil
-	if gp.maxSel > 0 {
-		d.selM = arith.InitModel(d.selBuf[:], gp.maxSel+1)
-	}
-	// Every context gets its own model in one slice, indexed directly by
-	// the context; contexts beyond the largest the parameters can form
-	// need no room. A zero total marks a model not yet created.
 	d.stride = uint32(arith.ModelLen(d.nsym))
 	nctx := int(gp.maxContext()) + 1
-	need := nctx * int(d.stride)
 	// The direct layout costs its whole size in memory the first time
 	// (pages touched, or zeroed); short streams of many contexts, which
 	// touch few of them, do better with the indirect one unless a pooled
-	// decoder already has the room.
-	d.direct = need <= directLimit && (need <= smallModels || need <= 16*n || need <= cap(d.models))
-	if d.direct {
-		for i := range gp.p {
-			gp.p[i].scale(d.stride)
+	// decoder already has the room. Its models' reciprocals need totals
+	// of at least 2, so at least two symbols.
+	d.direct = false
+	if d.nsym >= 2 && d.nsym <= maxDirectSymbols {
+		stride := directStride(d.nsym)
+		need := nctx * stride
+		pooled := d.store != nil && d.store.stride() == stride && d.store.capacity() >= nctx
+		d.direct = need <= directLimit && (need <= smallModels || need <= 16*n || pooled)
+		if d.direct {
+			if d.store == nil || d.store.stride() != stride {
+				d.store = newStore(stride)
+			}
+			d.store.prepare(nctx)
 		}
-		if cap(d.models) < need {
-			d.models = make([]uint32, need)
-		}
-		d.models = d.models[:need]
-	} else {
+	}
+	if !d.direct {
 		if d.qtab == nil {
 			d.qtab = make([]uint32, ctxSize)
 		}
@@ -274,6 +246,23 @@ func (d *decoder) run(dst []byte, n, srcLen, directLimit int) ([]byte, error) {
 	}
 	d.touched = d.touched[:nctx]
 	d.nt = 0
+}
+
+// run executes the main FQZDecode loop and the final ReverseQualities,
+// appending the n decoded values to dst.
+func (d *decoder) run(dst []byte, n, srcLen, directLimit int) ([]byte, error) {
+	gp := &d.gp
+	d.nsym = gp.maxSym + 1
+	for i := range d.lenM {
+		d.lenM[i] = arith.InitModel(d.lenBuf[i*257:], 256)
+	}
+	d.revM = arith.InitModel(d.flagBuf[0:], 2)
+	d.dupM = arith.InitModel(d.flagBuf[3:], 2)
+	d.selM = nil
+	if gp.maxSel > 0 {
+		d.selM = arith.InitModel(d.selBuf[:], gp.maxSel+1)
+	}
+	d.prepareModels(n, directLimit)
 	d.revs, d.lens = d.revs[:0], d.lens[:0]
 	doRev := gp.gflags&gflagDoRev != 0
 
@@ -341,9 +330,8 @@ func (d *decoder) run(dst []byte, n, srcLen, directLimit int) ([]byte, error) {
 			continue
 		}
 		pm.selCtx = sel << (pm.sloc & 31)
-		pm.selOff = pm.selCtx & (ctxSize - 1) * d.stride
 		if d.direct {
-			d.record(pm, i, i+recLen)
+			d.store.record(d, pm, d.out[i:i+recLen])
 		} else {
 			d.recordIndirect(pm, i, i+recLen)
 		}
@@ -367,109 +355,6 @@ func (d *decoder) run(dst []byte, n, srcLen, directLimit int) ([]byte, error) {
 		}
 	}
 	return dst[:start+n], nil
-}
-
-// record decodes the qualities of output positions start..end-1, updating
-// the context after each value (FQZDecode's quality loop and
-// FQZUpdateContext, CRAMcodecs.tex "FQZComp Models"), with the direct model
-// layout.
-//
-// This loop is where fqzcomp spends its time, so the range decoder's
-// symbol step (arith.RangeDecoder.Decode) is inlined with the coder's
-// registers in local variables, and values needed only now and then are
-// read through d or pm each time: Go's register allocator otherwise spills
-// the loop's state to the stack. The step must stay identical to Decode's.
-// The path from one symbol to the next model's load sets the speed, so
-// the context is kept as its model's offset, computed from pre-scaled
-// parts (see param.scale), with the parts that do not depend on the symbol
-// summed apart.
-func (d *decoder) record(pm *param, start, end int) {
-	off := pm.ctxOff
-	wrap := ctxSize * d.stride
-	// st holds the running delta (bits 8 and up, at most 255) and the
-	// previous quality (bits 0-7).
-	var qctx, st uint32
-	src, pos, rng, code := d.rc.Registers()
-	for j := start; j < end; j++ {
-		// The context is at most maxContext, so m is inside d.models.
-		m := d.models[off : off+d.stride]
-		tot := m[0]
-		if tot == 0 {
-			// First use of this context (ModelCreate).
-			arith.InitModel(m, d.nsym)
-			tot = m[0]
-			d.touched[d.nt] = off
-			d.nt++
-		}
-		r := rng / tot
-		if tot*r <= code {
-			d.bad = true
-			code = tot*r - 1
-		}
-		x := 1
-		f := (m[1] >> 8) * r
-		for f <= code {
-			code -= f
-			x++
-			f = (m[x] >> 8) * r
-		}
-		rng = f
-		e := m[x]
-		for rng < arith.RangeTop {
-			var b byte
-			if pos < len(src) {
-				b = src[pos]
-				pos++
-			} else {
-				d.bad = true
-			}
-			rng <<= 8
-			code = code<<8 | uint32(b)
-		}
-		e += arith.ModelStep << 8
-		m[x] = e
-		tot += arith.ModelStep
-		m[0] = tot
-		if tot > arith.MaxFreq {
-			arith.Model(m).Renormalise()
-			e = m[x]
-		}
-		if x > 1 {
-			if p := m[x-1]; e>>8 > p>>8 {
-				m[x-1] = e
-				m[x] = p
-			}
-		}
-		q := e & 0xFF
-		d.out[j] = pm.qmap[q]
-
-		// Most streams map qualities to themselves; skipping that table
-		// takes a load off the path from one symbol to the next.
-		qv := q
-		if !pm.qtabIdentity {
-			qv = pm.qtab[q]
-		}
-		qctx = qctx<<(pm.qshift&31) + qv
-		// Each part's offset is below ctxSize*stride (wrap), so each sum
-		// needs at most one subtraction to stay below it.
-		rest := pm.ptabOff[min(1023, uint(end-j))] + pm.dtabOff[(st>>8)&255]
-		if rest >= wrap {
-			rest -= wrap
-		}
-		rest += pm.selOff
-		if rest >= wrap {
-			rest -= wrap
-		}
-		off = (qctx&pm.qmaskOff)*pm.qscale + rest
-		if off >= wrap {
-			off -= wrap
-		}
-		// Count a change of quality, saturating at 255: t|-t has its top
-		// bit set when t != 0, and st-255<<8 when the count is below 255.
-		t := (st ^ q) & 0xFF
-		st = st&^0xFF | q + ((t|-t)>>31)&((st-255<<8)>>31)<<8
-	}
-	d.rc.SetRegisters(pos, rng, code, d.bad)
 }
 
 // recordIndirect is record for the indirect model layout: models are found
@@ -551,6 +436,9 @@ func (gp *params) read(src []byte) (int, error) {
 		pos += k
 		gp.maxSym = max(gp.maxSym, pm.maxSym)
 	}
+	for i := range gp.p {
+		gp.p[i].wraps = gp.p[i].partSum(gp.maxSel) > ctxSize-1
+	}
 	return pos, nil
 }
 
@@ -622,6 +510,7 @@ func (pm *param) read(src []byte) (int, error) {
 			pm.ptab[i] <<= ploc
 		}
 	}
+	pm.useDelta = false
 	if pflags&pflagHaveDtab != 0 {
 		k, err := readArray(src[pos:], pm.dtab[:])
 		if err != nil {
@@ -631,6 +520,7 @@ func (pm *param) read(src []byte) (int, error) {
 		for i := range pm.dtab {
 			pm.dtab[i] <<= dloc
 		}
+		pm.useDelta = slices.Max(pm.dtab[:]) != 0
 	}
 	return pos, nil
 }

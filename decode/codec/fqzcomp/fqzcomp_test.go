@@ -199,6 +199,12 @@ func FuzzDecode(f *testing.F) {
 		}
 	}
 	f.Add([]byte{10, version, 0, 0, 0, 0, 40, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0, 0}, 10)
+	// Alphabets at the direct layout's edges: one symbol (indirect
+	// layout), two, and the largest and first too large direct models.
+	for _, maxSym := range []byte{0, 1, 60, 61} {
+		f.Add([]byte{40, version, 0, 0, 0, pflagDoLen, maxSym, 0x22, 0x00, 0x00,
+			0x5a, 0x13, 0xc7, 0x80, 0x01, 0xff, 0x3e, 0x77, 0x00, 0x10, 0x9b, 0x42}, 40)
+	}
 	f.Add([]byte{20, version, gflagMultiParam | gflagHaveStab | gflagDoRev, 2, 1, 1, 1,
 		0, 0, pflagDoSel | pflagDoDedup, 40, 0x62, 0x0e, 0x00,
 		0, 0, pflagDoLen | pflagHaveQmap, 2, 0x11, 0, 0, 7, 9,
