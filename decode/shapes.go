@@ -2,6 +2,7 @@ package decode
 
 import (
 	"fmt"
+	"hash"
 	"math"
 	"slices"
 
@@ -71,11 +72,15 @@ type leanState struct {
 	dataIDs map[int32]bool
 	bl      blockLoader
 	scratch []byte // cF tag values
+	// runs backs the marks views of single-reference slices; md5 hashes
+	// their bases (markSliceRef).
+	runs [][2]int64
+	md5  hash.Hash
 }
 
 // footprint is the bytes the lean state holds for reuse.
 func (l *leanState) footprint() int {
-	return cap(l.scratch)
+	return cap(l.scratch) + 16*cap(l.runs)
 }
 
 // loader returns the block loader of the slice being measured.
@@ -221,6 +226,7 @@ func (d *Decoder) skipByte(ds *[numDataSeries]*Encoding, s DataSeries, n int) er
 // bases, qualities or tag values), then links their mates.
 func (d *Decoder) shapeRecords(ch *CompressionHeader, sh *SliceHeader) error {
 	s := d.startSlice(ch, sh)
+	s.lean = true
 	err := d.sliceShapes(s)
 	*s = sliceState{}
 	return err

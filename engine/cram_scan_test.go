@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -263,8 +264,9 @@ func refEdgesSAM(t *testing.T, dir string) (fasta, sam string) {
 	copy(r1[1500:], "acgtnnacgt")
 	r2 := base(400)
 	copy(r2[100:], "NNNNN")
+	// Lines of 60 bases, so that runs of N cross line ends.
 	fasta = filepath.Join(dir, "ref.fa")
-	if err := os.WriteFile(fasta, []byte(">r1\n"+string(r1)+"\n>r2\n"+string(r2)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(fasta, []byte(">r1\n"+wrap(r1, 60)+">r2\n"+wrap(r2, 60)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	refs := []struct {
@@ -330,6 +332,18 @@ func refEdgesSAM(t *testing.T, dir string) (fasta, sam string) {
 	return fasta, sam
 }
 
+// wrap is seq as FASTA lines of n bases.
+func wrap(seq []byte, n int) string {
+	var b strings.Builder
+	for len(seq) > 0 {
+		k := min(n, len(seq))
+		b.Write(seq[:k])
+		b.WriteByte('\n')
+		seq = seq[k:]
+	}
+	return b.String()
+}
+
 // TestScanLayoutLeanReferenceN is TestScanLayoutLeanFixtures for CRAMs
 // whose reads lie over reference Ns (samtools writes them, 3.0 and 3.1,
 // with the reference or embedding it), where the length of each generated
@@ -344,6 +358,21 @@ func TestScanLayoutLeanReferenceN(t *testing.T) {
 			if n := compareLeanLayout(t, p, []string{fasta}, noMD); n < 100 {
 				t.Fatalf("%s: %d records", v.name, n)
 			}
+		}
+	}
+	// Multi-reference slices (scramble -M makes every slice one), whose
+	// records are measured against a window of the reference that moves.
+	scr, err := exec.LookPath("scramble")
+	if err != nil {
+		corpus.Missing(t, "scramble: %v", err)
+	}
+	multi := filepath.Join(dir, "multi.cram")
+	if out, err := exec.Command(scr, "-r", fasta, "-O", "cram", "-s", "40", "-M", sam, multi).CombinedOutput(); err != nil {
+		t.Fatalf("scramble: %v\n%s", err, out)
+	}
+	for _, noMD := range []bool{false, true} {
+		if n := compareLeanLayout(t, multi, []string{fasta}, noMD); n < 100 {
+			t.Fatalf("multi: %d records", n)
 		}
 	}
 	// With the reference embedded, a FASTA whose r2 is shorter than its

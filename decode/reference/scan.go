@@ -1,0 +1,141 @@
+package reference
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"runtime/debug"
+)
+
+// Scan reads the bases of [start,end) in place, as Bases would return
+// them (uppercased), without copying them out: it writes them to h when h
+// is not nil, and appends to runs the maximal runs [from,to) of 'N' among
+// them (a lowercase 'n' is an 'N' once uppercased), in ascending order, a
+// run that continues the last one of runs extending it. Its errors are
+// those of Bases. It serves the decoder's lean pass, which needs the
+// slice's reference MD5 and where the 'N's lie, not the bases.
+func (c *Contig) Scan(start, end int64, h hash.Hash, runs [][2]int64) (out [][2]int64, err error) {
+	// As in Bases: a fault reading a mapping truncated under us is an
+	// error, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+				panic(r)
+			}
+			out, err = runs, fmt.Errorf("%w: %s: reading bases [%d,%d) of %s faulted: the file was truncated while mapped", ErrChanged, c.m.path, start, end, c.name)
+		}
+	}()
+	if start < 0 || end < start || end > c.length {
+		return runs, fmt.Errorf("%w: bases [%d,%d) of %s (length %d)", ErrOutOfRange, start, end, c.name, c.length)
+	}
+	s := scanner{h: h, runs: runs}
+	err = c.walk(start, end, &s)
+	return s.runs, err
+}
+
+// scanChunk bounds the bytes scanner uppercases at a time: a line of an
+// M5-named file is the whole sequence.
+const scanChunk = 64 << 10
+
+// scanner is the segmentSink of Scan.
+type scanner struct {
+	h    hash.Hash // nil: no digest
+	runs [][2]int64
+	buf  []byte // a chunk uppercased for h
+}
+
+func (s *scanner) segment(pos int64, b []byte) {
+	for len(b) > 0 {
+		k := min(len(b), scanChunk)
+		s.chunk(pos, b[:k])
+		pos, b = pos+int64(k), b[k:]
+	}
+}
+
+func (s *scanner) chunk(pos int64, b []byte) {
+	if s.h == nil {
+		s.mark(pos, b, true)
+		return
+	}
+	if hasLower(b) {
+		s.buf = append(s.buf[:0], b...)
+		upper(s.buf)
+		b = s.buf
+	}
+	s.h.Write(b)
+	s.mark(pos, b, false)
+}
+
+// mark adds the runs of 'N' in b, which holds bases pos..., and of 'n'
+// too when lower.
+func (s *scanner) mark(pos int64, b []byte, lower bool) {
+	// nextN and nextn are the next 'N' and 'n' at or after i once looked
+	// for (-1: none left), so that b is scanned once for each.
+	nextN, nextn := -2, -2
+	if !lower {
+		nextn = -1
+	}
+	for i := 0; i < len(b); {
+		if nextN != -1 && nextN < i {
+			nextN = indexFrom(b, i, 'N')
+		}
+		if nextn != -1 && nextn < i {
+			nextn = indexFrom(b, i, 'n')
+		}
+		j := nextN
+		if j < 0 || (nextn >= 0 && nextn < j) {
+			j = nextn
+		}
+		if j < 0 {
+			return
+		}
+		k := j + 1
+		for k < len(b) && (b[k] == 'N' || lower && b[k] == 'n') {
+			k++
+		}
+		s.add(pos+int64(j), pos+int64(k))
+		i = k
+	}
+}
+
+// indexFrom is the index of the first c in b at or after i, or -1.
+func indexFrom(b []byte, i int, c byte) int {
+	if j := bytes.IndexByte(b[i:], c); j >= 0 {
+		return i + j
+	}
+	return -1
+}
+
+func (s *scanner) add(from, to int64) {
+	if n := len(s.runs); n > 0 && s.runs[n-1][1] == from {
+		s.runs[n-1][1] = to
+		return
+	}
+	s.runs = append(s.runs, [2]int64{from, to})
+}
+
+// hasLower reports whether b holds an ASCII lowercase letter, with upper's
+// eight-byte test.
+func hasLower(b []byte) bool {
+	const hi, six = 0x8080808080808080, 0x4040404040404040
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if x&(x<<1)&six&^(x&hi>>1) != 0 && lowerIn(b[i:i+8]) {
+			return true
+		}
+	}
+	return lowerIn(b[i:])
+}
+
+// lowerIn reports whether b holds an ASCII lowercase letter, byte by byte.
+func lowerIn(b []byte) bool {
+	for _, c := range b {
+		if c >= 'a' && c <= 'z' {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,110 @@
+package decode
+
+import (
+	"crypto/md5"
+	"fmt"
+	"hash"
+	"sort"
+)
+
+// ReferenceScanner is a ReferenceSource that can also tell the lean pass
+// (ContainerShapes) what the shapes of records depend on in the bases of
+// a range without copying them out: how many there are, the MD5 the slice
+// header is checked against, and where the 'N's lie (MD and NM count an
+// 'N' of the reference as a mismatch; no other base changes a length).
+type ReferenceScanner interface {
+	// ScanBases reads the bases of [start, end) of reference refID that
+	// Bases would append (the range clamped alike, uppercased): it returns
+	// how many there are, writes them to h when h is not nil, and appends
+	// to runs the maximal runs [from, to) of 'N' among them, ascending, a
+	// run continuing the last one of runs extending it.
+	ScanBases(refID int, start, end int64, h hash.Hash, runs [][2]int64) (n int64, out [][2]int64, err error)
+}
+
+// markSliceRef is sliceRef's reading of [from, to) of the reference into
+// a marks view, checking the slice's MD5 on the way.
+func (d *Decoder) markSliceRef(sc ReferenceScanner, sh *SliceHeader, v *refView, from, to int64) error {
+	id := sh.RefSeqID
+	l := &d.lean
+	var h hash.Hash
+	if sh.RefMD5 != [16]byte{} && !d.opt.IgnoreMD5 {
+		if l.md5 == nil {
+			l.md5 = md5.New()
+		}
+		l.md5.Reset()
+		h = l.md5
+	}
+	// checkMD5 hashes at most the span's bases: the range never holds
+	// more, as sliceRef sets it.
+	to = max(min(to, from+sh.RefSpan), from)
+	n, runs, err := sc.ScanBases(int(id), from, to, h, l.runs[:0])
+	l.runs = runs
+	if err != nil {
+		return fmt.Errorf("%w: %s:%d-%d: %w", ErrReference, d.f.Refs[id].Name, sh.RefStart, sh.RefStart+sh.RefSpan-1, err)
+	}
+	*v = refView{marks: true, start: from, size: n, runs: runs, limit: sh.RefStart + sh.RefSpan - 1}
+	if h != nil {
+		var got [16]byte
+		h.Sum(got[:0])
+		if got != sh.RefMD5 {
+			return d.md5Error(sh, got)
+		}
+	}
+	return nil
+}
+
+// loadMarks is load for a marks window: the runs of [from, at) are kept
+// when keep, and those of [at, stop) added.
+func (v *refView) loadMarks(from, to, at, stop int64, keep bool) error {
+	runs := v.runs[:0]
+	if keep {
+		i := v.firstRun(from)
+		runs = append(runs, v.runs[i:]...)
+		if len(runs) > 0 {
+			runs[0][0] = max(runs[0][0], from)
+		}
+	}
+	n, runs, err := v.scan.ScanBases(v.id, at, stop, nil, runs)
+	v.runs = runs
+	if err != nil {
+		v.start, v.size = from, 0
+		v.runs = v.runs[:0]
+		return err
+	}
+	v.size = at - from + n
+	v.start = from
+	if v.size < to-from {
+		return fmt.Errorf("%w: reference returned %d bases for [%d,%d)", ErrReference, n, at, stop)
+	}
+	return nil
+}
+
+// firstRun is the index of the first run of 'N' of v that ends after pos.
+// Records come sorted: it walks on from the last answer when pos has not
+// gone back past it.
+func (v *refView) firstRun(pos int64) int {
+	i := v.nRun
+	if i > len(v.runs) || i > 0 && v.runs[i-1][1] > pos {
+		i = sort.Search(len(v.runs), func(i int) bool { return v.runs[i][1] > pos })
+	}
+	for i < len(v.runs) && v.runs[i][1] <= pos {
+		i++
+	}
+	v.nRun = i
+	return i
+}
+
+// matchMarks is matchN for the k matching bases at pos of a marks view.
+func (m *mdCounter) matchMarks(v *refView, pos, k int64) {
+	end := pos + k
+	for i := v.firstRun(pos); i < len(v.runs) && v.runs[i][0] < end && pos < end; i++ {
+		a, b := max(v.runs[i][0], pos), min(v.runs[i][1], end)
+		m.dist += a - pos
+		for range b - a {
+			m.mismatch()
+			m.edits++
+		}
+		pos = b
+	}
+	m.dist += end - pos
+}
