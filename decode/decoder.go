@@ -255,7 +255,7 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int, lean bool) 
 	d.st.reset()
 	d.blockBufs.next()
 	if lean {
-		d.st.lazy = d.lean.loader(d)
+		d.st.lazy = d.lean.loader(d, sh.EmbeddedRefID)
 	}
 	var core []byte
 	haveCore := false

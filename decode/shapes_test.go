@@ -223,3 +223,53 @@ func BenchmarkContainerShapes(b *testing.B) {
 		})
 	}
 }
+
+// TestContainerShapesMeasuresNames: in 3.1 fixtures, whose read names are
+// tok3-compressed, the lean pass measures the names (Tok3Lengths) without
+// decoding them: with a Tok3 that fails, the full decode fails and the
+// lean pass gives the shapes of a Decoder that decodes them. Without
+// Tok3Lengths, or with one that fails, the names are decoded instead.
+func TestContainerShapesMeasuresNames(t *testing.T) {
+	for _, name := range []string{"ce_1000.3.1-normal", "ce_1000.3.1-archive"} {
+		b, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata", "cram", name+".cram"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := decode.Open("x.cram", bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errNoTok3 := errors.New("no tok3 here")
+		noTok3 := decode.DefaultCodecs()
+		noTok3.Tok3 = func(dst, src []byte, rawSize int) ([]byte, error) { return dst, errNoTok3 }
+		noLengths := decode.DefaultCodecs()
+		noLengths.Tok3Lengths = nil
+		badLengths := decode.DefaultCodecs()
+		badLengths.Tok3Lengths = func(dst []uint32, src []byte, rawSize int) ([]uint32, error) { return dst, errNoTok3 }
+		opt := decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true}
+		good := f.NewDecoder(opt)
+		var decoders []*decode.Decoder
+		for _, c := range []*decode.Codecs{&noTok3, &noLengths, &badLengths} {
+			opt.Codecs = c
+			decoders = append(decoders, f.NewDecoder(opt))
+		}
+		for i := range f.Containers {
+			if _, err := decoders[0].Container(i); !errors.Is(err, errNoTok3) {
+				t.Fatalf("%s: container %d: the full decode without tok3 gives %v", name, i, err)
+			}
+			want, err := fullShapes(good, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, d := range decoders {
+				got, err := leanShapes(d, i)
+				if err != nil {
+					t.Fatalf("%s: container %d, codecs %d: lean pass: %v", name, i, k, err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: container %d, codecs %d: %s", name, i, k, diffShapes(got, want))
+				}
+			}
+		}
+	}
+}
