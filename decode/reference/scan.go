@@ -8,8 +8,9 @@ import (
 	"runtime/debug"
 )
 
-// Scan reads the bases of [start,end) in place, as Bases would return
-// them (uppercased), without copying them out: it writes them to h when h
+// Scan reads the bases of [start,end), as Bases would return them
+// (uppercased), without copying them out (they pass through a scratch
+// buffer of at most 64 KiB): it writes them to h when h
 // is not nil, and appends to runs the maximal runs [from,to) of 'N' among
 // them (a lowercase 'n' is an 'N' once uppercased), in ascending order, a
 // run that continues the last one of runs extending it. Its errors are
@@ -30,82 +31,73 @@ func (c *Contig) Scan(start, end int64, h hash.Hash, runs [][2]int64) (out [][2]
 	if start < 0 || end < start || end > c.length {
 		return runs, fmt.Errorf("%w: bases [%d,%d) of %s (length %d)", ErrOutOfRange, start, end, c.name, c.length)
 	}
-	s := scanner{h: h, runs: runs}
+	s := scanner{h: h, runs: runs, start: start, size: int(min(end-start, scanChunk))}
 	err = c.walk(start, end, &s)
+	s.flush()
 	return s.runs, err
 }
 
-// scanChunk bounds the bytes scanner uppercases at a time: a line of an
-// M5-named file is the whole sequence.
+// scanChunk is how many bases scanner gathers before it hashes them and
+// looks for Ns: FASTA lines are short, and per-line calls would cost more
+// than the copy.
 const scanChunk = 64 << 10
 
-// scanner is the segmentSink of Scan.
+// scanner is the segmentSink of Scan: it gathers the bases, uppercased,
+// into buf, which holds those from start on.
 type scanner struct {
-	h    hash.Hash // nil: no digest
-	runs [][2]int64
-	buf  []byte // a chunk uppercased for h
+	h     hash.Hash // nil: no digest
+	runs  [][2]int64
+	buf   []byte
+	size  int // of buf, made on first use
+	start int64
 }
 
-func (s *scanner) segment(pos int64, b []byte) {
+func (s *scanner) segment(_ int64, b []byte) {
 	for len(b) > 0 {
-		k := min(len(b), scanChunk)
-		s.chunk(pos, b[:k])
-		pos, b = pos+int64(k), b[k:]
+		if s.buf == nil {
+			s.buf = make([]byte, 0, s.size)
+		}
+		k := min(len(b), s.size-len(s.buf))
+		s.buf = append(s.buf, b[:k]...)
+		b = b[k:]
+		if len(s.buf) == s.size {
+			s.flush()
+		}
 	}
 }
 
-func (s *scanner) chunk(pos int64, b []byte) {
-	if s.h == nil {
-		s.mark(pos, b, true)
+// flush hashes the bases gathered and adds their runs of N.
+func (s *scanner) flush() {
+	b := s.buf
+	if len(b) == 0 {
 		return
 	}
 	if hasLower(b) {
-		s.buf = append(s.buf[:0], b...)
-		upper(s.buf)
-		b = s.buf
+		upper(b)
 	}
-	s.h.Write(b)
-	s.mark(pos, b, false)
+	if s.h != nil {
+		s.h.Write(b)
+	}
+	s.mark(s.start, b)
+	s.start += int64(len(b))
+	s.buf = b[:0]
 }
 
-// mark adds the runs of 'N' in b, which holds bases pos..., and of 'n'
-// too when lower.
-func (s *scanner) mark(pos int64, b []byte, lower bool) {
-	// nextN and nextn are the next 'N' and 'n' at or after i once looked
-	// for (-1: none left), so that b is scanned once for each.
-	nextN, nextn := -2, -2
-	if !lower {
-		nextn = -1
-	}
+// mark adds the runs of 'N' in b, which holds bases pos..., uppercased.
+func (s *scanner) mark(pos int64, b []byte) {
 	for i := 0; i < len(b); {
-		if nextN != -1 && nextN < i {
-			nextN = indexFrom(b, i, 'N')
-		}
-		if nextn != -1 && nextn < i {
-			nextn = indexFrom(b, i, 'n')
-		}
-		j := nextN
-		if j < 0 || (nextn >= 0 && nextn < j) {
-			j = nextn
-		}
+		j := bytes.IndexByte(b[i:], 'N')
 		if j < 0 {
 			return
 		}
+		j += i
 		k := j + 1
-		for k < len(b) && (b[k] == 'N' || lower && b[k] == 'n') {
+		for k < len(b) && b[k] == 'N' {
 			k++
 		}
 		s.add(pos+int64(j), pos+int64(k))
 		i = k
 	}
-}
-
-// indexFrom is the index of the first c in b at or after i, or -1.
-func indexFrom(b []byte, i int, c byte) int {
-	if j := bytes.IndexByte(b[i:], c); j >= 0 {
-		return i + j
-	}
-	return -1
 }
 
 func (s *scanner) add(from, to int64) {
