@@ -399,3 +399,66 @@ func (c *CRAM) major() int {
 	defer c.release(st)
 	return st.f.Def.Major
 }
+
+// TestScanLayoutLeanReferenceMD5: the lean pass checks each slice's
+// reference MD5 against the bases it reads in place. With a reference
+// whose r1 differs by one base, it fails with the full decode's error
+// (ErrReference, the same message); with the reference all in lower case
+// (uppercased for the MD5, its 'n's still Ns), it measures every
+// container as the full build does.
+func TestScanLayoutLeanReferenceMD5(t *testing.T) {
+	dir := t.TempDir()
+	fasta, sam := refEdgesSAM(t, dir)
+	p := filepath.Join(dir, "x.cram")
+	samtools(t, "view", "-C", "-T", fasta, "-o", p, sam)
+	fa, err := os.ReadFile(fasta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lower := filepath.Join(dir, "lower.fa")
+	if err := os.WriteFile(lower, bytes.ToLower(fa), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := compareLeanLayout(t, p, []string{lower}, false); n < 100 {
+		t.Fatalf("lower case: %d records", n)
+	}
+	// Base 2000 of r1 (60-base lines), far from its Ns, changed.
+	wrong := bytes.Clone(fa)
+	i := bytes.Index(wrong, []byte(">r1\n")) + 4 + 2000/60*61 + 2000%60
+	if wrong[i] == 'A' {
+		wrong[i] = 'C'
+	} else {
+		wrong[i] = 'A'
+	}
+	bad := filepath.Join(dir, "wrong.fa")
+	if err := os.WriteFile(bad, wrong, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store, err := reference.Open([]string{bad}, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c, err := OpenCRAM(p, CRAMOptions{Reference: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	failed := 0
+	for i := 0; i < c.NumContainers(); i++ {
+		lerr := leanError(c, i)
+		_, ferr := c.fullLayout(context.Background(), i, func(RecordLayout) error { return nil })
+		if (lerr == nil) != (ferr == nil) || lerr != nil && !strings.Contains(ferr.Error(), lerr.Error()) {
+			t.Fatalf("container %d: lean pass %v, full build %v", i, lerr, ferr)
+		}
+		if lerr != nil {
+			if !errors.Is(lerr, decode.ErrReference) {
+				t.Fatalf("container %d: %v does not wrap ErrReference", i, lerr)
+			}
+			failed++
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no container failed its reference MD5")
+	}
+}
