@@ -53,27 +53,24 @@ func (d *Decoder) markSliceRef(sc ReferenceScanner, sh *SliceHeader, v *refView,
 	return nil
 }
 
-// loadMarks is load for a marks window: the runs of [from, at) are kept
-// when keep, and those of [at, stop) added.
+// loadMarks is load for a marks window: its runs are so small that it
+// keeps all it has read of the contig (records sorted by position may
+// start before the last load's from), and when from lies within them
+// reads on from their end, at; else it starts afresh at from. Which
+// bases a window holds changes no answer, only what is read again.
 func (v *refView) loadMarks(from, to, at, stop int64, keep bool) error {
-	runs := v.runs[:0]
-	if keep {
-		i := v.firstRun(from)
-		runs = append(runs, v.runs[i:]...)
-		if len(runs) > 0 {
-			runs[0][0] = max(runs[0][0], from)
-		}
+	if !keep {
+		v.start, v.size, v.runs = from, 0, v.runs[:0]
 	}
-	n, runs, err := v.scan.ScanBases(v.id, at, stop, nil, runs)
+	n, runs, err := v.scan.ScanBases(v.id, at, stop, nil, v.runs)
 	v.runs = runs
 	if err != nil {
-		v.start, v.size = from, 0
+		v.size = 0
 		v.runs = v.runs[:0]
 		return err
 	}
-	v.size = at - from + n
-	v.start = from
-	if v.size < to-from {
+	v.size = at - v.start + n
+	if v.start+v.size < to {
 		return fmt.Errorf("%w: reference returned %d bases for [%d,%d)", ErrReference, n, at, stop)
 	}
 	return nil

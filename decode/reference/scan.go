@@ -9,8 +9,8 @@ import (
 )
 
 // Scan reads the bases of [start,end), as Bases would return them
-// (uppercased), without copying them out (they pass through a scratch
-// buffer of at most 64 KiB): it writes them to h when h
+// (uppercased), without copying them out (for h they pass through a
+// scratch buffer of at most 64 KiB): it writes them to h when h
 // is not nil, and appends to runs the maximal runs [from,to) of 'N' among
 // them (a lowercase 'n' is an 'N' once uppercased), in ascending order, a
 // run that continues the last one of runs extending it. Its errors are
@@ -38,12 +38,13 @@ func (c *Contig) Scan(start, end int64, h hash.Hash, runs [][2]int64) (out [][2]
 }
 
 // scanChunk is how many bases scanner gathers before it hashes them and
-// looks for Ns: FASTA lines are short, and per-line calls would cost more
-// than the copy.
+// looks for Ns: FASTA lines are short, and a digest's per-line calls would
+// cost more than the copy.
 const scanChunk = 64 << 10
 
-// scanner is the segmentSink of Scan: it gathers the bases, uppercased,
-// into buf, which holds those from start on.
+// scanner is the segmentSink of Scan. For a digest it gathers the bases,
+// uppercased, into buf, which holds those from start on; without one it
+// looks for the Ns in the mapped lines.
 type scanner struct {
 	h     hash.Hash // nil: no digest
 	runs  [][2]int64
@@ -52,7 +53,12 @@ type scanner struct {
 	start int64
 }
 
-func (s *scanner) segment(_ int64, b []byte) {
+func (s *scanner) segment(pos int64, b []byte) {
+	if s.h == nil {
+		// No digest: the Ns are looked for in place, 'n' too.
+		s.mark(pos, b, true)
+		return
+	}
 	for len(b) > 0 {
 		if s.buf == nil {
 			s.buf = make([]byte, 0, s.size)
@@ -75,29 +81,50 @@ func (s *scanner) flush() {
 	if hasLower(b) {
 		upper(b)
 	}
-	if s.h != nil {
-		s.h.Write(b)
-	}
-	s.mark(s.start, b)
+	s.h.Write(b)
+	s.mark(s.start, b, false)
 	s.start += int64(len(b))
 	s.buf = b[:0]
 }
 
-// mark adds the runs of 'N' in b, which holds bases pos..., uppercased.
-func (s *scanner) mark(pos int64, b []byte) {
+// mark adds the runs of 'N' in b, which holds bases pos..., and of 'n'
+// too when lower.
+func (s *scanner) mark(pos int64, b []byte, lower bool) {
+	// nextN and nextn are the next 'N' and 'n' at or after i once looked
+	// for (-1: none left), so that b is searched once for each.
+	nextN, nextn := -2, -2
+	if !lower {
+		nextn = -1
+	}
 	for i := 0; i < len(b); {
-		j := bytes.IndexByte(b[i:], 'N')
+		if nextN != -1 && nextN < i {
+			nextN = indexFrom(b, i, 'N')
+		}
+		if nextn != -1 && nextn < i {
+			nextn = indexFrom(b, i, 'n')
+		}
+		j := nextN
+		if j < 0 || (nextn >= 0 && nextn < j) {
+			j = nextn
+		}
 		if j < 0 {
 			return
 		}
-		j += i
 		k := j + 1
-		for k < len(b) && b[k] == 'N' {
+		for k < len(b) && (b[k] == 'N' || lower && b[k] == 'n') {
 			k++
 		}
 		s.add(pos+int64(j), pos+int64(k))
 		i = k
 	}
+}
+
+// indexFrom is the index of the first c in b at or after i, or -1.
+func indexFrom(b []byte, i int, c byte) int {
+	if j := bytes.IndexByte(b[i:], c); j >= 0 {
+		return i + j
+	}
+	return -1
 }
 
 func (s *scanner) add(from, to int64) {
