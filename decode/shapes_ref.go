@@ -63,7 +63,7 @@ func (v *refView) loadMarks(from, to, at, stop int64, keep bool) error {
 		v.start, v.size, v.runs = from, 0, v.runs[:0]
 	}
 	n, runs, err := v.scan.ScanBases(v.id, at, stop, nil, v.runs)
-	v.runs = runs
+	v.runs, v.nScanned = runs, false
 	if err != nil {
 		v.size = 0
 		v.runs = v.runs[:0]
@@ -74,6 +74,17 @@ func (v *refView) loadMarks(from, to, at, stop int64, keep bool) error {
 		return fmt.Errorf("%w: reference returned %d bases for [%d,%d)", ErrReference, n, at, stop)
 	}
 	return nil
+}
+
+// nextN is hasN's look ahead in a marks view: the first 'N' at or after
+// from, or the end of the view, remembered as hasN's scan.
+func (v *refView) nextN(from int64) int64 {
+	next := v.end()
+	if i := v.firstRun(from); i < len(v.runs) {
+		next = max(v.runs[i][0], from)
+	}
+	v.nFrom, v.nNext, v.nScanned = from, next, true
+	return next
 }
 
 // firstRun is the index of the first run of 'N' of v that ends after pos.

@@ -122,8 +122,8 @@ type refView struct {
 	nRun  int // firstRun's last answer
 	// limit is the exclusive 0-based end the decoder may read (htslib's ref_end).
 	limit int64
-	// nFrom and nNext remember hasN's last scan of buf (when nScanned):
-	// no 'N' in [nFrom, nNext), and nNext is an 'N' or the end of buf.
+	// nFrom and nNext remember hasN's last scan of buf, or of runs (when
+	// nScanned): no 'N' in [nFrom, nNext), and nNext is an 'N' or the end.
 	nFrom, nNext int64
 	nScanned     bool
 }
@@ -215,11 +215,10 @@ func (v *refView) load(from, to int64) error {
 // just returned, hold an 'N'. Records come sorted, so one scan ahead to
 // the next 'N' answers the checks of many reads.
 func (v *refView) hasN(from, to int64) bool {
-	if v.marks {
-		i := v.firstRun(from)
-		return i < len(v.runs) && v.runs[i][0] < to
-	}
 	if !v.nScanned || from < v.nFrom || from > v.nNext {
+		if v.marks {
+			return v.nextN(from) < to
+		}
 		rest := v.buf[from-v.start:]
 		v.nFrom, v.nNext, v.nScanned = from, from+int64(len(rest)), true
 		if i := bytes.IndexByte(rest, 'N'); i >= 0 {
