@@ -10,7 +10,7 @@ import (
 
 // Scan reads the bases of [start,end), as Bases would return them
 // (uppercased), without copying them out (for h they pass through a
-// scratch buffer of at most 64 KiB): it writes them to h when h
+// scratch buffer of at most 8 KiB): it writes them to h when h
 // is not nil, and appends to runs the maximal runs [from,to) of 'N' among
 // them (a lowercase 'n' is an 'N' once uppercased), in ascending order, a
 // run that continues the last one of runs extending it. Its errors are
@@ -40,7 +40,7 @@ func (c *Contig) Scan(start, end int64, h hash.Hash, runs [][2]int64) (out [][2]
 // scanChunk is how many bases scanner gathers before it hashes them and
 // looks for Ns: FASTA lines are short, and a digest's per-line calls would
 // cost more than the copy.
-const scanChunk = 64 << 10
+const scanChunk = 8 << 10
 
 // scanner is the segmentSink of Scan. For a digest it gathers the bases,
 // uppercased, into buf, which holds those from start on; without one it
