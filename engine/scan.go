@@ -108,8 +108,8 @@ type scanRun struct {
 	// and csi are the consumer's only.
 	hint    atomic.Int64
 	recHint atomic.Int64
-	bld  indexBuilder // nil once no index can be built
-	csi  bool         // bld is a CSI builder
+	bld     indexBuilder // nil once no index can be built
+	csi     bool         // bld is a CSI builder
 	// Mutable: party, guarded by the Manager's workerPool, claims the
 	// scan's workers; done, atomic, counts the containers scanned.
 	party party
