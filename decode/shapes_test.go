@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/decode/codec/tok3"
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/internal/corpus"
 	"github.com/cramfs/cramfs/internal/hostile"
@@ -272,4 +273,76 @@ func TestContainerShapesMeasuresNames(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTok3LengthsOfEveryBlock: every tok3 block of every CRAM of the
+// fixtures and the corpus, as the full decode decompresses it, is measured
+// by Tok3Lengths as the names it decodes to (their lengths between the
+// NULs), or reported as holding a NUL inside a name.
+func TestTok3LengthsOfEveryBlock(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(corpus.Root(), "testdata", "cram", "*.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir := corpus.Dir(t); dir != "" {
+		for _, sub := range []string{"hts-specs/test/cram/3.1/passed", "htslib-test"} {
+			more, err := filepath.Glob(filepath.Join(dir, sub, "*.cram"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, more...)
+		}
+	}
+	blocks := 0
+	var mismatch error
+	c := decode.DefaultCodecs()
+	checked := c
+	checked.Tok3 = func(dst, src []byte, rawSize int) ([]byte, error) {
+		out, err := c.Tok3(dst, src, rawSize)
+		if err != nil {
+			return out, err
+		}
+		names := out[len(dst):]
+		lens, lerr := c.Tok3Lengths(nil, src, rawSize)
+		switch {
+		case errors.Is(lerr, tok3.ErrNUL):
+		case lerr != nil:
+			mismatch = fmt.Errorf("a %d-byte block decodes, Tok3Lengths fails: %w", len(src), lerr)
+		default:
+			for i, n := range lens {
+				k := bytes.IndexByte(names, 0)
+				if k != int(n) {
+					mismatch = fmt.Errorf("name %d: %d bytes, measured %d", i, k, n)
+					break
+				}
+				names = names[k+1:]
+			}
+			if len(names) != 0 && mismatch == nil {
+				mismatch = fmt.Errorf("%d bytes left after %d names", len(names), len(lens))
+			}
+		}
+		blocks++
+		return out, nil
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := decode.Open(p, bytes.NewReader(b), int64(len(b)), decode.OpenOptions{AllowMissingEOF: true})
+		if err != nil {
+			continue // fixtures made to fail
+		}
+		d := f.NewDecoder(decode.DecoderOptions{Reference: fakeRef{}, Codecs: &checked, IgnoreMD5: true})
+		for i := range f.Containers {
+			d.Container(i) // a container failing after its names is fine: they were checked
+			if mismatch != nil {
+				t.Fatalf("%s: container %d: %v", p, i, mismatch)
+			}
+		}
+	}
+	if blocks < 10 {
+		t.Fatalf("only %d tok3 blocks in %d files", blocks, len(files))
+	}
+	t.Logf("%d tok3 blocks of %d files", blocks, len(files))
 }
