@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash"
 	"runtime/debug"
+	"sort"
 )
 
 // Scan reads the bases of [start,end), as Bases would return them
@@ -32,9 +33,96 @@ func (c *Contig) Scan(start, end int64, h hash.Hash, runs [][2]int64) (out [][2]
 		return runs, fmt.Errorf("%w: bases [%d,%d) of %s (length %d)", ErrOutOfRange, start, end, c.name, c.length)
 	}
 	s := scanner{h: h, runs: runs, start: start, size: int(min(end-start, scanChunk))}
+	if h == nil {
+		if fits, err := c.markRuns(start, end, &s); fits || err != nil {
+			return s.runs, err
+		}
+		s.runs = runs // walk gives the error
+	}
 	err = c.walk(start, end, &s)
 	s.flush()
 	return s.runs, err
+}
+
+// markRuns is walk for a scanner without digest: each run's bytes from
+// start to end, line ends included, are searched for Ns at once, rather
+// than line by line. It reports false, having read nothing, for a range
+// that does not fit the mapping: walk then gives the exact error.
+func (c *Contig) markRuns(start, end int64, s *scanner) (bool, error) {
+	if start == end {
+		return true, nil
+	}
+	c.m.mu.RLock()
+	defer c.m.mu.RUnlock()
+	data := c.m.data
+	if data == nil {
+		return true, fmt.Errorf("%w: bases of %s", ErrClosed, c.name)
+	}
+	first := sort.Search(len(c.runs), func(i int) bool { return c.runs[i].base+c.runs[i].n > start })
+	var spans [2][2]int64 // file bytes [lo, hi) of the first and last run read
+	pos := start
+	for pass := range 2 {
+		// The first pass checks that every run's bytes lie in the mapping,
+		// the second searches them.
+		pos = start
+		for ri := first; ri < len(c.runs) && pos < end; ri++ {
+			r := c.runs[ri]
+			i := pos - r.base
+			stop := min(end, r.base+r.n) - r.base
+			lo := r.off + i/r.lineBases*r.lineWidth + i%r.lineBases
+			hi := r.off + (stop-1)/r.lineBases*r.lineWidth + (stop-1)%r.lineBases + 1
+			if pass == 0 && (lo < 0 || hi > int64(len(data)) || lo > hi) {
+				return false, nil
+			}
+			if pass == 1 {
+				s.markRaw(r, lo, data[lo:hi])
+				if ri == first {
+					spans[0] = [2]int64{lo, hi}
+				}
+				spans[1] = [2]int64{lo, hi}
+			}
+			pos = r.base + stop
+		}
+	}
+	if pos != end {
+		return true, fmt.Errorf("%w: %s: bases [%d,%d) not covered by the index", ErrCorrupt, c.name, pos, end)
+	}
+	c.m.dropPages(spans[0][0], spans[1][1])
+	return true, nil
+}
+
+// markRaw adds the runs of N and n of raw, the bytes of run r from file
+// offset lo on, skipping the bytes of line ends.
+func (s *scanner) markRaw(r run, lo int64, raw []byte) {
+	nextN, nextn := -2, -2
+	for i := 0; i < len(raw); {
+		if nextN != -1 && nextN < i {
+			nextN = indexFrom(raw, i, 'N')
+		}
+		if nextn != -1 && nextn < i {
+			nextn = indexFrom(raw, i, 'n')
+		}
+		j := nextN
+		if j < 0 || (nextn >= 0 && nextn < j) {
+			j = nextn
+		}
+		if j < 0 {
+			return
+		}
+		rel := lo + int64(j) - r.off
+		line, col := rel/r.lineWidth, rel%r.lineWidth
+		if col >= r.lineBases {
+			i = j + 1 // a line end's byte, not a base
+			continue
+		}
+		k := j + 1
+		for k < len(raw) && (raw[k] == 'N' || raw[k] == 'n') && col+int64(k-j) < r.lineBases {
+			k++
+		}
+		base := r.base + line*r.lineBases + col
+		s.add(base, base+int64(k-j))
+		i = k
+	}
 }
 
 // scanChunk is how many bases scanner gathers before it hashes them and
