@@ -345,7 +345,7 @@ func (d *Decoder) sliceRef(ch *CompressionHeader, sh *SliceHeader, v *refView, l
 	}
 	from := max(start-1, 0)
 	if sc, ok := d.opt.Reference.(ReferenceScanner); ok && lean {
-		return true, d.markSliceRef(sc, sh, v, from, max(end, from))
+		return true, d.markSliceRef(sc, sh, v, from, end)
 	}
 	var err error
 	d.refBuf, err = d.opt.Reference.Bases(d.refBuf[:0], int(id), from, max(end, from))

@@ -21,9 +21,9 @@ type ReferenceScanner interface {
 	ScanBases(refID int, start, end int64, h hash.Hash, runs [][2]int64) (n int64, out [][2]int64, err error)
 }
 
-// markSliceRef is sliceRef's reading of [from, to) of the reference into
-// a marks view, checking the slice's MD5 on the way.
-func (d *Decoder) markSliceRef(sc ReferenceScanner, sh *SliceHeader, v *refView, from, to int64) error {
+// markSliceRef is sliceRef's reading of [from, end) of the reference into
+// a marks view whose limit is end, checking the slice's MD5 on the way.
+func (d *Decoder) markSliceRef(sc ReferenceScanner, sh *SliceHeader, v *refView, from, end int64) error {
 	id := sh.RefSeqID
 	l := &d.lean
 	var h hash.Hash
@@ -36,13 +36,13 @@ func (d *Decoder) markSliceRef(sc ReferenceScanner, sh *SliceHeader, v *refView,
 	}
 	// checkMD5 hashes at most the span's bases: the range never holds
 	// more, as sliceRef sets it.
-	to = max(min(to, from+sh.RefSpan), from)
+	to := max(min(end, from+sh.RefSpan), from)
 	n, runs, err := sc.ScanBases(int(id), from, to, h, l.runs[:0])
 	l.runs = runs
 	if err != nil {
-		return fmt.Errorf("%w: %s:%d-%d: %w", ErrReference, d.f.Refs[id].Name, sh.RefStart, sh.RefStart+sh.RefSpan-1, err)
+		return fmt.Errorf("%w: %s:%d-%d: %w", ErrReference, d.f.Refs[id].Name, max(sh.RefStart, 0), end, err)
 	}
-	*v = refView{marks: true, start: from, size: n, runs: runs, limit: sh.RefStart + sh.RefSpan - 1}
+	*v = refView{marks: true, start: from, size: n, runs: runs, limit: end}
 	if h != nil {
 		var got [16]byte
 		h.Sum(got[:0])

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -345,4 +347,101 @@ func TestTok3LengthsOfEveryBlock(t *testing.T) {
 		t.Fatalf("only %d tok3 blocks in %d files", blocks, len(files))
 	}
 	t.Logf("%d tok3 blocks of %d files", blocks, len(files))
+}
+
+// shortRef is a ReferenceScanner over a store's contigs whose first
+// contig is cut to cut bases: a FASTA shorter than the slices' spans.
+type shortRef struct {
+	contigs []*reference.Contig
+	cut     int64
+}
+
+func (r *shortRef) Length(id int) int64 {
+	if id == 0 {
+		return min(r.cut, r.contigs[0].Len())
+	}
+	return r.contigs[id].Len()
+}
+
+func (r *shortRef) Bases(dst []byte, id int, start, end int64) ([]byte, error) {
+	end = min(end, r.Length(id))
+	return r.contigs[id].Bases(dst, min(start, end), end)
+}
+
+func (r *shortRef) ScanBases(id int, start, end int64, h hash.Hash, runs [][2]int64) (int64, [][2]int64, error) {
+	end = min(end, r.Length(id))
+	start = min(start, end)
+	runs, err := r.contigs[id].Scan(start, end, h, runs)
+	return end - start, runs, err
+}
+
+// TestContainerShapesShortReference: against a reference shorter than
+// the slices' spans (read without MD5 checks), the lean pass reading it in
+// place (marks views) fails where the full decode fails and otherwise
+// gives its shapes: matches, deletions and stored bases that run past the
+// reference's end, and the slice's limit at that end.
+func TestContainerShapesShortReference(t *testing.T) {
+	root := filepath.Join(corpus.Root(), "testdata")
+	b, err := os.ReadFile(filepath.Join(root, "cram", "ce_1000.3.0.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := decode.Open("x.cram", bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := reference.Open([]string{filepath.Join(root, "ref/ce.fa")}, reference.Options{NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ref := &shortRef{}
+	for _, q := range f.Refs {
+		c, err := store.Lookup(q.Name, q.Length, q.M5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref.contigs = append(ref.contigs, c)
+	}
+	ref.cut = math.MaxInt64
+	opt := decode.DecoderOptions{Reference: ref, IgnoreMD5: true}
+	var first, last int64 = -1, 0
+	good := f.NewDecoder(opt)
+	for i := range f.Containers {
+		recs, err := good.Container(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.RefID == 0 && first < 0 {
+				first = r.Pos
+			}
+			if r.RefID == 0 {
+				last = r.Pos
+			}
+		}
+	}
+	failed := 0
+	for k := range 40 {
+		ref.cut = first + (last-first+200)*int64(k)/40
+		fd, ld := f.NewDecoder(opt), f.NewDecoder(opt)
+		for i := range f.Containers {
+			want, ferr := fullShapes(fd, i)
+			got, lerr := leanShapes(ld, i)
+			if (ferr == nil) != (lerr == nil) {
+				t.Fatalf("cut %d: container %d: full decode %v, lean pass %v", ref.cut, i, ferr, lerr)
+			}
+			if ferr != nil {
+				failed++
+				continue
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("cut %d: container %d: %s", ref.cut, i, diffShapes(got, want))
+			}
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no cut made a container fail")
+	}
+	t.Logf("%d containers failed with the full decode and the lean pass", failed)
 }
