@@ -70,6 +70,10 @@ type Codecs struct {
 	Arith    AppendDecoder
 	FQZComp  AppendDecoder
 	Tok3     AppendDecoder
+	// Tok3Lengths, when set, measures a method-8 block's names without
+	// decoding them (tok3.AppendLengths), for the lean pass; nil: the lean
+	// pass decodes them with Tok3.
+	Tok3Lengths func(dst []uint32, src []byte, rawSize int) ([]uint32, error)
 }
 
 // parseBlock reads one block from b at *pos (CRAMv3 §8). Major version 3

@@ -17,6 +17,8 @@ func DefaultCodecs() Codecs {
 		Arith:    arith.AppendDecode,
 		FQZComp:  fqzcomp.AppendDecode,
 		Tok3:     tok3.AppendDecode,
+
+		Tok3Lengths: tok3.AppendLengths,
 	}
 }
 

@@ -255,7 +255,7 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int, lean bool) 
 	d.st.reset()
 	d.blockBufs.next()
 	if lean {
-		d.st.lazy = d.lean.loader(d)
+		d.st.lazy = d.lean.loader(d, sh.EmbeddedRefID)
 	}
 	var core []byte
 	haveCore := false
@@ -298,8 +298,9 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int, lean bool) 
 
 // sliceRef prepares the reference view of a single-reference slice, from
 // its embedded reference block (CRAMv3 §8.5) or the reference (§11), as
-// htslib's cram_decode_slice does, and checks the slice's MD5.
-func (d *Decoder) sliceRef(ch *CompressionHeader, sh *SliceHeader, v *refView) (bool, error) {
+// htslib's cram_decode_slice does, and checks the slice's MD5. With lean,
+// a reference that is a ReferenceScanner gives a marks view.
+func (d *Decoder) sliceRef(ch *CompressionHeader, sh *SliceHeader, v *refView, lean bool) (bool, error) {
 	id := sh.RefSeqID
 	if id < 0 {
 		return false, nil
@@ -343,6 +344,9 @@ func (d *Decoder) sliceRef(ch *CompressionHeader, sh *SliceHeader, v *refView) (
 		end = n
 	}
 	from := max(start-1, 0)
+	if sc, ok := d.opt.Reference.(ReferenceScanner); ok && lean {
+		return true, d.markSliceRef(sc, sh, v, from, end)
+	}
 	var err error
 	d.refBuf, err = d.opt.Reference.Bases(d.refBuf[:0], int(id), from, max(end, from))
 	if err != nil {
@@ -363,10 +367,15 @@ func (d *Decoder) checkMD5(sh *SliceHeader, bases []byte) error {
 	}
 	n := min(int64(len(bases)), sh.RefSpan)
 	if got := md5.Sum(bases[:n]); got != sh.RefMD5 {
-		r := d.f.Refs[sh.RefSeqID]
-		return fmt.Errorf("%w: MD5 of %s:%d-%d is %x, slice header says %x (@SQ M5 %s): wrong reference?", ErrReference, r.Name, sh.RefStart, sh.RefStart+sh.RefSpan-1, got, sh.RefMD5, r.M5)
+		return d.md5Error(sh, got)
 	}
 	return nil
+}
+
+// md5Error is the error of a slice whose reference bases have MD5 got.
+func (d *Decoder) md5Error(sh *SliceHeader, got [16]byte) error {
+	r := d.f.Refs[sh.RefSeqID]
+	return fmt.Errorf("%w: MD5 of %s:%d-%d is %x, slice header says %x (@SQ M5 %s): wrong reference?", ErrReference, r.Name, sh.RefStart, sh.RefStart+sh.RefSpan-1, got, sh.RefMD5, r.M5)
 }
 
 // switchRef points the reference view of a multi-reference slice at
@@ -381,7 +390,11 @@ func (d *Decoder) switchRef(s *sliceState, id int32) error {
 			r := d.f.Refs[id]
 			return fmt.Errorf("%w: records on %s need a reference (M5 %s) and none was given", ErrReference, r.Name, r.M5)
 		}
-		d.window.window(d.opt.Reference, int(id))
+		var sc ReferenceScanner
+		if s.lean {
+			sc, _ = d.opt.Reference.(ReferenceScanner)
+		}
+		d.window.window(d.opt.Reference, int(id), sc)
 		s.view = &d.window
 		s.hasRef = true
 	}
@@ -396,7 +409,7 @@ func (d *Decoder) switchRef(s *sliceState, id int32) error {
 // Codec state outside d is not counted.
 func (d *Decoder) Footprint() int64 {
 	n := cap(d.cbuf) + cap(d.names) + cap(d.seqs) + cap(d.quals) + cap(d.qualScratch) + cap(d.featScratch) +
-		cap(d.aux) + cap(d.name) + cap(d.refBuf) + cap(d.md5buf) + cap(d.window.buf) + cap(d.chBuf) + cap(d.shBuf) +
+		cap(d.aux) + cap(d.name) + cap(d.refBuf) + cap(d.md5buf) + cap(d.window.buf) + 16*cap(d.window.runs) + cap(d.chBuf) + cap(d.shBuf) +
 		4*cap(d.cigars) +
 		cap(d.crecs)*int(unsafe.Sizeof(crec{})) +
 		cap(d.recs)*int(unsafe.Sizeof(Record{})) +

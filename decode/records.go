@@ -87,6 +87,9 @@ type sliceState struct {
 	maxReadLen int64
 	first      int // index in crecs of the slice's first record
 	nrec       int
+	// lean: the slice is measured (shapes.go), so its reference views may
+	// hold where the 'N's lie rather than the bases (refView.marks).
+	lean bool
 
 	// Mutable, record by record.
 	// view gives the reference bases; hasRef says whether there are any
@@ -130,7 +133,7 @@ func (d *Decoder) prepareSlice(s *sliceState) error {
 	ch, sh := s.ch, &s.sh
 	var err error
 	s.view = &s.fixed
-	if s.hasRef, err = d.sliceRef(ch, sh, s.view); err != nil {
+	if s.hasRef, err = d.sliceRef(ch, sh, s.view, s.lean); err != nil {
 		return err
 	}
 	if n := len(d.f.ReadGroups); n > 0 && d.f.ReadGroups[n-1] == "UNKNOWN" {

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"fmt"
+	"hash"
 	"math"
 	"slices"
 
@@ -69,30 +70,54 @@ type leanState struct {
 	read [numDataSeries]bool
 	// dataIDs holds the content IDs of the blocks whose bytes are read.
 	dataIDs map[int32]bool
+	// names is the content ID of the block only RN reads, NUL-terminated
+	// names (namesBlock), or -1; lens holds the lengths measured in it.
+	names   int32
+	lens    []uint32
 	bl      blockLoader
 	scratch []byte // cF tag values
+	// runs backs the marks views of single-reference slices; md5 hashes
+	// their bases (markSliceRef).
+	runs [][2]int64
+	md5  hash.Hash
 }
 
 // footprint is the bytes the lean state holds for reuse.
 func (l *leanState) footprint() int {
-	return cap(l.scratch)
+	return cap(l.scratch) + 16*cap(l.runs) + 4*cap(l.lens)
 }
 
-// loader returns the block loader of the slice being measured.
-func (l *leanState) loader(d *Decoder) *blockLoader {
-	l.bl = blockLoader{codecs: d.opt.Codecs, bufs: &d.blockBufs}
+// loader returns the block loader of the slice being measured, whose
+// embedded reference, if any, is block embeddedRef.
+func (l *leanState) loader(d *Decoder, embeddedRef int32) *blockLoader {
+	l.bl = blockLoader{codecs: d.opt.Codecs, bufs: &d.blockBufs, names: l.names, lens: &l.lens}
+	if embeddedRef == l.names {
+		l.bl.names = -1 // its bytes are read too
+	}
 	return &l.bl
 }
 
 // blockLoader decompresses the blocks a lean pass leaves pending, when a
-// read first needs their bytes, into the Decoder's block buffers.
+// read first needs their bytes, into the Decoder's block buffers; the
+// block of names it only measures (names, -1 for none) when it can.
 type blockLoader struct {
 	codecs *Codecs
 	bufs   *blockBufs
+	names  int32
+	lens   *[]uint32
 }
 
 func (l *blockLoader) load(x *extStream) error {
 	blk := &x.blk
+	if x.id == l.names && blk.Method == MethodTok3 && blk.RawSize > 0 && l.codecs.Tok3Lengths != nil {
+		// Where the names cannot be measured (a NUL inside one, damage),
+		// they are decoded below, for their bytes or the exact error.
+		if lens, err := l.codecs.Tok3Lengths((*l.lens)[:0], blk.Data, int(blk.RawSize)); err == nil {
+			*l.lens = lens
+			x.lens, x.measured, x.pending, x.blk = lens, true, false, Block{}
+			return nil
+		}
+	}
 	buf := l.bufs.take(blk.ContentType, blk.ContentID)
 	raw, err := blk.decompress(l.codecs, buf)
 	if err != nil {
@@ -183,12 +208,27 @@ func (e *Encoding) arrayLen(s *streams) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		if x.measured {
+			return x.nextLen(e.Stop)
+		}
 		b, err := x.readUntil(e.Stop)
 		return len(b), err
 	case EncodingExternal:
 		return 1, e.skipBytes(s, 1)
 	}
 	return 0, corruptf("encoding %d cannot decode a byte array", e.ID)
+}
+
+// nextLen is readUntil(stop) for a measured block: the length of the next
+// name (the block's names are NUL-terminated and only RN reads them, with
+// stop 0).
+func (x *extStream) nextLen(stop byte) (int, error) {
+	if len(x.lens) == 0 {
+		return 0, corruptf("external block %d: no stop byte %#x after offset %d", x.id, stop, x.pos)
+	}
+	n := int(x.lens[0])
+	x.lens, x.pos = x.lens[1:], x.pos+n+1
+	return n, nil
 }
 
 // skipInt reads one value of a series whose values the shapes do not
@@ -221,6 +261,7 @@ func (d *Decoder) skipByte(ds *[numDataSeries]*Encoding, s DataSeries, n int) er
 // bases, qualities or tag values), then links their mates.
 func (d *Decoder) shapeRecords(ch *CompressionHeader, sh *SliceHeader) error {
 	s := d.startSlice(ch, sh)
+	s.lean = true
 	err := d.sliceShapes(s)
 	*s = sliceState{}
 	return err

@@ -420,10 +420,12 @@ func (r *shapeReader) match(k int64) (bool, error) {
 		return false, err
 	}
 	if r.md.active() {
-		if v.hasN(r.refPos, r.refPos+k) {
-			r.md.matchN(b)
-		} else {
+		if !v.hasN(r.refPos, r.refPos+k) {
 			r.md.dist += k
+		} else if v.marks {
+			r.md.matchMarks(v, r.refPos, k)
+		} else {
+			r.md.matchN(b)
 		}
 	}
 	return true, nil

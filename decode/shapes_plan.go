@@ -79,6 +79,7 @@ func (l *leanState) plan(ch *CompressionHeader) {
 	}
 	clear(l.dataIDs)
 	l.read = [numDataSeries]bool{}
+	l.names = namesBlock(ch)
 	unknown := false
 	for s := range ch.DataSeries {
 		unknown = unknown || usesOf(ch.DataSeries[s], dataSeriesInfo[s].vt, false).unknown
@@ -134,4 +135,38 @@ func (l *leanState) need(u blockUse) {
 			l.dataIDs[u.id[k]] = true
 		}
 	}
+}
+
+// namesBlock returns the content ID of the block that RN alone reads
+// NUL-terminated names from (BYTE_ARRAY_STOP, stop 0), whose names' lengths
+// are all the shapes need of it; -1 when there is none.
+func namesBlock(ch *CompressionHeader) int32 {
+	e := ch.DataSeries[DSRN]
+	if e == nil || e.ID != EncodingByteArrayStop || e.Stop != 0 {
+		return -1
+	}
+	id := e.ContentID
+	for s, o := range ch.DataSeries {
+		if DataSeries(s) != DSRN && readsBlock(o, dataSeriesInfo[s].vt, id) {
+			return -1
+		}
+	}
+	for _, o := range ch.Tags {
+		if readsBlock(o, typeByteArray, id) {
+			return -1
+		}
+	}
+	return id
+}
+
+// readsBlock reports whether a value of type vt with encoding e may read
+// block id (an encoding this plan does not know may read any).
+func readsBlock(e *Encoding, vt valueType, id int32) bool {
+	u := usesOf(e, vt, true)
+	for k := range u.n {
+		if u.id[k] == id {
+			return true
+		}
+	}
+	return u.unknown
 }

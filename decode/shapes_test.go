@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/decode/codec/tok3"
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/internal/corpus"
 	"github.com/cramfs/cramfs/internal/hostile"
@@ -222,4 +225,223 @@ func BenchmarkContainerShapes(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestContainerShapesMeasuresNames: in 3.1 fixtures, whose read names are
+// tok3-compressed, the lean pass measures the names (Tok3Lengths) without
+// decoding them: with a Tok3 that fails, the full decode fails and the
+// lean pass gives the shapes of a Decoder that decodes them. Without
+// Tok3Lengths, or with one that fails, the names are decoded instead.
+func TestContainerShapesMeasuresNames(t *testing.T) {
+	for _, name := range []string{"ce_1000.3.1-normal", "ce_1000.3.1-archive"} {
+		b, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata", "cram", name+".cram"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := decode.Open("x.cram", bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errNoTok3 := errors.New("no tok3 here")
+		noTok3 := decode.DefaultCodecs()
+		noTok3.Tok3 = func(dst, src []byte, rawSize int) ([]byte, error) { return dst, errNoTok3 }
+		noLengths := decode.DefaultCodecs()
+		noLengths.Tok3Lengths = nil
+		badLengths := decode.DefaultCodecs()
+		badLengths.Tok3Lengths = func(dst []uint32, src []byte, rawSize int) ([]uint32, error) { return dst, errNoTok3 }
+		opt := decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true}
+		good := f.NewDecoder(opt)
+		var decoders []*decode.Decoder
+		for _, c := range []*decode.Codecs{&noTok3, &noLengths, &badLengths} {
+			opt.Codecs = c
+			decoders = append(decoders, f.NewDecoder(opt))
+		}
+		for i := range f.Containers {
+			if _, err := decoders[0].Container(i); !errors.Is(err, errNoTok3) {
+				t.Fatalf("%s: container %d: the full decode without tok3 gives %v", name, i, err)
+			}
+			want, err := fullShapes(good, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, d := range decoders {
+				got, err := leanShapes(d, i)
+				if err != nil {
+					t.Fatalf("%s: container %d, codecs %d: lean pass: %v", name, i, k, err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: container %d, codecs %d: %s", name, i, k, diffShapes(got, want))
+				}
+			}
+		}
+	}
+}
+
+// TestTok3LengthsOfEveryBlock: every tok3 block of every CRAM of the
+// fixtures and the corpus, as the full decode decompresses it, is measured
+// by Tok3Lengths as the names it decodes to (their lengths between the
+// NULs), or reported as holding a NUL inside a name.
+func TestTok3LengthsOfEveryBlock(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(corpus.Root(), "testdata", "cram", "*.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir := corpus.Dir(t); dir != "" {
+		for _, sub := range []string{"hts-specs/test/cram/3.1/passed", "htslib-test"} {
+			more, err := filepath.Glob(filepath.Join(dir, sub, "*.cram"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, more...)
+		}
+	}
+	blocks := 0
+	var mismatch error
+	c := decode.DefaultCodecs()
+	checked := c
+	checked.Tok3 = func(dst, src []byte, rawSize int) ([]byte, error) {
+		out, err := c.Tok3(dst, src, rawSize)
+		if err != nil {
+			return out, err
+		}
+		names := out[len(dst):]
+		lens, lerr := c.Tok3Lengths(nil, src, rawSize)
+		switch {
+		case errors.Is(lerr, tok3.ErrNUL):
+		case lerr != nil:
+			mismatch = fmt.Errorf("a %d-byte block decodes, Tok3Lengths fails: %w", len(src), lerr)
+		default:
+			for i, n := range lens {
+				k := bytes.IndexByte(names, 0)
+				if k != int(n) {
+					mismatch = fmt.Errorf("name %d: %d bytes, measured %d", i, k, n)
+					break
+				}
+				names = names[k+1:]
+			}
+			if len(names) != 0 && mismatch == nil {
+				mismatch = fmt.Errorf("%d bytes left after %d names", len(names), len(lens))
+			}
+		}
+		blocks++
+		return out, nil
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := decode.Open(p, bytes.NewReader(b), int64(len(b)), decode.OpenOptions{AllowMissingEOF: true})
+		if err != nil {
+			continue // fixtures made to fail
+		}
+		d := f.NewDecoder(decode.DecoderOptions{Reference: fakeRef{}, Codecs: &checked, IgnoreMD5: true})
+		for i := range f.Containers {
+			d.Container(i) // a container failing after its names is fine: they were checked
+			if mismatch != nil {
+				t.Fatalf("%s: container %d: %v", p, i, mismatch)
+			}
+		}
+	}
+	if blocks < 10 {
+		t.Fatalf("only %d tok3 blocks in %d files", blocks, len(files))
+	}
+	t.Logf("%d tok3 blocks of %d files", blocks, len(files))
+}
+
+// shortRef is a ReferenceScanner over a store's contigs whose first
+// contig is cut to cut bases: a FASTA shorter than the slices' spans.
+type shortRef struct {
+	contigs []*reference.Contig
+	cut     int64
+}
+
+func (r *shortRef) Length(id int) int64 {
+	if id == 0 {
+		return min(r.cut, r.contigs[0].Len())
+	}
+	return r.contigs[id].Len()
+}
+
+func (r *shortRef) Bases(dst []byte, id int, start, end int64) ([]byte, error) {
+	end = min(end, r.Length(id))
+	return r.contigs[id].Bases(dst, min(start, end), end)
+}
+
+func (r *shortRef) ScanBases(id int, start, end int64, h hash.Hash, runs [][2]int64) (int64, [][2]int64, error) {
+	end = min(end, r.Length(id))
+	start = min(start, end)
+	runs, err := r.contigs[id].Scan(start, end, h, runs)
+	return end - start, runs, err
+}
+
+// TestContainerShapesShortReference: against a reference shorter than
+// the slices' spans (read without MD5 checks), the lean pass reading it in
+// place (marks views) fails where the full decode fails and otherwise
+// gives its shapes: matches, deletions and stored bases that run past the
+// reference's end, and the slice's limit at that end.
+func TestContainerShapesShortReference(t *testing.T) {
+	root := filepath.Join(corpus.Root(), "testdata")
+	b, err := os.ReadFile(filepath.Join(root, "cram", "ce_1000.3.0.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := decode.Open("x.cram", bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := reference.Open([]string{filepath.Join(root, "ref/ce.fa")}, reference.Options{NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ref := &shortRef{}
+	for _, q := range f.Refs {
+		c, err := store.Lookup(q.Name, q.Length, q.M5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref.contigs = append(ref.contigs, c)
+	}
+	ref.cut = math.MaxInt64
+	opt := decode.DecoderOptions{Reference: ref, IgnoreMD5: true}
+	var first, last int64 = -1, 0
+	good := f.NewDecoder(opt)
+	for i := range f.Containers {
+		recs, err := good.Container(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.RefID == 0 && first < 0 {
+				first = r.Pos
+			}
+			if r.RefID == 0 {
+				last = r.Pos
+			}
+		}
+	}
+	failed := 0
+	for k := range 40 {
+		ref.cut = first + (last-first+200)*int64(k)/40
+		fd, ld := f.NewDecoder(opt), f.NewDecoder(opt)
+		for i := range f.Containers {
+			want, ferr := fullShapes(fd, i)
+			got, lerr := leanShapes(ld, i)
+			if (ferr == nil) != (lerr == nil) {
+				t.Fatalf("cut %d: container %d: full decode %v, lean pass %v", ref.cut, i, ferr, lerr)
+			}
+			if ferr != nil {
+				failed++
+				continue
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("cut %d: container %d: %s", ref.cut, i, diffShapes(got, want))
+			}
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no cut made a container fail")
+	}
+	t.Logf("%d containers failed with the full decode and the lean pass", failed)
 }

@@ -103,19 +103,27 @@ func errBeyondSlice(pos int64) error {
 // the span of a single-reference slice. A window view (src set) serves the
 // records of multi-reference slices: it loads bases of one contig on
 // demand as a window that follows the records forward, so the bases loaded
-// stay proportional to those the records cover.
+// stay proportional to those the records cover. A marks view, of the lean
+// pass, holds no bases: only how many it covers and where the 'N's among
+// them lie, all that the shapes of records depend on (shapes_ref.go).
 type refView struct {
 	// src and id name the contig a window view loads from; src is nil for
-	// a fixed view.
-	src ReferenceSource
-	id  int
+	// a fixed view. scan is src's scanner in a marks window view.
+	src  ReferenceSource
+	scan ReferenceScanner
+	id   int
+	// marks: the view holds size bases' runs of 'N' in runs, not buf.
+	marks bool
 
 	buf   []byte
 	start int64 // 0-based position of buf[0]
+	size  int64 // a marks view's bases from start
+	runs  [][2]int64
+	nRun  int // firstRun's last answer
 	// limit is the exclusive 0-based end the decoder may read (htslib's ref_end).
 	limit int64
-	// nFrom and nNext remember hasN's last scan of buf (when nScanned):
-	// no 'N' in [nFrom, nNext), and nNext is an 'N' or the end of buf.
+	// nFrom and nNext remember hasN's last scan of buf, or of runs (when
+	// nScanned): no 'N' in [nFrom, nNext), and nNext is an 'N' or the end.
 	nFrom, nNext int64
 	nScanned     bool
 }
@@ -129,22 +137,34 @@ const (
 	maxWindow = 1 << 20
 )
 
-// window makes v a window view of contig id of src. It keeps the bases it
-// holds when they are of the same contig: consecutive slices of a
-// container usually lie close together. The caller sets limit.
-func (v *refView) window(src ReferenceSource, id int) {
-	if v.src == nil || v.id != id {
-		*v = refView{src: src, id: id, buf: v.buf[:0]}
+// window makes v a window view of contig id of src, a marks view loaded
+// through scan when scan is not nil. It keeps what it holds when that is
+// of the same contig and kind: consecutive slices of a container usually
+// lie close together. The caller sets limit.
+func (v *refView) window(src ReferenceSource, id int, scan ReferenceScanner) {
+	if v.src == nil || v.id != id || v.marks != (scan != nil) {
+		*v = refView{src: src, scan: scan, marks: scan != nil, id: id, buf: v.buf[:0], runs: v.runs[:0]}
 	}
 }
 
-// drop forgets the source and bases of v, keeping its buffer.
-func (v *refView) drop() { *v = refView{buf: v.buf[:0]} }
+// drop forgets the source and bases of v, keeping its buffers.
+func (v *refView) drop() { *v = refView{buf: v.buf[:0], runs: v.runs[:0]} }
 
-// slice returns the bases of [from, to). Callers check the range against
-// limit first, as htslib does.
+// end is the exclusive end of the bases v holds.
+func (v *refView) end() int64 {
+	if v.marks {
+		return v.start + v.size
+	}
+	return v.start + int64(len(v.buf))
+}
+
+// slice returns the bases of [from, to) (nil for a marks view). Callers
+// check the range against limit first, as htslib does.
 func (v *refView) slice(from, to int64) ([]byte, error) {
-	if from >= v.start && to <= v.start+int64(len(v.buf)) && from <= to {
+	if from >= v.start && to <= v.end() && from <= to {
+		if v.marks {
+			return nil, nil
+		}
 		return v.buf[from-v.start : to-v.start], nil
 	}
 	if v.src == nil || from < 0 || to > v.limit || from > to {
@@ -153,6 +173,9 @@ func (v *refView) slice(from, to int64) ([]byte, error) {
 	if err := v.load(from, to); err != nil {
 		return nil, err
 	}
+	if v.marks {
+		return nil, nil
+	}
 	return v.buf[:to-from], nil
 }
 
@@ -160,15 +183,22 @@ func (v *refView) slice(from, to int64) ([]byte, error) {
 // lies inside the current window, the bases from there on are kept and
 // only the rest is read.
 func (v *refView) load(from, to int64) error {
-	end := v.start + int64(len(v.buf))
-	size, keep, at := int64(minWindow), 0, from
-	if from >= v.start && from <= end {
-		size = min(max(2*int64(len(v.buf)), minWindow), maxWindow)
-		keep = copy(v.buf, v.buf[from-v.start:])
+	end := v.end()
+	size, at := int64(minWindow), from
+	keep := from >= v.start && from <= end
+	if keep {
+		size = min(max(2*(end-v.start), minWindow), maxWindow)
 		at = end
 	}
 	stop := min(max(to, from+size), v.limit)
-	buf, err := v.src.Bases(v.buf[:keep], v.id, at, stop)
+	if v.marks {
+		return v.loadMarks(from, to, at, stop, keep)
+	}
+	k := 0
+	if keep {
+		k = copy(v.buf, v.buf[from-v.start:])
+	}
+	buf, err := v.src.Bases(v.buf[:k], v.id, at, stop)
 	v.start, v.nScanned = from, false
 	if err != nil {
 		v.buf = buf[:0]
@@ -176,7 +206,7 @@ func (v *refView) load(from, to int64) error {
 	}
 	v.buf = buf
 	if int64(len(buf)) < to-from {
-		return fmt.Errorf("%w: reference returned %d bases for [%d,%d)", ErrReference, len(buf)-keep, at, stop)
+		return fmt.Errorf("%w: reference returned %d bases for [%d,%d)", ErrReference, len(buf)-k, at, stop)
 	}
 	return nil
 }
@@ -186,6 +216,9 @@ func (v *refView) load(from, to int64) error {
 // the next 'N' answers the checks of many reads.
 func (v *refView) hasN(from, to int64) bool {
 	if !v.nScanned || from < v.nFrom || from > v.nNext {
+		if v.marks {
+			return v.nextN(from) < to
+		}
 		rest := v.buf[from-v.start:]
 		v.nFrom, v.nNext, v.nScanned = from, from+int64(len(rest)), true
 		if i := bytes.IndexByte(rest, 'N'); i >= 0 {
@@ -195,9 +228,11 @@ func (v *refView) hasN(from, to int64) bool {
 	return v.nNext < to
 }
 
+// at returns the base at pos (0 from a marks view, which checks only that
+// the view covers it).
 func (v *refView) at(pos int64) (byte, error) {
 	b, err := v.slice(pos, pos+1)
-	if err != nil {
+	if err != nil || v.marks {
 		return 0, err
 	}
 	return b[0], nil

@@ -66,6 +66,11 @@ type extStream struct {
 	pending bool
 	size    int
 	blk     Block
+	// measured is set for a block of names the lean pass measured
+	// without decoding them: data is nil and lens holds each name's length
+	// (nextLen reads them; see blockLoader.load).
+	measured bool
+	lens     []uint32
 }
 
 // The readers below build their errors from a plain struct rather than

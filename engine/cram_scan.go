@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"hash"
 	"sync"
 
 	"github.com/cramfs/cramfs/decode"
@@ -89,4 +90,20 @@ func measureRecords(raw []byte, each func(r RecordLayout) error) (int64, error) 
 	return int64(len(raw)), nil
 }
 
-var _ LayoutScanner = (*CRAM)(nil)
+// ScanBases implements decode.ReferenceScanner, for the lean pass: the
+// bases of [start, end) as Bases clamps them, read in place.
+func (r *refSource) ScanBases(id int, start, end int64, h hash.Hash, runs [][2]int64) (int64, [][2]int64, error) {
+	c, err := r.contig(id)
+	if err != nil {
+		return 0, runs, err
+	}
+	end = min(end, c.Len())
+	start = min(start, end)
+	runs, err = c.Scan(start, end, h, runs)
+	return end - start, runs, err
+}
+
+var (
+	_ LayoutScanner           = (*CRAM)(nil)
+	_ decode.ReferenceScanner = (*refSource)(nil)
+)

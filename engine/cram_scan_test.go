@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -263,8 +264,9 @@ func refEdgesSAM(t *testing.T, dir string) (fasta, sam string) {
 	copy(r1[1500:], "acgtnnacgt")
 	r2 := base(400)
 	copy(r2[100:], "NNNNN")
+	// Lines of 60 bases, so that runs of N cross line ends.
 	fasta = filepath.Join(dir, "ref.fa")
-	if err := os.WriteFile(fasta, []byte(">r1\n"+string(r1)+"\n>r2\n"+string(r2)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(fasta, []byte(">r1\n"+wrap(r1, 60)+">r2\n"+wrap(r2, 60)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	refs := []struct {
@@ -330,6 +332,18 @@ func refEdgesSAM(t *testing.T, dir string) (fasta, sam string) {
 	return fasta, sam
 }
 
+// wrap is seq as FASTA lines of n bases.
+func wrap(seq []byte, n int) string {
+	var b strings.Builder
+	for len(seq) > 0 {
+		k := min(n, len(seq))
+		b.Write(seq[:k])
+		b.WriteByte('\n')
+		seq = seq[k:]
+	}
+	return b.String()
+}
+
 // TestScanLayoutLeanReferenceN is TestScanLayoutLeanFixtures for CRAMs
 // whose reads lie over reference Ns (samtools writes them, 3.0 and 3.1,
 // with the reference or embedding it), where the length of each generated
@@ -344,6 +358,21 @@ func TestScanLayoutLeanReferenceN(t *testing.T) {
 			if n := compareLeanLayout(t, p, []string{fasta}, noMD); n < 100 {
 				t.Fatalf("%s: %d records", v.name, n)
 			}
+		}
+	}
+	// Multi-reference slices (scramble -M makes every slice one), whose
+	// records are measured against a window of the reference that moves.
+	scr, err := exec.LookPath("scramble")
+	if err != nil {
+		corpus.Missing(t, "scramble: %v", err)
+	}
+	multi := filepath.Join(dir, "multi.cram")
+	if out, err := exec.Command(scr, "-r", fasta, "-O", "cram", "-s", "40", "-M", sam, multi).CombinedOutput(); err != nil {
+		t.Fatalf("scramble: %v\n%s", err, out)
+	}
+	for _, noMD := range []bool{false, true} {
+		if n := compareLeanLayout(t, multi, []string{fasta}, noMD); n < 100 {
+			t.Fatalf("multi: %d records", n)
 		}
 	}
 	// With the reference embedded, a FASTA whose r2 is shorter than its
@@ -369,4 +398,67 @@ func (c *CRAM) major() int {
 	}
 	defer c.release(st)
 	return st.f.Def.Major
+}
+
+// TestScanLayoutLeanReferenceMD5: the lean pass checks each slice's
+// reference MD5 against the bases it reads in place. With a reference
+// whose r1 differs by one base, it fails with the full decode's error
+// (ErrReference, the same message); with the reference all in lower case
+// (uppercased for the MD5, its 'n's still Ns), it measures every
+// container as the full build does.
+func TestScanLayoutLeanReferenceMD5(t *testing.T) {
+	dir := t.TempDir()
+	fasta, sam := refEdgesSAM(t, dir)
+	p := filepath.Join(dir, "x.cram")
+	samtools(t, "view", "-C", "-T", fasta, "-o", p, sam)
+	fa, err := os.ReadFile(fasta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lower := filepath.Join(dir, "lower.fa")
+	if err := os.WriteFile(lower, bytes.ToLower(fa), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := compareLeanLayout(t, p, []string{lower}, false); n < 100 {
+		t.Fatalf("lower case: %d records", n)
+	}
+	// Base 2000 of r1 (60-base lines), far from its Ns, changed.
+	wrong := bytes.Clone(fa)
+	i := bytes.Index(wrong, []byte(">r1\n")) + 4 + 2000/60*61 + 2000%60
+	if wrong[i] == 'A' {
+		wrong[i] = 'C'
+	} else {
+		wrong[i] = 'A'
+	}
+	bad := filepath.Join(dir, "wrong.fa")
+	if err := os.WriteFile(bad, wrong, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store, err := reference.Open([]string{bad}, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c, err := OpenCRAM(p, CRAMOptions{Reference: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	failed := 0
+	for i := 0; i < c.NumContainers(); i++ {
+		lerr := leanError(c, i)
+		_, ferr := c.fullLayout(context.Background(), i, func(RecordLayout) error { return nil })
+		if (lerr == nil) != (ferr == nil) || lerr != nil && !strings.Contains(ferr.Error(), lerr.Error()) {
+			t.Fatalf("container %d: lean pass %v, full build %v", i, lerr, ferr)
+		}
+		if lerr != nil {
+			if !errors.Is(lerr, decode.ErrReference) {
+				t.Fatalf("container %d: %v does not wrap ErrReference", i, lerr)
+			}
+			failed++
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no container failed its reference MD5")
+	}
 }

@@ -232,12 +232,13 @@ func storedBlocks(dst []blockInfo, n int64) []blockInfo {
 
 // measureContainer measures container i of src, a LayoutScanner, for a
 // level-0 layout without building it: its segment's lengths (the digest
-// left unknown), its blocks and what the index needs of its records.
-func measureContainer(ctx context.Context, src Source, ls LayoutScanner, i int) (*builtSegment, error) {
+// left unknown), its blocks and what the index needs of its records, in a
+// table made for hint records.
+func measureContainer(ctx context.Context, src Source, ls LayoutScanner, i, hint int) (*builtSegment, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var recs []recInfo
+	recs := make([]recInfo, 0, hint)
 	var off int64
 	rawLen, err := ls.ScanLayout(ctx, i, func(r RecordLayout) error {
 		if r.Len < 4+32 {

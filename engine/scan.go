@@ -103,10 +103,13 @@ type scanRun struct {
 	scheme bai.Scheme           // of bld as made, for the workers' fragments; zero for none
 
 	// Mutable: hint, atomic, is the largest container's blocks so far (a
-	// size hint, its max racy); bld and csi are the consumer's only.
-	hint atomic.Int64
-	bld  indexBuilder // nil once no index can be built
-	csi  bool         // bld is a CSI builder
+	// size hint, its max racy), recHint likewise its most records (a
+	// measured container's record table is made that large at once); bld
+	// and csi are the consumer's only.
+	hint    atomic.Int64
+	recHint atomic.Int64
+	bld     indexBuilder // nil once no index can be built
+	csi     bool         // bld is a CSI builder
 	// Mutable: party, guarded by the Manager's workerPool, claims the
 	// scan's workers; done, atomic, counts the containers scanned.
 	party party
@@ -159,9 +162,12 @@ func (r *scanRun) build(i int) error {
 
 // measure is build for a scan that measures its containers (r.lean set).
 func (r *scanRun) measure(i int) error {
-	bs, err := measureContainer(r.gctx, r.src, r.lean, i)
+	bs, err := measureContainer(r.gctx, r.src, r.lean, i, int(r.recHint.Load()))
 	if err != nil {
 		return err
+	}
+	if n := int64(len(bs.recs)); n > r.recHint.Load() {
+		r.recHint.Store(n) // racy max: only a size hint
 	}
 	r.done.Add(1)
 	bs.frag = r.fragment(bs)

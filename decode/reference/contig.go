@@ -60,17 +60,41 @@ func (c *Contig) bases(dst []byte, start, end int64) ([]byte, error) {
 	if start < 0 || end < start || end > c.length {
 		return dst, fmt.Errorf("%w: bases [%d,%d) of %s (length %d)", ErrOutOfRange, start, end, c.name, c.length)
 	}
-	if start == end {
-		return dst, nil
-	}
 	// The range lies within the contig (checked above), so the bases
 	// exist: grow dst once rather than line by line.
-	dst = slices.Grow(dst, int(end-start))
+	a := appender{dst: slices.Grow(dst, int(end-start))}
+	err := c.walk(start, end, &a)
+	return a.dst, err
+}
+
+// A segmentSink takes the bases of a range one line segment at a time,
+// as they lie in the mapping (not uppercased): b holds bases pos... of
+// the contig and is valid only during the call.
+type segmentSink interface {
+	segment(pos int64, b []byte)
+}
+
+// appender is the segmentSink of bases: it appends the bases uppercased.
+type appender struct{ dst []byte }
+
+func (a *appender) segment(_ int64, b []byte) {
+	n := len(a.dst)
+	a.dst = append(a.dst, b...)
+	upper(a.dst[n:])
+}
+
+// walk gives the bases of [start,end), which the caller has checked lie
+// within the contig, to sink line segment by line segment, in order, then
+// drops the pages read from the process (dropPages).
+func (c *Contig) walk(start, end int64, sink segmentSink) error {
+	if start == end {
+		return nil
+	}
 	c.m.mu.RLock()
 	defer c.m.mu.RUnlock()
 	data := c.m.data
 	if data == nil {
-		return dst, fmt.Errorf("%w: bases of %s", ErrClosed, c.name)
+		return fmt.Errorf("%w: bases of %s", ErrClosed, c.name)
 	}
 	// First run that ends after start.
 	ri := sort.Search(len(c.runs), func(i int) bool { return c.runs[i].base+c.runs[i].n > start })
@@ -85,25 +109,23 @@ func (c *Contig) bases(dst []byte, start, end int64) ([]byte, error) {
 			k := min(r.lineBases-col, stop-i)
 			off := r.off + line*r.lineWidth + col
 			if off < 0 || off+k > int64(len(data)) {
-				return dst, fmt.Errorf("%w: %s: base %d maps to offset %d past the end of %s (%d bytes)",
+				return fmt.Errorf("%w: %s: base %d maps to offset %d past the end of %s (%d bytes)",
 					ErrCorrupt, c.name, r.base+i, off, c.m.path, len(data))
 			}
 			if from < 0 {
 				from = off
 			}
 			to = off + k
-			n := len(dst)
-			dst = append(dst, data[off:off+k]...)
-			upper(dst[n:])
+			sink.segment(r.base+i, data[off:off+k])
 			i += k
 		}
 		pos = r.base + stop
 	}
 	if pos != end {
-		return dst, fmt.Errorf("%w: %s: bases [%d,%d) not covered by the index", ErrCorrupt, c.name, pos, end)
+		return fmt.Errorf("%w: %s: bases [%d,%d) not covered by the index", ErrCorrupt, c.name, pos, end)
 	}
 	c.m.dropPages(from, to)
-	return dst, nil
+	return nil
 }
 
 // upper uppercases ASCII letters in place. Eight bytes at a time it only

@@ -40,6 +40,8 @@ func checkEntries(t *testing.T, entries []entry, data []byte, strict bool) {
 		if c.MD5() == "" {
 			t.Fatalf("%s: empty MD5", e.name)
 		}
+		checkScan(t, c, 0, c.Len())
+		checkScan(t, c, c.Len()/3, c.Len()-c.Len()/4)
 	}
 }
 

@@ -1,0 +1,248 @@
+package reference
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"runtime/debug"
+	"sort"
+)
+
+// Scan reads the bases of [start,end), as Bases would return them
+// (uppercased), without copying them out (for h they pass through a
+// scratch buffer of at most 8 KiB): it writes them to h when h
+// is not nil, and appends to runs the maximal runs [from,to) of 'N' among
+// them (a lowercase 'n' is an 'N' once uppercased), in ascending order, a
+// run that continues the last one of runs extending it. Its errors are
+// those of Bases. It serves the decoder's lean pass, which needs the
+// slice's reference MD5 and where the 'N's lie, not the bases.
+func (c *Contig) Scan(start, end int64, h hash.Hash, runs [][2]int64) (out [][2]int64, err error) {
+	// As in Bases: a fault reading a mapping truncated under us is an
+	// error, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+				panic(r)
+			}
+			out, err = runs, fmt.Errorf("%w: %s: reading bases [%d,%d) of %s faulted: the file was truncated while mapped", ErrChanged, c.m.path, start, end, c.name)
+		}
+	}()
+	if start < 0 || end < start || end > c.length {
+		return runs, fmt.Errorf("%w: bases [%d,%d) of %s (length %d)", ErrOutOfRange, start, end, c.name, c.length)
+	}
+	s := scanner{h: h, runs: runs, start: start, size: int(min(end-start, scanChunk))}
+	if h == nil {
+		if fits, err := c.markRuns(start, end, &s); fits || err != nil {
+			return s.runs, err
+		}
+		s.runs = runs // walk gives the error
+	}
+	err = c.walk(start, end, &s)
+	s.flush()
+	return s.runs, err
+}
+
+// markRuns is walk for a scanner without digest: each run's bytes from
+// start to end, line ends included, are searched for Ns at once, rather
+// than line by line. It reports false, having read nothing, for a range
+// that does not fit the mapping: walk then gives the exact error.
+func (c *Contig) markRuns(start, end int64, s *scanner) (bool, error) {
+	if start == end {
+		return true, nil
+	}
+	c.m.mu.RLock()
+	defer c.m.mu.RUnlock()
+	data := c.m.data
+	if data == nil {
+		return true, fmt.Errorf("%w: bases of %s", ErrClosed, c.name)
+	}
+	first := sort.Search(len(c.runs), func(i int) bool { return c.runs[i].base+c.runs[i].n > start })
+	var spans [2][2]int64 // file bytes [lo, hi) of the first and last run read
+	pos := start
+	for pass := range 2 {
+		// The first pass checks that every run's bytes lie in the mapping,
+		// the second searches them.
+		pos = start
+		for ri := first; ri < len(c.runs) && pos < end; ri++ {
+			r := c.runs[ri]
+			i := pos - r.base
+			stop := min(end, r.base+r.n) - r.base
+			lo := r.off + i/r.lineBases*r.lineWidth + i%r.lineBases
+			hi := r.off + (stop-1)/r.lineBases*r.lineWidth + (stop-1)%r.lineBases + 1
+			if pass == 0 && (lo < 0 || hi > int64(len(data)) || lo > hi) {
+				return false, nil
+			}
+			if pass == 1 {
+				s.markRaw(r, lo, data[lo:hi])
+				if ri == first {
+					spans[0] = [2]int64{lo, hi}
+				}
+				spans[1] = [2]int64{lo, hi}
+			}
+			pos = r.base + stop
+		}
+	}
+	if pos != end {
+		return true, fmt.Errorf("%w: %s: bases [%d,%d) not covered by the index", ErrCorrupt, c.name, pos, end)
+	}
+	c.m.dropPages(spans[0][0], spans[1][1])
+	return true, nil
+}
+
+// markRaw adds the runs of N and n of raw, the bytes of run r from file
+// offset lo on, skipping the bytes of line ends.
+func (s *scanner) markRaw(r run, lo int64, raw []byte) {
+	nextN, nextn := -2, -2
+	for i := 0; i < len(raw); {
+		if nextN != -1 && nextN < i {
+			nextN = indexFrom(raw, i, 'N')
+		}
+		if nextn != -1 && nextn < i {
+			nextn = indexFrom(raw, i, 'n')
+		}
+		j := nextN
+		if j < 0 || (nextn >= 0 && nextn < j) {
+			j = nextn
+		}
+		if j < 0 {
+			return
+		}
+		rel := lo + int64(j) - r.off
+		line, col := rel/r.lineWidth, rel%r.lineWidth
+		if col >= r.lineBases {
+			i = j + 1 // a line end's byte, not a base
+			continue
+		}
+		k := j + 1
+		for k < len(raw) && (raw[k] == 'N' || raw[k] == 'n') && col+int64(k-j) < r.lineBases {
+			k++
+		}
+		base := r.base + line*r.lineBases + col
+		s.add(base, base+int64(k-j))
+		i = k
+	}
+}
+
+// scanChunk is how many bases scanner gathers before it hashes them and
+// looks for Ns: FASTA lines are short, and a digest's per-line calls would
+// cost more than the copy.
+const scanChunk = 8 << 10
+
+// scanner is the segmentSink of Scan. For a digest it gathers the bases,
+// uppercased, into buf, which holds those from start on; without one it
+// looks for the Ns in the mapped lines.
+type scanner struct {
+	h     hash.Hash // nil: no digest
+	runs  [][2]int64
+	buf   []byte
+	size  int // of buf, made on first use
+	start int64
+}
+
+func (s *scanner) segment(pos int64, b []byte) {
+	if s.h == nil {
+		// No digest: the Ns are looked for in place, 'n' too.
+		s.mark(pos, b, true)
+		return
+	}
+	for len(b) > 0 {
+		if s.buf == nil {
+			s.buf = make([]byte, 0, s.size)
+		}
+		k := min(len(b), s.size-len(s.buf))
+		s.buf = append(s.buf, b[:k]...)
+		b = b[k:]
+		if len(s.buf) == s.size {
+			s.flush()
+		}
+	}
+}
+
+// flush hashes the bases gathered and adds their runs of N.
+func (s *scanner) flush() {
+	b := s.buf
+	if len(b) == 0 {
+		return
+	}
+	if hasLower(b) {
+		upper(b)
+	}
+	s.h.Write(b)
+	s.mark(s.start, b, false)
+	s.start += int64(len(b))
+	s.buf = b[:0]
+}
+
+// mark adds the runs of 'N' in b, which holds bases pos..., and of 'n'
+// too when lower.
+func (s *scanner) mark(pos int64, b []byte, lower bool) {
+	// nextN and nextn are the next 'N' and 'n' at or after i once looked
+	// for (-1: none left), so that b is searched once for each.
+	nextN, nextn := -2, -2
+	if !lower {
+		nextn = -1
+	}
+	for i := 0; i < len(b); {
+		if nextN != -1 && nextN < i {
+			nextN = indexFrom(b, i, 'N')
+		}
+		if nextn != -1 && nextn < i {
+			nextn = indexFrom(b, i, 'n')
+		}
+		j := nextN
+		if j < 0 || (nextn >= 0 && nextn < j) {
+			j = nextn
+		}
+		if j < 0 {
+			return
+		}
+		k := j + 1
+		for k < len(b) && (b[k] == 'N' || lower && b[k] == 'n') {
+			k++
+		}
+		s.add(pos+int64(j), pos+int64(k))
+		i = k
+	}
+}
+
+// indexFrom is the index of the first c in b at or after i, or -1.
+func indexFrom(b []byte, i int, c byte) int {
+	if j := bytes.IndexByte(b[i:], c); j >= 0 {
+		return i + j
+	}
+	return -1
+}
+
+func (s *scanner) add(from, to int64) {
+	if n := len(s.runs); n > 0 && s.runs[n-1][1] == from {
+		s.runs[n-1][1] = to
+		return
+	}
+	s.runs = append(s.runs, [2]int64{from, to})
+}
+
+// hasLower reports whether b holds an ASCII lowercase letter, with upper's
+// eight-byte test.
+func hasLower(b []byte) bool {
+	const hi, six = 0x8080808080808080, 0x4040404040404040
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if x&(x<<1)&six&^(x&hi>>1) != 0 && lowerIn(b[i:i+8]) {
+			return true
+		}
+	}
+	return lowerIn(b[i:])
+}
+
+// lowerIn reports whether b holds an ASCII lowercase letter, byte by byte.
+func lowerIn(b []byte) bool {
+	for _, c := range b {
+		if c >= 'a' && c <= 'z' {
+			return true
+		}
+	}
+	return false
+}
