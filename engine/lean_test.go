@@ -476,3 +476,43 @@ func TestDroppedIndexNotRestoredBySave(t *testing.T) {
 		t.Fatalf("a late save restored the index of the wrong layout: %v", err)
 	}
 }
+
+// TestLateDropKeepsNewerIndex: a VirtualBAM of a layout dropped and
+// scanned again since finds its own layout wrong late (a build in flight
+// when the first drop happened); the index file, now the newer layout's,
+// stays, and the newer layout keeps serving without a scan.
+func TestLateDropKeepsNewerIndex(t *testing.T) {
+	fx := fixture(t, "synth")
+	m, _ := newTestManager(t, Options{Level: Stored, Readahead: -1, Digests: true})
+	src := newFakeSource(fx, "")
+	v1 := openT(t, m, src)
+	v2 := openT(t, m, src) // the same layout as v1
+	m.dropLayout(v1)       // v1's build disagreed: layout and index file gone
+	path := indexPathFor(t, m, src)
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("index of the dropped layout still there: %v", err)
+	}
+	v3 := openT(t, m, src) // scans again, writes the newer layout's index
+	if v3.tag == v2.tag {
+		t.Fatal("the layout scanned again has the dropped one's tag")
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the newer layout's index was not written: %v", err)
+	}
+	m.dropLayout(v2) // v2's build, of the old layout, disagreed late
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("dropping an older layout removed the newer layout's index: %v", err)
+	}
+	if !v2.stale.Load() {
+		t.Fatal("v2 not stale after its layout was dropped")
+	}
+	if got := readAll(t, v3, 1<<16); !bytes.Equal(got, src.expected(t, 0)) {
+		t.Fatal("the newer layout reads other bytes")
+	}
+	scans := src.total.Load()
+	m2, _ := newTestManager(t, Options{CacheDir: m.opts.CacheDir, Level: Stored, Readahead: -1})
+	openT(t, m2, src)
+	if src.total.Load() != scans {
+		t.Fatal("a new mount scanned again: the newer index was lost")
+	}
+}
