@@ -516,3 +516,59 @@ func TestLateDropKeepsNewerIndex(t *testing.T) {
 		t.Fatal("a new mount scanned again: the newer index was lost")
 	}
 }
+
+// TestLearnedDigestsSurviveKill: digests learned are written within about
+// saveEvery, not only at the doublings or at Close, so that a mount killed
+// (no Close: here a second Manager opens the cache directory while the
+// first still runs) finds all of them but the last few seconds'.
+func TestLearnedDigestsSurviveKill(t *testing.T) {
+	fx := fixture(t, "synth")
+	opts := Options{CacheDir: t.TempDir(), Level: Stored, Readahead: -1}
+	m, _ := newTestManager(t, opts)
+	src := &scanningSource{newFakeSource(fx, "")}
+	v := openT(t, m, src)
+	// Three segments: the doublings write the first two, the third waits.
+	read := 0
+	for _, s := range v.Layout().Segments {
+		if s.CompLen > 0 && read < 3 {
+			if _, err := v.ReadAt(make([]byte, 1), s.Offset); err != nil {
+				t.Fatal(err)
+			}
+			read++
+		}
+	}
+	path := indexPathFor(t, m, src)
+	learnedIn := func() int {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := readIndex(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(f.Learned)
+	}
+	const patience = 10 * saveEvery
+	for deadline := time.Now().Add(patience); learnedIn() < read; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v the index file holds %d of the %d digests learned", patience, learnedIn(), read)
+		}
+	}
+	m2, _ := newTestManager(t, opts)
+	src2 := &scanningSource{newFakeSource(fx, "")}
+	v2 := openT(t, m2, src2)
+	if src2.total.Load() != 0 {
+		t.Fatal("the second mount scanned again")
+	}
+	ls, err := v2.state(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls.mu.Lock()
+	known := ls.learn.known
+	ls.mu.Unlock()
+	if known != read {
+		t.Fatalf("the second mount knows %d digests, want %d", known, read)
+	}
+}
