@@ -19,6 +19,11 @@ const (
 	rampReads     = 4
 )
 
+// tailPage is the unit in which the kernel reads a file: htslib reads the
+// BGZF EOF block (its last 28 bytes) right after the header, and the
+// kernel asks for the whole page that holds it.
+const tailPage = 4096
+
 // noteRead records a read of [off, end) and, when it continues the
 // previous read, builds the next segments ahead in the background and
 // drops from the cache the segments the run has left more than the
@@ -71,6 +76,9 @@ func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 	for j := drop; j < dropEnd; j++ {
 		v.m.cache.Remove(cache.Key{File: v.id, Segment: j})
 	}
+	if off == 0 && v.readahead > 0 {
+		v.prefetchTail(l, runID)
+	}
 	if !seq || v.readahead == 0 {
 		return
 	}
@@ -91,6 +99,21 @@ func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 		}
 		todo--
 		v.prefetch(segs[i], i, runID)
+	}
+}
+
+// prefetchTail builds in the background the segments of the page before
+// the EOF block, which a reader opening the file (the read at offset 0)
+// reads next when it checks the EOF block, as htslib does: their build
+// then overlaps the first segment's rather than following it.
+func (v *VirtualBAM) prefetchTail(l *Layout, runID uint64) {
+	eof := l.eofOffset()
+	from := max(eof&^(tailPage-1), l.Header.CompLen)
+	segs := l.Segments
+	for i := l.segmentAt(from); i < len(segs) && segs[i].Offset < eof; i++ {
+		if segs[i].CompLen > 0 {
+			v.prefetch(segs[i], i, runID)
+		}
 	}
 }
 
