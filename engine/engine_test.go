@@ -1210,3 +1210,39 @@ func TestOpeningReadBuildsTail(t *testing.T) {
 		}
 	}
 }
+
+// TestReadaheadFollowsReorderedReads: reads that arrive in windows of 4,
+// each in reverse order (as the kernel's concurrent readahead requests
+// may), are a sequential run: the readahead ramps and builds segments
+// ahead of the furthest read, as for reads in order.
+func TestReadaheadFollowsReorderedReads(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	m, _ := newTestManager(t, Options{Threads: 2})
+	v := openT(t, m, src)
+	lay := v.Layout()
+	before := decodeCounts(src) // the scan's
+	const chunk, inFlight = 4096, 4
+	p := make([]byte, chunk)
+	var end int64
+	for w := int64(0); w < 4*rampReads; w++ {
+		base := lay.Segments[0].Offset + w*inFlight*chunk
+		for k := int64(inFlight - 1); k >= 0; k-- {
+			if _, err := v.ReadAt(p, base+k*chunk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		end = base + inFlight*chunk
+	}
+	if end >= v.Size()/2 {
+		t.Fatalf("fixture too small: reads reached %d of %d bytes", end, v.Size())
+	}
+	next := lay.segmentAt(end) + 1
+	for next < len(lay.Segments) && lay.Segments[next].CompLen == 0 {
+		next++
+	}
+	for deadline := time.Now().Add(10 * time.Second); src.decodes[next].Load() == before[next]; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d reordered reads up to segment %d, segment %d was not built ahead", 4*rampReads*inFlight, next-1, next)
+		}
+	}
+}

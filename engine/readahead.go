@@ -38,16 +38,24 @@ const tailPage = 4096
 // order (the kernel's concurrent readahead requests) keep the run going.
 func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 	v.mu.Lock()
-	seq := off == v.lastEnd
 	win := v.m.reorder
 	near := v.lastEnd >= 0 && off >= v.lastEnd-win && off <= v.lastEnd+win
+	// A read that ends beyond every read of the run so far continues it,
+	// in order or not: the kernel's concurrent readahead requests arrive
+	// in any order, and counting only the one that starts where the last
+	// ended left the window small, or the readahead idle, when they did.
+	seq := off == v.lastEnd || near && end > v.lastEnd
 	switch {
 	case seq:
 		v.run++
 	case !near:
 		v.run = 0
 	}
-	v.lastEnd = end
+	if near {
+		v.lastEnd = max(v.lastEnd, end)
+	} else {
+		v.lastEnd = end
+	}
 	run := v.run
 	segs := l.Segments
 	// The segment read is in use: a jump, or a read going back, restarts
@@ -76,7 +84,10 @@ func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 	for j := drop; j < dropEnd; j++ {
 		v.m.cache.Remove(cache.Key{File: v.id, Segment: j})
 	}
-	if off == 0 && v.readahead > 0 {
+	// Only with room for it beside a full window, the segment being read
+	// and one passed: else the tail pushes out a segment the reader needs,
+	// and a reader not checking the EOF block builds the tail twice.
+	if off == 0 && v.readahead > 0 && v.m.segmentsThatFit(v.maxSeg) > v.readahead+2 {
 		v.prefetchTail(l, runID)
 	}
 	if !seq || v.readahead == 0 {
