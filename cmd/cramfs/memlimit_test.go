@@ -103,3 +103,42 @@ func TestOpenFilesBoundRaisesSoftLimit(t *testing.T) {
 		t.Errorf("hard limit %d: %d CRAMs may stay open, want %d", orig.Max, n, want)
 	}
 }
+
+// gcPercent returns the collector's GC percent in effect.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// TestCollectorScansAtDefault: a mount's GC percent is serveGCPercent,
+// scanGCPercent while any Open is in progress (nested or concurrent), and
+// left alone when GOGC is set.
+func TestCollectorScansAtDefault(t *testing.T) {
+	old := gcPercent()
+	t.Cleanup(func() { debug.SetGCPercent(old) })
+	t.Setenv("GOGC", "")
+	c := newCollector()
+	if got := gcPercent(); got != serveGCPercent {
+		t.Fatalf("serving: GC percent %d, want %d", got, serveGCPercent)
+	}
+	c.begin()
+	c.begin()
+	c.end()
+	if got := gcPercent(); got != scanGCPercent {
+		t.Fatalf("one of two Opens done: GC percent %d, want %d", got, scanGCPercent)
+	}
+	c.end()
+	if got := gcPercent(); got != serveGCPercent {
+		t.Fatalf("Opens done: GC percent %d, want %d", got, serveGCPercent)
+	}
+
+	debug.SetGCPercent(77)
+	t.Setenv("GOGC", "77")
+	c = newCollector()
+	c.begin()
+	c.end()
+	if got := gcPercent(); got != 77 {
+		t.Fatalf("with GOGC=77 the GC percent became %d", got)
+	}
+}
