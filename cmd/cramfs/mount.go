@@ -188,7 +188,6 @@ func (c *mountCmd) run(pos []string, e *env) error {
 	op := newOpener(mgr, store, copt, log)
 	op.states = newFileStates(e.stderr, src)
 	op.onOpen = newMemoryLimit(mgr.Options().CacheSize, mgr.Options().Threads, copt.Decoders).noteLayout
-	op.gc = newCollector()
 	defer op.Close()
 	sock := statusSocket(ef.cacheDir, mnt)
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: *allowOther, Logger: log, Debug: *debug,
@@ -246,61 +245,6 @@ func (*unmountCmd) run(pos []string, _ *env) error {
 		return usageError{fmt.Sprintf("want one mount point, got %d arguments", len(pos))}
 	}
 	return cfs.Unmount(pos[0])
-}
-
-// GC percents of a mount (see collector).
-const (
-	serveGCPercent = 25
-	scanGCPercent  = 100
-)
-
-// collector sets the Go collector's GC percent of a mount: serveGCPercent
-// while it only serves reads, so that the heap stays within a quarter of
-// its live data (at the default 100 the peak RSS of a sequential read is
-// twice the live heap, reached only by long runs: the 3.0 file x4 peaked
-// at 150-183 MB against 88-125 MB for the file itself; at 25, 117-123 and
-// 95-108), and scanGCPercent while an Open is in progress, which may scan
-// a layout (at 25 the scan of the 3.0 file took 1.03 s of CPU instead of
-// 0.76 s). GOGC, when set, wins.
-type collector struct {
-	mu    sync.Mutex
-	opens int // Opens in progress; guarded by mu
-}
-
-// newCollector returns the collector of a mount, its percent set to
-// serveGCPercent, or nil when GOGC is set.
-func newCollector() *collector {
-	if os.Getenv("GOGC") != "" {
-		return nil
-	}
-	debug.SetGCPercent(serveGCPercent)
-	return &collector{}
-}
-
-// begin notes an Open starting; a nil collector does nothing.
-func (c *collector) begin() {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.opens == 0 {
-		debug.SetGCPercent(scanGCPercent)
-	}
-	c.opens++
-}
-
-// end notes an Open done.
-func (c *collector) end() {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.opens--
-	if c.opens == 0 {
-		debug.SetGCPercent(serveGCPercent)
-	}
 }
 
 // memoryLimit keeps the Go heap near the cache budget plus a constant

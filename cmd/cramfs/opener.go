@@ -45,7 +45,7 @@ func keyOf(rel string, st *syscall.Stat_t) fileKey {
 // of as many): a path forgotten is opened again, its layout read back
 // from the cache directory.
 type opener struct {
-	// Dependencies, each safe for concurrent use; states, onOpen and gc are
+	// Dependencies, each safe for concurrent use; states and onOpen are
 	// set, if at all, before the opener serves.
 	mgr  *engine.Manager
 	refs *reference.Store
@@ -58,8 +58,6 @@ type opener struct {
 	copt engine.CRAMOptions
 	// onOpen, when set, is told the layout of each file opened.
 	onOpen func(engine.Layout)
-	// gc, when set, is told of each Open in progress.
-	gc *collector
 
 	// Mutable, guarded by mu.
 	mu      sync.Mutex
@@ -173,9 +171,7 @@ func (o *opener) open(ctx context.Context, ref fs.CRAMRef, k fileKey, e *openEnt
 	}
 	// The scan is not tied to one request's context: other readers may be
 	// waiting for it too.
-	o.gc.begin()
 	e.vbam, e.err = o.mgr.Open(context.WithoutCancel(ctx), e.src)
-	o.gc.end()
 	if e.err != nil {
 		e.src.Close()
 		return
