@@ -85,7 +85,7 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int,
 		buf, err := m.buildHeader(src, want)
 		return buf, want.Digest, err
 	}
-	if err := m.acquire(ctx, p); err != nil {
+	if err := m.acquire(ctx, p, i); err != nil {
 		return nil, 0, err
 	}
 	defer m.release()

@@ -3,6 +3,7 @@ package engine
 import (
 	"maps"
 	"sync"
+	"time"
 )
 
 // A level-0 layout scanned by measuring records (Segment.NoDigest) learns
@@ -10,13 +11,19 @@ import (
 // in full (the reference MD5s included); the builds after it, once the
 // segment left the cache, are checked against it like the builds of a
 // layout scanned by building. The digests learned go into the index file,
-// so that a remount checks them too.
+// so that a remount checks them too: batched, at most saveEvery after one
+// was learned, so that a mount killed loses only the last few seconds'.
 
 // learnedDigest is the digest of a measured segment, once learned.
 type learnedDigest struct {
 	d  uint32
 	ok bool
 }
+
+// saveEvery bounds how long a digest learned waits to be written: the
+// index file is written at most about once per saveEvery (besides the
+// doublings of due), as it is of O(segments) bytes.
+const saveEvery = 2 * time.Second
 
 // learnedDigests are the digests a layoutState learned of its measured
 // segments, and how many of them its index file holds.
@@ -26,6 +33,8 @@ type learnedDigests struct {
 	saved  int             // known when the index file was last written
 	saving bool            // a save is under way
 	left   bool            // the layout left memory: every digest learned is due
+	last   time.Time       // when the last save began; zero before the first
+	timed  bool            // a timer will look again once saveEvery passed
 }
 
 // init makes l hold the digests idx has learned and returns how many of
@@ -52,12 +61,20 @@ func (l *learnedDigests) init(idx *indexFile) int {
 	return measured
 }
 
-// due reports whether the index file should be written again: no save is
-// under way and the digests known have doubled since the last one, are
-// all known, or the layout left memory (a file of n segments read whole
-// is written about log2(n) times).
-func (l *learnedDigests) due(measured int) bool {
-	return !l.saving && l.known > l.saved && (l.known >= 2*l.saved || l.known == measured || l.left)
+// due reports whether the index file should be written again at now: no
+// save is under way and the digests known have doubled since the last one,
+// are all known, the layout left memory, or saveEvery passed since the
+// last save (a file of n segments read whole in t seconds is written
+// about log2(n) + t/saveEvery times).
+func (l *learnedDigests) due(measured int, now time.Time) bool {
+	return !l.saving && l.known > l.saved &&
+		(l.known >= 2*l.saved || l.known == measured || l.left || now.Sub(l.last) >= saveEvery)
+}
+
+// pending reports whether digests learned wait for a save with none under
+// way and no timer set: the caller sets one.
+func (l *learnedDigests) pending() bool {
+	return !l.saving && !l.timed && l.known > l.saved
 }
 
 // snapshot returns the digests learned, by segment.
@@ -96,26 +113,56 @@ func (ls *layoutState) learned(i int, d uint32) {
 		l.by[i] = learnedDigest{d: d, ok: true}
 		l.known++
 	}
-	save := ls.persist && l.due(ls.measured)
-	l.saving = l.saving || save
 	ls.mu.Unlock()
-	if save {
-		ls.m.startSave(ls)
-	}
+	ls.saveIfDue()
 }
 
 // flush writes the digests learned and not yet saved, when the layout
 // leaves memory (after the save under way, if one is).
 func (ls *layoutState) flush() {
 	ls.mu.Lock()
-	l := &ls.learn
-	l.left = true
-	save := ls.persist && l.due(ls.measured)
-	l.saving = l.saving || save
+	ls.learn.left = true
 	ls.mu.Unlock()
-	if save {
-		ls.m.startSave(ls)
+	ls.saveIfDue()
+}
+
+// saveIfDue starts a save of the digests learned when one is due, else,
+// when some wait, sets a timer to look again once saveEvery passed since
+// the last save.
+func (ls *layoutState) saveIfDue() {
+	if !ls.persist {
+		return
 	}
+	now := time.Now()
+	ls.mu.Lock()
+	l := &ls.learn
+	save := l.due(ls.measured, now)
+	l.saving = l.saving || save
+	var wait time.Duration
+	if !save && l.pending() {
+		l.timed = true
+		wait = saveEvery - now.Sub(l.last)
+	}
+	ls.mu.Unlock()
+	switch {
+	case save:
+		ls.m.startSave(ls)
+	case wait > 0:
+		time.AfterFunc(wait, ls.timerFired)
+	}
+}
+
+// timerFired is the timer saveIfDue set: it saves the digests learned since,
+// unless the Manager closed (its Close saved them).
+func (ls *layoutState) timerFired() {
+	ls.mu.Lock()
+	ls.learn.timed = false
+	ls.mu.Unlock()
+	if !ls.m.startBackground() {
+		return
+	}
+	defer ls.m.background.Done()
+	ls.saveIfDue()
 }
 
 // saveQueue holds the layouts whose learned digests are to be written,
@@ -179,6 +226,7 @@ func (ls *layoutState) save() {
 	for {
 		ls.mu.Lock()
 		learned, n := ls.learn.snapshot(), ls.learn.known
+		ls.learn.last = time.Now()
 		ls.mu.Unlock()
 		err := ls.writeLearnedIfCurrent(learned)
 		if err != nil {
@@ -189,10 +237,11 @@ func (ls *layoutState) save() {
 		ls.mu.Lock()
 		ls.learn.saved = max(ls.learn.saved, n)
 		ls.learn.saving = false
-		again := ls.learn.due(ls.measured)
+		again := ls.learn.due(ls.measured, time.Now())
 		ls.learn.saving = again
 		ls.mu.Unlock()
 		if !again {
+			ls.saveIfDue() // sets the timer for digests learned meanwhile
 			return
 		}
 	}

@@ -1156,3 +1156,93 @@ func TestCloseWaitsForReadahead(t *testing.T) {
 		t.Fatalf("%d segments still being built ahead after Close", n)
 	}
 }
+
+// TestOpeningReadBuildsTail: the read at offset 0 (a reader opening the
+// file) builds, in the background, the segment holding the page before the
+// EOF block, which htslib reads next to check the EOF block; nothing else
+// beyond what it reads, and nothing without readahead.
+func TestOpeningReadBuildsTail(t *testing.T) {
+	for _, ra := range []int{0, -1} {
+		src := newFakeSource(fixture(t, "synth"), "")
+		m, _ := newTestManager(t, Options{Threads: 2, Readahead: ra})
+		v := openT(t, m, src)
+		segs := v.Layout().Segments
+		last := len(segs) - 1
+		for segs[last].CompLen == 0 {
+			last--
+		}
+		base := make([]int64, len(segs))
+		for i := range segs {
+			base[i] = src.decodes[i].Load()
+		}
+		if _, err := v.ReadAt(make([]byte, 16), 0); err != nil {
+			t.Fatal(err)
+		}
+		if ra < 0 {
+			m.Close() // waits for any build ahead
+		} else {
+			for deadline := time.Now().Add(10 * time.Second); src.decodes[last].Load() == base[last]; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the last segment (%d) was not built after the read at 0", last)
+				}
+			}
+			m.Close()
+		}
+		for i := range segs {
+			built := src.decodes[i].Load() - base[i]
+			want := int64(0)
+			if i == last && ra == 0 {
+				want = 1
+			}
+			if built != want {
+				t.Errorf("readahead %d: segment %d of %d built %d times after a read at 0, want %d", ra, i, len(segs), built, want)
+			}
+		}
+		// The EOF check reads it from the cache.
+		if ra == 0 {
+			page := (v.Size() - 28) &^ (tailPage - 1)
+			if _, err := v.ReadAt(make([]byte, v.Size()-page), page); err != nil {
+				t.Fatal(err)
+			}
+			if n := src.decodes[last].Load() - base[last]; n != 1 {
+				t.Errorf("the EOF check built the last segment again (%d builds)", n)
+			}
+		}
+	}
+}
+
+// TestReadaheadFollowsReorderedReads: reads that arrive in windows of 4,
+// each in reverse order (as the kernel's concurrent readahead requests
+// may), are a sequential run: the readahead ramps and builds segments
+// ahead of the furthest read, as for reads in order.
+func TestReadaheadFollowsReorderedReads(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	m, _ := newTestManager(t, Options{Threads: 2})
+	v := openT(t, m, src)
+	lay := v.Layout()
+	before := decodeCounts(src) // the scan's
+	const chunk, inFlight = 4096, 4
+	p := make([]byte, chunk)
+	var end int64
+	for w := int64(0); w < 4*rampReads; w++ {
+		base := lay.Segments[0].Offset + w*inFlight*chunk
+		for k := int64(inFlight - 1); k >= 0; k-- {
+			if _, err := v.ReadAt(p, base+k*chunk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		end = base + inFlight*chunk
+	}
+	if end >= v.Size()/2 {
+		t.Fatalf("fixture too small: reads reached %d of %d bytes", end, v.Size())
+	}
+	next := lay.segmentAt(end) + 1
+	for next < len(lay.Segments) && lay.Segments[next].CompLen == 0 {
+		next++
+	}
+	for deadline := time.Now().Add(10 * time.Second); src.decodes[next].Load() == before[next]; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d reordered reads up to segment %d, segment %d was not built ahead", 4*rampReads*inFlight, next-1, next)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -171,15 +172,15 @@ func TestTwoScansShareWorkers(t *testing.T) {
 func TestWorkerPoolCancel(t *testing.T) {
 	w := newWorkerPool(1)
 	var a, b party
-	if err := w.acquire(context.Background(), &a); err != nil {
+	if err := w.acquire(context.Background(), &a, 0); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error)
-	go func() { gaveUp <- w.acquire(ctx, &a) }()
+	go func() { gaveUp <- w.acquire(ctx, &a, 0) }()
 	awaitQueued(t, w, 1)
 	got := make(chan error)
-	go func() { got <- w.acquire(context.Background(), &b) }()
+	go func() { got <- w.acquire(context.Background(), &b, 0) }()
 	awaitQueued(t, w, 2)
 	cancel()
 	if err := <-gaveUp; err == nil {
@@ -194,6 +195,40 @@ func TestWorkerPoolCancel(t *testing.T) {
 	defer w.mu.Unlock()
 	if w.free != 1 || len(w.ring) != 0 || a.queued || b.queued {
 		t.Fatalf("after every release: %d free, %d parties queued", w.free, len(w.ring))
+	}
+}
+
+// TestWorkerPoolServesLowestOrderFirst: a party's waiters get workers
+// lowest order first (a file's segments as a reader needs them), whatever
+// order they came in; equal orders as they came.
+func TestWorkerPoolServesLowestOrderFirst(t *testing.T) {
+	w := newWorkerPool(1)
+	var p party
+	if err := w.acquire(context.Background(), &p, 0); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 5)
+	arrivals := []struct {
+		name  string
+		order int
+	}{{"seg3", 3}, {"seg1", 1}, {"seg2a", 2}, {"seg5", 5}, {"seg2b", 2}}
+	for k, a := range arrivals {
+		go func() {
+			if err := w.acquire(context.Background(), &p, a.order); err != nil {
+				t.Error(err)
+			}
+			got <- a.name
+		}()
+		awaitQueued(t, w, k+1)
+	}
+	var order []string
+	for range arrivals {
+		w.release()
+		order = append(order, <-got)
+	}
+	w.release()
+	if want := []string{"seg1", "seg2a", "seg2b", "seg3", "seg5"}; !slices.Equal(order, want) {
+		t.Errorf("workers handed out in the order %v, want %v", order, want)
 	}
 }
 

@@ -173,8 +173,9 @@ func TestIndexKeyHasNoMD(t *testing.T) {
 	ref := filepath.Join(corpus.Root(), "testdata", "ref", "ce.fa")
 	dir := t.TempDir()
 	opts := Options{CacheDir: dir, Level: Stored, CacheSize: -1, Readahead: -1}
-	withMD := openT(t, mustManager(t, opts), openCRAMWith(t, cram, ref, CRAMOptions{}))
-	noMD := openT(t, mustManager(t, opts), openCRAMWith(t, cram, ref, CRAMOptions{NoMD: true}))
+	mWith, mNo := mustManager(t, opts), mustManager(t, opts)
+	withMD := openT(t, mWith, openCRAMWith(t, cram, ref, CRAMOptions{}))
+	noMD := openT(t, mNo, openCRAMWith(t, cram, ref, CRAMOptions{NoMD: true}))
 	got, err := readAllErr(noMD)
 	if err != nil {
 		t.Fatalf("--no-md after an index with MD: %v (size %d, with MD %d)", err, noMD.Size(), withMD.Size())
@@ -187,9 +188,12 @@ func TestIndexKeyHasNoMD(t *testing.T) {
 	if withMD.Size() == noMD.Size() {
 		t.Fatal("the fixture's BAM does not depend on MD generation")
 	}
-	// Both layouts are persisted, under different keys.
+	// Both layouts are persisted, under different keys, once the saves of
+	// the digests learned (each a temporary file renamed) are done.
+	mWith.Close()
+	mNo.Close()
 	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
-		t.Fatalf("cache holds %d files, want one per variant", len(ents))
+		t.Fatalf("cache holds %d files, want one per variant: %v", len(ents), ents)
 	}
 }
 

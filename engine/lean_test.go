@@ -476,3 +476,99 @@ func TestDroppedIndexNotRestoredBySave(t *testing.T) {
 		t.Fatalf("a late save restored the index of the wrong layout: %v", err)
 	}
 }
+
+// TestLateDropKeepsNewerIndex: a VirtualBAM of a layout dropped and
+// scanned again since finds its own layout wrong late (a build in flight
+// when the first drop happened); the index file, now the newer layout's,
+// stays, and the newer layout keeps serving without a scan.
+func TestLateDropKeepsNewerIndex(t *testing.T) {
+	fx := fixture(t, "synth")
+	m, _ := newTestManager(t, Options{Level: Stored, Readahead: -1, Digests: true})
+	src := newFakeSource(fx, "")
+	v1 := openT(t, m, src)
+	v2 := openT(t, m, src) // the same layout as v1
+	m.dropLayout(v1)       // v1's build disagreed: layout and index file gone
+	path := indexPathFor(t, m, src)
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("index of the dropped layout still there: %v", err)
+	}
+	v3 := openT(t, m, src) // scans again, writes the newer layout's index
+	if v3.tag == v2.tag {
+		t.Fatal("the layout scanned again has the dropped one's tag")
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the newer layout's index was not written: %v", err)
+	}
+	m.dropLayout(v2) // v2's build, of the old layout, disagreed late
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("dropping an older layout removed the newer layout's index: %v", err)
+	}
+	if !v2.stale.Load() {
+		t.Fatal("v2 not stale after its layout was dropped")
+	}
+	if got := readAll(t, v3, 1<<16); !bytes.Equal(got, src.expected(t, 0)) {
+		t.Fatal("the newer layout reads other bytes")
+	}
+	scans := src.total.Load()
+	m2, _ := newTestManager(t, Options{CacheDir: m.opts.CacheDir, Level: Stored, Readahead: -1})
+	openT(t, m2, src)
+	if src.total.Load() != scans {
+		t.Fatal("a new mount scanned again: the newer index was lost")
+	}
+}
+
+// TestLearnedDigestsSurviveKill: digests learned are written within about
+// saveEvery, not only at the doublings or at Close, so that a mount killed
+// (no Close: here a second Manager opens the cache directory while the
+// first still runs) finds all of them but the last few seconds'.
+func TestLearnedDigestsSurviveKill(t *testing.T) {
+	fx := fixture(t, "synth")
+	opts := Options{CacheDir: t.TempDir(), Level: Stored, Readahead: -1}
+	m, _ := newTestManager(t, opts)
+	src := &scanningSource{newFakeSource(fx, "")}
+	v := openT(t, m, src)
+	// Three segments: the doublings write the first two, the third waits.
+	read := 0
+	for _, s := range v.Layout().Segments {
+		if s.CompLen > 0 && read < 3 {
+			if _, err := v.ReadAt(make([]byte, 1), s.Offset); err != nil {
+				t.Fatal(err)
+			}
+			read++
+		}
+	}
+	path := indexPathFor(t, m, src)
+	learnedIn := func() int {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := readIndex(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(f.Learned)
+	}
+	const patience = 10 * saveEvery
+	for deadline := time.Now().Add(patience); learnedIn() < read; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v the index file holds %d of the %d digests learned", patience, learnedIn(), read)
+		}
+	}
+	m2, _ := newTestManager(t, opts)
+	src2 := &scanningSource{newFakeSource(fx, "")}
+	v2 := openT(t, m2, src2)
+	if src2.total.Load() != 0 {
+		t.Fatal("the second mount scanned again")
+	}
+	ls, err := v2.state(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls.mu.Lock()
+	known := ls.learn.known
+	ls.mu.Unlock()
+	if known != read {
+		t.Fatalf("the second mount knows %d digests, want %d", known, read)
+	}
+}

@@ -138,8 +138,11 @@ func (m *Manager) Options() Options { return m.opts }
 // CacheStats returns the counters of the shared block cache.
 func (m *Manager) CacheStats() cache.Stats { return m.cache.Stats() }
 
-// acquire waits for a worker for p (see workerPool), or for ctx to end.
-func (m *Manager) acquire(ctx context.Context, p *party) error { return m.workers.acquire(ctx, p) }
+// acquire waits for a worker for p (see workerPool), or for ctx to end;
+// p's lowest order first (a segment's or a container's number).
+func (m *Manager) acquire(ctx context.Context, p *party, order int) error {
+	return m.workers.acquire(ctx, p, order)
+}
 
 // release gives back a worker acquire gave.
 func (m *Manager) release() { m.workers.release() }

@@ -410,6 +410,9 @@ func (m *Manager) dropLayout(v *VirtualBAM) {
 		// layout kept before restores the file (writeLearnedIfCurrent).
 		m.gens[v.key]++
 	}
+	// A newer layout held (the file scanned again since v's was dropped)
+	// owns the index file now: it is not v's to remove.
+	newer := ls != nil && ls.tag != v.tag
 	if ls != nil && ls.tag == v.tag {
 		v.dropped.Store(ls) // before it leaves layouts, for v's readers
 		delete(m.layouts, v.key)
@@ -419,6 +422,10 @@ func (m *Manager) dropLayout(v *VirtualBAM) {
 	m.mu.Unlock()
 	if ls != nil {
 		m.states.remove(ls)
+	}
+	if newer {
+		m.log.Warn("a rebuilt segment disagrees with a layout dropped before; the file was scanned again since", "file", v.src.Name())
+		return
 	}
 	m.saves.fileMu.Lock()
 	defer m.saves.fileMu.Unlock()

@@ -19,6 +19,11 @@ const (
 	rampReads     = 4
 )
 
+// tailPage is the unit in which the kernel reads a file: htslib reads the
+// BGZF EOF block (its last 28 bytes) right after the header, and the
+// kernel asks for the whole page that holds it.
+const tailPage = 4096
+
 // noteRead records a read of [off, end) and, when it continues the
 // previous read, builds the next segments ahead in the background and
 // drops from the cache the segments the run has left more than the
@@ -33,16 +38,24 @@ const (
 // order (the kernel's concurrent readahead requests) keep the run going.
 func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 	v.mu.Lock()
-	seq := off == v.lastEnd
 	win := v.m.reorder
 	near := v.lastEnd >= 0 && off >= v.lastEnd-win && off <= v.lastEnd+win
+	// A read that ends beyond every read of the run so far continues it,
+	// in order or not: the kernel's concurrent readahead requests arrive
+	// in any order, and counting only the one that starts where the last
+	// ended left the window small, or the readahead idle, when they did.
+	seq := off == v.lastEnd || near && end > v.lastEnd
 	switch {
 	case seq:
 		v.run++
 	case !near:
 		v.run = 0
 	}
-	v.lastEnd = end
+	if near {
+		v.lastEnd = max(v.lastEnd, end)
+	} else {
+		v.lastEnd = end
+	}
 	run := v.run
 	segs := l.Segments
 	// The segment read is in use: a jump, or a read going back, restarts
@@ -71,6 +84,12 @@ func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 	for j := drop; j < dropEnd; j++ {
 		v.m.cache.Remove(cache.Key{File: v.id, Segment: j})
 	}
+	// Only with room for it beside a full window, the segment being read
+	// and one passed: else the tail pushes out a segment the reader needs,
+	// and a reader not checking the EOF block builds the tail twice.
+	if off == 0 && v.readahead > 0 && v.m.segmentsThatFit(v.maxSeg) > v.readahead+2 {
+		v.prefetchTail(l, runID)
+	}
 	if !seq || v.readahead == 0 {
 		return
 	}
@@ -91,6 +110,21 @@ func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 		}
 		todo--
 		v.prefetch(segs[i], i, runID)
+	}
+}
+
+// prefetchTail builds in the background the segments of the page before
+// the EOF block, which a reader opening the file (the read at offset 0)
+// reads next when it checks the EOF block, as htslib does: their build
+// then overlaps the first segment's rather than following it.
+func (v *VirtualBAM) prefetchTail(l *Layout, runID uint64) {
+	eof := l.eofOffset()
+	from := max(eof&^(tailPage-1), l.Header.CompLen)
+	segs := l.Segments
+	for i := l.segmentAt(from); i < len(segs) && segs[i].Offset < eof; i++ {
+		if segs[i].CompLen > 0 {
+			v.prefetch(segs[i], i, runID)
+		}
 	}
 }
 

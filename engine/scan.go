@@ -125,7 +125,7 @@ func (r *scanRun) startBuilds() error {
 		case <-r.gctx.Done():
 			return nil
 		}
-		if err := r.m.acquire(r.gctx, &r.party); err != nil {
+		if err := r.m.acquire(r.gctx, &r.party, i); err != nil {
 			return nil
 		}
 		r.g.Go(func() error { return r.build(i) })

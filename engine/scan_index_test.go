@@ -156,7 +156,7 @@ func checkConsumerMerges(t *testing.T, src Source) {
 	recs := 0
 	for i := range n { // the workers' part, one container at a time
 		r.res[i] = make(chan *builtSegment, 1)
-		if err := m.acquire(ctx, &r.party); err != nil {
+		if err := m.acquire(ctx, &r.party, 0); err != nil {
 			t.Fatal(err)
 		}
 		r.slots <- struct{}{}

@@ -53,7 +53,7 @@ type VirtualBAM struct {
 
 	// Mutable, guarded by mu: the position of the run of reads.
 	mu      sync.Mutex
-	lastEnd int64 // where the previous read ended; -1 before any
+	lastEnd int64 // the furthest end of the run's reads (of the previous read after a jump); -1 before any
 	run     int   // sequential reads in a row
 	// passed is the first segment the current run of reads has not yet
 	// left behind (see noteRead); runID counts restarts of the run, so

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -9,8 +10,9 @@ import (
 // parties that ask for them: each layout scan is a party, and so are the
 // segment builds of each VirtualBAM (its readers and its readahead). A
 // worker set free goes to the parties waiting in turn (round robin), each
-// party's waiters in the order they came, rather than to the longest
-// waiter: a file streamed with readahead queues many builds at once, and
+// party's waiters lowest order first (a file's segments in the order a
+// reader needs them, whatever order their builds' goroutines came in;
+// equal orders as they came), rather than to the longest waiter: a file streamed with readahead queues many builds at once, and
 // would otherwise hold back the first access of another file, whose scan
 // asks for one worker at a time.
 type workerPool struct {
@@ -22,14 +24,21 @@ type workerPool struct {
 // party is one claimant of workers; its zero value is ready to use.
 type party struct {
 	// Mutable, guarded by the workerPool's mu.
-	waiters []chan struct{} // closed when handed a worker, in arrival order
-	queued  bool            // in the ring
+	waiters []waiter // by order, then arrival
+	queued  bool     // in the ring
+}
+
+// waiter is one acquire waiting for a worker.
+type waiter struct {
+	ch    chan struct{} // closed when handed a worker
+	order int           // served lowest first within its party
 }
 
 func newWorkerPool(n int) *workerPool { return &workerPool{free: n} }
 
-// acquire waits for a worker for p, or for ctx to end.
-func (w *workerPool) acquire(ctx context.Context, p *party) error {
+// acquire waits for a worker for p, or for ctx to end; among p's waiters,
+// the lowest order is served first.
+func (w *workerPool) acquire(ctx context.Context, p *party, order int) error {
 	w.mu.Lock()
 	if w.free > 0 {
 		w.free--
@@ -37,7 +46,11 @@ func (w *workerPool) acquire(ctx context.Context, p *party) error {
 		return nil
 	}
 	ch := make(chan struct{})
-	p.waiters = append(p.waiters, ch)
+	at := len(p.waiters)
+	for at > 0 && p.waiters[at-1].order > order {
+		at--
+	}
+	p.waiters = slices.Insert(p.waiters, at, waiter{ch: ch, order: order})
 	if !p.queued {
 		p.queued = true
 		w.ring = append(w.ring, p)
@@ -63,9 +76,9 @@ func (w *workerPool) acquire(ctx context.Context, p *party) error {
 
 // forget removes the waiter ch of p, under w.mu.
 func (w *workerPool) forget(p *party, ch chan struct{}) {
-	for i, c := range p.waiters {
-		if c == ch {
-			p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
+	for i, wt := range p.waiters {
+		if wt.ch == ch {
+			p.waiters = slices.Delete(p.waiters, i, i+1)
 			break
 		}
 	}
@@ -92,8 +105,8 @@ func (w *workerPool) release() {
 	}
 	p := w.ring[0]
 	w.ring = w.ring[1:]
-	ch := p.waiters[0]
-	p.waiters = p.waiters[1:]
+	ch := p.waiters[0].ch
+	p.waiters = slices.Delete(p.waiters, 0, 1)
 	if len(p.waiters) > 0 {
 		w.ring = append(w.ring, p)
 	} else {

@@ -59,6 +59,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,6 +172,11 @@ type Options struct {
 	// sequential reader, sent as requests of MaxRead; 0 means
 	// DefaultMaxReadAhead.
 	MaxRead, MaxReadAhead int
+	// RootXattrs are extended attributes of the mount's root directory,
+	// by name, for clients that find the mount's services from the mount
+	// point alone (`cramfs status MNT` its status socket). Nil: the mount
+	// answers no xattr request (the kernel then stops sending them).
+	RootXattrs map[string]string
 }
 
 // Defaults for Options fields left zero, chosen with
@@ -234,7 +240,10 @@ func Mount(src, mnt string, op Opener, opts Options) (*Server, error) {
 	}
 
 	m := newMountFS(root, srcReal, op, logger)
-	rootNode := &dirNode{m: m, rel: ".", mpath: ".", chain: []string{"."}}
+	var rootNode fusefs.InodeEmbedder = &dirNode{m: m, rel: ".", mpath: ".", chain: []string{"."}}
+	if len(opts.RootXattrs) > 0 {
+		rootNode = &rootDir{dirNode: dirNode{m: m, rel: ".", mpath: ".", chain: []string{"."}}, xattrs: maps.Clone(opts.RootXattrs)}
+	}
 	negTO := entryTO
 	fo := &fusefs.Options{
 		EntryTimeout:    &entryTO,
@@ -249,9 +258,11 @@ func Mount(src, mnt string, op Opener, opts Options) (*Server, error) {
 			MaxWrite:           maxRead,
 			MaxReadAhead:       readAhead,
 			DisableReadDirPlus: true, // plain ls must not scan every CRAM
-			DisableXAttrs:      true,
-			DisableSplice:      true, // data is in memory; 1 MiB replies overflow a pipe
-			Debug:              opts.Debug,
+			DisableXAttrs:      len(opts.RootXattrs) == 0,
+			// Answered without a call into the tree: none has them.
+			IgnoreSecurityLabels: true,
+			DisableSplice:        true, // data is in memory; 1 MiB replies overflow a pipe
+			Debug:                opts.Debug,
 		},
 	}
 	if opts.Debug {

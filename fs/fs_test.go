@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -746,5 +748,37 @@ func TestUnescapeMount(t *testing.T) {
 		if got := unescapeMount(in); got != want {
 			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestRootXattrs: the root answers the extended attributes of
+// Options.RootXattrs (size query, value, ERANGE for a short buffer);
+// every other node and name answers none, and nothing can be set.
+func TestRootXattrs(t *testing.T) {
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "a.cram"), "x")
+	writeFile(t, filepath.Join(src, "sub", "plain.txt"), "plain")
+	const name, value = "user.test.where", "/run/somewhere/status.sock"
+	mnt := mountT(t, src, &fakeOpener{}, Options{RootXattrs: map[string]string{name: value}})
+	if n, err := unix.Getxattr(mnt, name, nil); err != nil || n != len(value) {
+		t.Errorf("size of %s: %d, %v; want %d", name, n, err, len(value))
+	}
+	buf := make([]byte, 256)
+	if n, err := unix.Getxattr(mnt, name, buf); err != nil || string(buf[:n]) != value {
+		t.Errorf("%s = %q, %v; want %q", name, buf[:n], err, value)
+	}
+	if _, err := unix.Getxattr(mnt, name, buf[:3]); !errors.Is(err, syscall.ERANGE) {
+		t.Errorf("%s into 3 bytes: %v, want ERANGE", name, err)
+	}
+	for _, p := range []string{filepath.Join(mnt, "sub"), filepath.Join(mnt, "sub", "plain.txt"), filepath.Join(mnt, "a.bam")} {
+		if _, err := unix.Getxattr(p, name, buf); !errors.Is(err, syscall.ENODATA) {
+			t.Errorf("%s of %s: %v, want ENODATA", name, p, err)
+		}
+	}
+	if _, err := unix.Getxattr(mnt, "user.other", buf); !errors.Is(err, syscall.ENODATA) {
+		t.Errorf("user.other of the root: %v, want ENODATA", err)
+	}
+	if err := unix.Setxattr(mnt, name, []byte("x"), 0); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("setxattr: %v, want EROFS", err)
 	}
 }

@@ -348,6 +348,30 @@ var (
 	_ fusefs.NodeStatfser  = (*dirNode)(nil)
 )
 
+// rootDir is the mount's root directory when it has extended attributes
+// (Options.RootXattrs); every other node answers none (ENODATA).
+type rootDir struct {
+	dirNode
+	xattrs map[string]string // constant
+}
+
+var _ fusefs.NodeGetxattrer = (*rootDir)(nil)
+
+// Getxattr implements fs.NodeGetxattrer: the attribute attr, copied into
+// dest when it fits, or its size when dest is empty.
+func (r *rootDir) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	v, ok := r.xattrs[attr]
+	switch {
+	case !ok:
+		return 0, syscall.ENODATA
+	case len(dest) == 0:
+		return uint32(len(v)), 0
+	case len(dest) < len(v):
+		return uint32(len(v)), syscall.ERANGE
+	}
+	return uint32(copy(dest, v)), 0
+}
+
 // Getattr implements fs.NodeGetattrer from the source directory.
 func (d *dirNode) Getattr(ctx context.Context, _ fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	fi, err := d.m.root.Stat(d.rel)

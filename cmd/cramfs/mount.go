@@ -189,14 +189,16 @@ func (c *mountCmd) run(pos []string, e *env) error {
 	op.states = newFileStates(e.stderr, src)
 	op.onOpen = newMemoryLimit(mgr.Options().CacheSize, mgr.Options().Threads, copt.Decoders).noteLayout
 	defer op.Close()
-	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: *allowOther, Logger: log, Debug: *debug})
+	sock := statusSocket(ef.cacheDir, mnt)
+	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: *allowOther, Logger: log, Debug: *debug,
+		RootXattrs: map[string]string{statusXattr: sock}})
 	if err != nil {
 		return err
 	}
 	log.Info("mounted", "src", src, "mnt", mnt, "threads", ef.threads, "cache_size", ef.cacheSize, "level", ef.level)
 	base := mountStatus{Src: src, Mnt: mnt, PID: os.Getpid(), Started: time.Now(), Threads: mgr.Options().Threads,
 		Level: ef.level, CacheSize: mgr.Options().CacheSize}
-	if ss, err := newStatusServer(statusSocket(ef.cacheDir, mnt), base, op.states, mgr, log); err != nil {
+	if ss, err := newStatusServer(sock, base, op.states, mgr, log); err != nil {
 		log.Warn("cramfs status will not answer for this mount", "err", err)
 	} else {
 		defer ss.Close()

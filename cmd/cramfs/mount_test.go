@@ -1086,8 +1086,14 @@ func startMountAt(t *testing.T, bin, src, mnt string, extra ...string) *mountPro
 // unmounted at cleanup.
 func startMountProc(t *testing.T, bin, mnt string, args ...string) *mountProc {
 	t.Helper()
+	return startMountEnv(t, bin, mnt, samtoolsEnv, args...)
+}
+
+// startMountEnv is startMountProc in the environment env.
+func startMountEnv(t *testing.T, bin, mnt string, env []string, args ...string) *mountProc {
+	t.Helper()
 	p := &mountProc{cmd: exec.Command(bin, args...), mnt: mnt, stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = samtoolsEnv
+	p.cmd.Env = env
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

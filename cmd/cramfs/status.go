@@ -27,7 +27,15 @@ import (
 // A running mount answers `cramfs status MNT` on a unix socket in a
 // directory only its user can enter (mode 0700, checked), and answers
 // only peers of its own user (SO_PEERCRED) or root. The socket's name is
-// derived from the mount point, so the client finds it from MNT alone.
+// derived from the mount point; its directory from the environment and
+// the mount's --cache-dir, which the mount's root names (statusXattr), so
+// the client finds it from MNT alone. The client checks what the mount
+// names as the mount checks its own: a directory of its user, mode 0700,
+// and a peer of its user or root.
+
+// statusXattr is the extended attribute of a mount's root whose value is
+// the path of its status socket.
+const statusXattr = "user.cramfs.status_socket"
 
 // mountStatus is what a mount reports: itself, its cache and its files.
 type mountStatus struct {
@@ -137,6 +145,95 @@ func privateDir(dir string) error {
 	return nil
 }
 
+// findStatusSocket returns the path of the status socket of the mount at
+// mnt: in the directory cacheDir gives when given or when the socket is
+// there, else the one the mount's root names, once checked.
+func findStatusSocket(cacheDir, mnt string) (string, error) {
+	path := statusSocket(cacheDir, mnt)
+	if cacheDir != "" {
+		return path, nil
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return path, nil
+	}
+	named, err := mountXattr(mnt, statusXattr)
+	if err != nil {
+		// Not a cramfs mount, or one of an earlier cramfs: the dial says
+		// there is no socket.
+		return path, nil
+	}
+	if err := trustedSocket(named, filepath.Base(path)); err != nil {
+		return "", fmt.Errorf("the mount at %s names status socket %s, refused: %w", mnt, named, err)
+	}
+	return named, nil
+}
+
+// xattrWait bounds how long the client waits for a mount to answer the
+// getxattr of its root (a hung FUSE server never does).
+const xattrWait = 5 * time.Second
+
+// mountXattr returns the extended attribute name of mnt, given up on after
+// xattrWait.
+func mountXattr(mnt, name string) (string, error) {
+	type answer struct {
+		v   string
+		err error
+	}
+	ch := make(chan answer, 1) // the getxattr may outlive the wait
+	go func() {
+		buf := make([]byte, 4096)
+		n, err := unix.Getxattr(mnt, name, buf)
+		if err != nil {
+			ch <- answer{err: err}
+			return
+		}
+		ch <- answer{v: string(buf[:n])}
+	}()
+	select {
+	case a := <-ch:
+		return a.v, a.err
+	case <-time.After(xattrWait):
+		return "", fmt.Errorf("getxattr %s %s: no answer in %v", mnt, name, xattrWait)
+	}
+}
+
+// trustedSocket checks the status socket path a mount named: an absolute
+// path with the name the client derives for the mount point (base), a
+// socket in a directory that is not a link, of mode 0700, both owned by
+// this user (any user's, for root).
+func trustedSocket(path, base string) error {
+	if !filepath.IsAbs(path) || filepath.Base(path) != base {
+		return fmt.Errorf("want an absolute path to a socket named %s", base)
+	}
+	dir := filepath.Dir(path)
+	for _, p := range []string{dir, path} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		switch {
+		case !ok:
+			return fmt.Errorf("%s: no owner known", p)
+		case !trustedUID(int(st.Uid)):
+			return fmt.Errorf("%s is owned by user %d, not by you", p, st.Uid)
+		case p == dir && !fi.IsDir():
+			return fmt.Errorf("%s is not a directory", p)
+		case p == dir && fi.Mode().Perm()&0o077 != 0:
+			return fmt.Errorf("%s has mode %v, want 0700", p, fi.Mode().Perm())
+		case p == path && fi.Mode().Type() != os.ModeSocket:
+			return fmt.Errorf("%s is not a socket", p)
+		}
+	}
+	return nil
+}
+
+// trustedUID reports whether a file or peer of user uid is trusted by the
+// status client: its own, or root's; root trusts every user's.
+func trustedUID(uid int) bool {
+	return uid == os.Geteuid() || uid == 0 || os.Geteuid() == 0
+}
+
 // statusServer answers status requests of one mount.
 type statusServer struct {
 	// dependencies
@@ -233,7 +330,7 @@ type statusCmd struct {
 }
 
 func (c *statusCmd) flags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.cacheDir, "cache-dir", "", "the mount's --cache-dir `DIR`, where its status socket is when XDG_RUNTIME_DIR is not set (default $XDG_CACHE_HOME/cramfs)")
+	fs.StringVar(&c.cacheDir, "cache-dir", "", "the mount's --cache-dir `DIR`, where its status socket is when XDG_RUNTIME_DIR is not set (default: where the mount says, else $XDG_CACHE_HOME/cramfs)")
 	fs.BoolVar(&c.json, "json", false, "print the status as JSON")
 }
 
@@ -242,15 +339,21 @@ func (c *statusCmd) run(pos []string, e *env) error {
 		return usageError{fmt.Sprintf("want one mount point, got %d arguments", len(pos))}
 	}
 	mnt := pos[0]
-	path := statusSocket(c.cacheDir, mnt)
+	path, err := findStatusSocket(c.cacheDir, mnt)
+	if err != nil {
+		return err
+	}
 	conn, err := net.DialTimeout("unix", path, 5*time.Second)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
-			return fmt.Errorf("no cramfs mount of yours is running at %s (no status socket %s; give --cache-dir if the mount had one and XDG_RUNTIME_DIR is not set)", mnt, path)
+			return fmt.Errorf("no cramfs mount of yours is running at %s (no status socket %s)", mnt, path)
 		}
 		return fmt.Errorf("cannot reach the status of %s: %w", mnt, err)
 	}
 	defer conn.Close()
+	if uid, err := peerUID(conn.(*net.UnixConn)); err != nil || !trustedUID(uid) {
+		return fmt.Errorf("the status socket %s of %s is served by user %d, not by you or root (%v)", path, mnt, uid, err)
+	}
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	raw, err := io.ReadAll(conn)
 	if err != nil {

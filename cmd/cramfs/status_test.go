@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestStatus checks `cramfs status` against a real mount: the files asked
@@ -89,4 +93,87 @@ func statusJSON(t *testing.T, cache, mnt string) mountStatus {
 		t.Fatalf("status JSON: %v\n%s", err, out)
 	}
 	return st
+}
+
+// TestStatusFromMountPointAlone: a mount with a --cache-dir and no
+// XDG_RUNTIME_DIR has its status socket in that cache directory; `cramfs
+// status MNT`, given neither, finds it through the mount's root
+// (statusXattr).
+func TestStatusFromMountPointAlone(t *testing.T) {
+	requireMount(t)
+	bin := buildCramfs(t)
+	src, cache, mnt := t.TempDir(), t.TempDir(), t.TempDir()
+	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "a.cram"))
+	// The client's default cache directory is another, empty one.
+	env := append(envWithout("XDG_RUNTIME_DIR", "XDG_CACHE_HOME"), "XDG_CACHE_HOME="+t.TempDir())
+	p := startMountEnv(t, bin, mnt, env, "mount", "-T", testdata("ref", "ce.fa"), "--cache-dir", cache, src, mnt)
+	poll(t, "the status socket", 10*time.Second, func() error {
+		_, err := os.Stat(filepath.Join(cache, "run"))
+		return err
+	})
+	cmd := exec.Command(bin, "status", "--json", mnt)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("cramfs status MNT without --cache-dir: %v: %s", err, stderr.String())
+	}
+	var st mountStatus
+	if err := json.Unmarshal(out, &st); err != nil || st.PID != p.cmd.Process.Pid {
+		t.Fatalf("status: %+v (%v), want the answer of pid %d", st, err, p.cmd.Process.Pid)
+	}
+	named, err := mountXattr(mnt, statusXattr)
+	if err != nil || filepath.Dir(named) != filepath.Join(cache, "run") {
+		t.Errorf("the mount names %q (%v), want a socket in %s", named, err, filepath.Join(cache, "run"))
+	}
+}
+
+// TestTrustedSocketRefuses: a status socket a mount names is used only
+// when it has the name derived from the mount point and lies, a socket,
+// in a private directory (what an unknown FUSE mount cannot fake).
+func TestTrustedSocketRefuses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := privateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	const base = "status-0123456789abcdef.sock"
+	sock := filepath.Join(dir, base)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := trustedSocket(sock, base); err != nil {
+		t.Fatalf("a socket in a private directory refused: %v", err)
+	}
+	plain := filepath.Join(dir, "status-fedcba9876543210.sock")
+	if err := os.WriteFile(plain, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := trustedSocket(plain, filepath.Base(plain)); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("a plain file: %v, want refused", err)
+	}
+	if err := trustedSocket(sock, "status-other.sock"); err == nil {
+		t.Error("a socket of another mount point's name accepted")
+	}
+	if err := trustedSocket(base, base); err == nil {
+		t.Error("a relative path accepted")
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := trustedSocket(sock, base); err == nil || !strings.Contains(err.Error(), "want 0700") {
+		t.Errorf("a socket in a directory others may enter: %v, want refused", err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := trustedSocket(filepath.Join(link, base), base); err == nil {
+		t.Error("a socket through a link accepted")
+	}
 }
