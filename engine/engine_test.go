@@ -895,6 +895,7 @@ func TestRecycledSegmentsStayIntact(t *testing.T) {
 func TestReadaheadRamp(t *testing.T) {
 	src := newFakeSource(fixture(t, "synth"), "")
 	m, _ := newTestManager(t, Options{Threads: 2})
+	m.reorder = 16 << 10 // the fixture's runs are short: the window may grow past 16 KiB
 	v := openT(t, m, src)
 	lay := v.Layout()
 	segs := lay.Segments
@@ -1218,6 +1219,7 @@ func TestOpeningReadBuildsTail(t *testing.T) {
 func TestReadaheadFollowsReorderedReads(t *testing.T) {
 	src := newFakeSource(fixture(t, "synth"), "")
 	m, _ := newTestManager(t, Options{Threads: 2})
+	m.reorder = 64 << 10 // more than the reads in flight, less than the run
 	v := openT(t, m, src)
 	lay := v.Layout()
 	before := decodeCounts(src) // the scan's
@@ -1243,6 +1245,62 @@ func TestReadaheadFollowsReorderedReads(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); src.decodes[next].Load() == before[next]; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after %d reordered reads up to segment %d, segment %d was not built ahead", 4*rampReads*inFlight, next-1, next)
+		}
+	}
+}
+
+// TestReadaheadWaitsForLongRun: a run of many reads that together read
+// less than the reorder window (a region query: the kernel's readahead
+// already asks for what follows) builds nothing beyond the segment being
+// read, however many reads it makes; past the window's bytes the
+// readahead builds ahead.
+func TestReadaheadWaitsForLongRun(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	m, _ := newTestManager(t, Options{Threads: 2})
+	const chunk = 4096
+	m.reorder = 256 << 10
+	v := openT(t, m, src)
+	lay := v.Layout()
+	if v.Size() < 4*m.reorder {
+		t.Fatalf("fixture too small: %d bytes", v.Size())
+	}
+	before := decodeCounts(src) // the scan's
+	builtBeyond := func(c int) int {
+		for i := c + 1; i < len(lay.Segments); i++ {
+			if src.decodes[i].Load() > before[i] {
+				return i
+			}
+		}
+		return -1
+	}
+	p := make([]byte, chunk)
+	start := lay.Segments[0].Offset
+	off := start
+	reads := 0
+	for ; off+chunk-start < m.reorder; off += chunk {
+		if _, err := v.ReadAt(p, off); err != nil {
+			t.Fatal(err)
+		}
+		reads++
+	}
+	if reads < 4*rampReads {
+		t.Fatalf("only %d reads: the window would not have grown anyway", reads)
+	}
+	c := lay.segmentAt(off - 1)
+	time.Sleep(100 * time.Millisecond)
+	if i := builtBeyond(c); i >= 0 {
+		t.Fatalf("a run of %d reads, %d bytes, ending in segment %d built segment %d ahead", reads, off-start, c, i)
+	}
+	for range 4 * rampReads {
+		if _, err := v.ReadAt(p, off); err != nil {
+			t.Fatal(err)
+		}
+		off += chunk
+	}
+	c = lay.segmentAt(off - 1)
+	for deadline := time.Now().Add(10 * time.Second); builtBeyond(c) < 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a run of %d bytes ending in segment %d built nothing ahead", off-start, c)
 		}
 	}
 }

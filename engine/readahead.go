@@ -30,11 +30,13 @@ const tailPage = 4096
 // reorder window behind.
 //
 // Unless Options.Readahead is set, the window grows with the run of
-// sequential reads: it starts at the segment being read (a region query,
-// a short run, mostly ends in it) and widens by one segment every
-// rampReads reads up to the file's readahead, so that a reader streaming
-// the whole file keeps every worker busy without region queries paying
-// for containers they never read. Reads that arrive slightly out of
+// sequential reads: it stays at the segment being read until the run has
+// read a reorder window's bytes (twice the kernel's readahead, which
+// already has the next few MiB asked for: a region query, a short run,
+// mostly ends before that), then widens by one segment every rampReads
+// reads up to the file's readahead, so that a reader streaming the whole
+// file keeps every worker busy without region queries paying for
+// containers they never read. Reads that arrive slightly out of
 // order (the kernel's concurrent readahead requests) keep the run going.
 func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 	v.mu.Lock()
@@ -50,13 +52,14 @@ func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 		v.run++
 	case !near:
 		v.run = 0
+		v.runFrom = off
 	}
 	if near {
 		v.lastEnd = max(v.lastEnd, end)
 	} else {
 		v.lastEnd = end
 	}
-	run := v.run
+	run, short := v.run, end-v.runFrom < win
 	segs := l.Segments
 	// The segment read is in use: a jump, or a read going back, restarts
 	// the count of segments the run has passed from it. Only a jump
@@ -96,6 +99,9 @@ func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 	window := v.readahead
 	if v.m.opts.Readahead == 0 {
 		window = min(window, 1+run/rampReads)
+		if short {
+			window = 1
+		}
 	}
 	// The window (the segment read counts) holds fewer segments than the
 	// cache can keep beside the decoders, one being left for the segment

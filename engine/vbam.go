@@ -55,6 +55,7 @@ type VirtualBAM struct {
 	mu      sync.Mutex
 	lastEnd int64 // the furthest end of the run's reads (of the previous read after a jump); -1 before any
 	run     int   // sequential reads in a row
+	runFrom int64 // where the run began (the first read after a jump)
 	// passed is the first segment the current run of reads has not yet
 	// left behind (see noteRead); runID counts restarts of the run, so
 	// that readahead asked for by an earlier run is not judged by this
