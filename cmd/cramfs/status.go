@@ -120,7 +120,12 @@ func statusSocket(cacheDir, mnt string) string {
 	}
 	host, _ := os.Hostname()
 	sum := sha256.Sum256([]byte(host + "\x00" + abs))
-	return filepath.Join(statusDir(cacheDir), "status-"+hex.EncodeToString(sum[:8])+".sock")
+	// Absolute, as the mount names it to clients running elsewhere.
+	dir := statusDir(cacheDir)
+	if d, err := filepath.Abs(dir); err == nil {
+		dir = d
+	}
+	return filepath.Join(dir, "status-"+hex.EncodeToString(sum[:8])+".sock")
 }
 
 // privateDir creates dir (mode 0700) if needed and checks that it is a

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -102,11 +103,32 @@ func statusJSON(t *testing.T, cache, mnt string) mountStatus {
 func TestStatusFromMountPointAlone(t *testing.T) {
 	requireMount(t)
 	bin := buildCramfs(t)
+	for _, relative := range []bool{false, true} {
+		t.Run(fmt.Sprintf("relative=%v", relative), func(t *testing.T) {
+			statusFromMountPointAlone(t, bin, relative)
+		})
+	}
+}
+
+// statusFromMountPointAlone is TestStatusFromMountPointAlone with the
+// mount given its --cache-dir as an absolute path or relative to its
+// working directory (the test's).
+func statusFromMountPointAlone(t *testing.T, bin string, relative bool) {
 	src, cache, mnt := t.TempDir(), t.TempDir(), t.TempDir()
 	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "a.cram"))
+	cacheArg := cache
+	if relative {
+		wd, err := os.Getwd()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cacheArg, err = filepath.Rel(wd, cache); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// The client's default cache directory is another, empty one.
 	env := append(envWithout("XDG_RUNTIME_DIR", "XDG_CACHE_HOME"), "XDG_CACHE_HOME="+t.TempDir())
-	p := startMountEnv(t, bin, mnt, env, "mount", "-T", testdata("ref", "ce.fa"), "--cache-dir", cache, src, mnt)
+	p := startMountEnv(t, bin, mnt, env, "mount", "-T", testdata("ref", "ce.fa"), "--cache-dir", cacheArg, src, mnt)
 	poll(t, "the status socket", 10*time.Second, func() error {
 		_, err := os.Stat(filepath.Join(cache, "run"))
 		return err
