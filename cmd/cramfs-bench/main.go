@@ -53,6 +53,7 @@ type config struct {
 	blocks, corpus    string
 	cBench, cBenchSrc string
 	codecTime         time.Duration
+	prefaultGiB       int
 }
 
 func main() {
@@ -71,6 +72,7 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds per case")
 	flag.IntVar(&c.threads, "threads", 2, "threads for both tools (-@)")
 	flag.IntVar(&c.nRegions, "regions", 20, "number of region queries")
+	flag.IntVar(&c.prefaultGiB, "prefault-gib", 0, "touch this many GiB of memory once before the cases (0: none), so that a VM whose host backs memory on first use serves the mount's page cache as in its steady state")
 	flag.IntVar(&c.serveLevel, "serve-level", 0, "BGZF level of the mount and of first access (the mount's default is 0: stored blocks)")
 	flag.BoolVar(&c.reportOnly, "report-only", false, "run nothing: write OUT/BENCHMARKS.md and the charts again from OUT/results.tsv")
 	flag.BoolVar(&c.codecs, "codecs", false, "time the Go codec decoders against htscodecs' C decoders instead (writes OUT/CODECS.md); -data is not used")
@@ -109,6 +111,13 @@ func run(c config) error {
 	all := b.cases()
 	if c.reportOnly {
 		return writeOutputs(c, b, all, nil)
+	}
+	if c.prefaultGiB > 0 {
+		d, err := prefault(c.prefaultGiB)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "cramfs-bench: touched %d GiB of memory in %.1f s\n", c.prefaultGiB, d.Seconds())
 	}
 	var selected []benchCase
 	for _, k := range all {
