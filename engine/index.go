@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -37,6 +38,12 @@ type identity struct {
 // identityWindow is how much of each end of the file is hashed.
 const identityWindow = 64 << 10
 
+// identityBufs holds the buffers descriptorIdentity reads the ends of a
+// file into: the first build of every segment checks the file's
+// identity, and a fresh buffer each time was as much garbage as the
+// decoding of a container.
+var identityBufs = sync.Pool{New: func() any { return new([identityWindow]byte) }}
+
 // descriptorIdentity reads the identity of the open file f with fstat and
 // pread, never through its path. withDev keeps the device number, which
 // NFS clients number differently.
@@ -52,7 +59,9 @@ func descriptorIdentity(f *os.File, withDev bool) (identity, error) {
 	if withDev {
 		id.Dev = uint64(st.Dev)
 	}
-	buf := make([]byte, min(identityWindow, id.Size))
+	win := identityBufs.Get().(*[identityWindow]byte)
+	defer identityBufs.Put(win)
+	buf := win[:min(identityWindow, id.Size)]
 	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
 		return identity{}, err
 	}
