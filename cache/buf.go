@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -33,13 +32,13 @@ func (b *Buf) Release() {
 	}
 }
 
-// Pool keeps released buffer storage for reuse, up to a byte bound and,
-// for the pool of a Cache (Cache.Pool), within what the cache's values
-// and reservations leave of its bound. It is safe for concurrent use.
+// Pool keeps released buffer storage for reuse, up to a byte bound (or a
+// single buffer larger than that, the last one released), within what the
+// values and reservations of the Cache it belongs to (Cache.Pool) leave of
+// its bound. It is safe for concurrent use.
 type Pool struct {
-	// Constant after construction: maxBytes bounds the free storage;
-	// shared is the bound of the Cache the pool belongs to, nil for a
-	// pool of its own (NewPool).
+	// Constant after New made the pool for its Cache: maxBytes bounds the
+	// free storage, which shares the Cache's bound.
 	maxBytes int64
 	shared   *sharedBound
 
@@ -55,10 +54,6 @@ type sharedBound struct {
 	max  int64        // constant
 	held atomic.Int64 // the cache's values and reservations; stored under the Cache's lock
 }
-
-// NewPool returns a Pool keeping at most maxBytes bytes of free storage,
-// or a single buffer larger than that (the last one released).
-func NewPool(maxBytes int64) *Pool { return &Pool{maxBytes: maxBytes} }
 
 // StorageFor is the capacity Get allocates for n bytes: a sixteenth to
 // spare, so that the next segment, often a little larger than this one,
@@ -140,12 +135,7 @@ func (p *Pool) put(s []byte) {
 }
 
 // room is how much free storage the shared bound allows now, under p.mu.
-func (p *Pool) room() int64 {
-	if p.shared == nil {
-		return math.MaxInt64
-	}
-	return p.shared.max - p.shared.held.Load()
-}
+func (p *Pool) room() int64 { return p.shared.max - p.shared.held.Load() }
 
 // dropOldest leaves the oldest free storage to the collector, under p.mu.
 func (p *Pool) dropOldest() {
