@@ -39,7 +39,14 @@ type Stats struct {
 // and releases it when the Buf leaves; Get hands out a reference of its
 // own. It is safe for concurrent use. Stored bytes are shared with callers
 // and must be treated as read-only by both sides.
+//
+// The bound covers the values, the reservations (Reserve, Alloc) and the
+// free storage of its Pool: storage of values that left, which no reader
+// holds any more, kept for the next Alloc.
 type Cache[K comparable] struct {
+	// Dependency, made by New.
+	pool *Pool
+
 	mu       sync.Mutex
 	lru      *simplelru.LRU[K, *Buf]
 	maxBytes int64
@@ -57,6 +64,11 @@ func New[K comparable](maxBytes int64) (*Cache[K], error) {
 		return nil, fmt.Errorf("%w: negative byte bound %d", ErrInvalid, maxBytes)
 	}
 	c := &Cache[K]{maxBytes: maxBytes}
+	// A quarter of the bound at most, what a sequential reader's
+	// readahead may hold (engine.Options.Readahead): the reader leaves
+	// segments behind in bursts while the builds of its window wait for
+	// workers, which then take their storage.
+	c.pool = &Pool{maxBytes: maxBytes / 4, shared: &sharedBound{max: maxBytes}}
 	l, err := simplelru.NewLRU[K, *Buf](math.MaxInt, c.onEvict)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -65,14 +77,22 @@ func New[K comparable](maxBytes int64) (*Cache[K], error) {
 	return c, nil
 }
 
+// Pool returns the pool whose free storage counts against the cache's
+// bound: Bufs from its Get return their storage to it.
+func (c *Cache[K]) Pool() *Pool { return c.pool }
+
 // onEvict runs under c.mu for every value leaving the LRU list.
 func (c *Cache[K]) onEvict(_ K, v *Buf) {
 	c.bytes -= int64(cap(v.B))
+	c.publish() // before the storage may return to the pool
 	if c.evicting {
 		c.st.Evictions++
 	}
 	v.Release()
 }
+
+// publish tells the pool, under c.mu, what the values and reservations hold.
+func (c *Cache[K]) publish() { c.pool.shared.held.Store(c.bytes + c.reserved) }
 
 // Get returns the value stored under k, with a reference the caller must
 // Release, and marks it most recently used.
@@ -118,15 +138,51 @@ func (c *Cache[K]) Add(k K, v *Buf) bool {
 }
 
 // evict drops least recently used values until the values and the
-// reservations fit the bound, or no value is left. It runs under c.mu.
+// reservations fit the bound, or no value is left, then the free storage
+// beyond what they leave. It runs under c.mu.
 func (c *Cache[K]) evict() {
+	for c.bytes+c.reserved > c.maxBytes && c.evictOldest() {
+	}
+	c.publish()
+	c.pool.fit()
+}
+
+// evictOldest drops the least recently used value, if there is one, under
+// c.mu.
+func (c *Cache[K]) evictOldest() bool {
 	c.evicting = true
-	for c.bytes+c.reserved > c.maxBytes {
-		if _, _, ok := c.lru.RemoveOldest(); !ok {
+	_, _, ok := c.lru.RemoveOldest()
+	c.evicting = false
+	return ok
+}
+
+// Alloc returns a Buf holding one reference, with len(B) == 0 and
+// cap(B) >= n, for a value about to be built: free storage that fits n
+// (see Pool.Get) or, when the bound leaves no room for fresh storage, that
+// of the least recently used values, evicted for it. Its capacity counts
+// against the bound, as by Reserve, until the caller gives it back with
+// Unreserve (usually just before adding the value).
+func (c *Cache[K]) Alloc(n int) *Buf {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.pool.take(n)
+	need := int64(StorageFor(n))
+	for s == nil && c.bytes+c.reserved+c.pool.fit()+need > c.maxBytes {
+		// Free storage too small or too large for n goes first.
+		if c.pool.shed() {
+			continue
+		}
+		if !c.evictOldest() {
 			break
 		}
+		s = c.pool.take(n)
 	}
-	c.evicting = false
+	if s == nil {
+		s = make([]byte, 0, need)
+	}
+	c.reserved += int64(cap(s))
+	c.evict()
+	return c.pool.wrap(s)
 }
 
 // Reserve counts n bytes against the bound for storage about to be
@@ -146,6 +202,7 @@ func (c *Cache[K]) Unreserve(n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reserved = max(c.reserved-max(n, 0), 0)
+	c.publish()
 }
 
 // Remove drops the value stored under k and reports whether there was one.

@@ -161,8 +161,8 @@ func BenchmarkGetAdd(b *testing.B) {
 // and each reader hold references, and the storage returns to the pool
 // only after the last of them is released, to be handed out again.
 func TestBufLifecycle(t *testing.T) {
-	p := NewPool(1 << 20)
 	c, _ := New[int](100)
+	p := c.Pool()
 	b := p.Get(60)
 	if len(b.B) != 0 || cap(b.B) < 60 {
 		t.Fatalf("Get(60): len %d cap %d", len(b.B), cap(b.B))
@@ -184,6 +184,7 @@ func TestBufLifecycle(t *testing.T) {
 	if r.B[59] != 7 {
 		t.Fatal("reader's bytes changed")
 	}
+	c.Remove(2) // room in the cache's bound for the storage to wait in
 	r.Release()
 	if n, bytes := p.Free(); n != 1 || bytes < 60 {
 		t.Fatalf("pool holds %d buffers (%d bytes) after the last release, want 1", n, bytes)
@@ -201,8 +202,9 @@ func TestBufLifecycle(t *testing.T) {
 }
 
 func TestPoolBound(t *testing.T) {
-	p := NewPool(100)
-	bufs := []*Buf{p.Get(40), p.Get(40), p.Get(40), p.Get(500)}
+	c, _ := New[int](400)
+	p := c.Pool() // keeps a quarter of the cache's bound
+	bufs := []*Buf{p.Get(40), p.Get(40), p.Get(40), p.Get(300)}
 	for _, b := range bufs[:3] {
 		b.Release()
 	}
@@ -213,10 +215,10 @@ func TestPoolBound(t *testing.T) {
 	// size reuses it rather than allocating.
 	big := &bufs[3].B[:1][0]
 	bufs[3].Release()
-	if n, bytes := p.Free(); n != 1 || bytes < 500 {
-		t.Fatalf("pool holds %d buffers, %d bytes; want the 500-byte one alone", n, bytes)
+	if n, bytes := p.Free(); n != 1 || bytes < 300 {
+		t.Fatalf("pool holds %d buffers, %d bytes; want the 300-byte one alone", n, bytes)
 	}
-	if again := p.Get(480); &again.B[:1][0] != big {
+	if again := p.Get(290); &again.B[:1][0] != big {
 		t.Fatal("the large buffer was not reused for a request of about its size")
 	}
 	if n, bytes := p.Free(); n != 0 || bytes != 0 {
@@ -263,5 +265,61 @@ func TestReserve(t *testing.T) {
 	c.Unreserve(1000) // more than reserved: clamps at zero
 	if st := c.Stats(); st.Reserved != 0 {
 		t.Fatalf("reserved %d after over-release", st.Reserved)
+	}
+}
+
+// TestAllocWithinBound: storage for a value being built comes from free
+// storage that fits it, or, with the cache full, from the least recently
+// used value, evicted for it; free storage counts against the bound with
+// the values and reservations, and yields to them.
+func TestAllocWithinBound(t *testing.T) {
+	c, err := New[int](1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Pool()
+	held := func() int64 {
+		st := c.Stats()
+		_, free := p.Free()
+		return st.Bytes + st.Reserved + free
+	}
+	var first *byte
+	for k := range 4 {
+		b := c.Alloc(200) // 212 bytes of storage
+		if k == 0 {
+			first = &b.B[:1][0]
+		}
+		b.B = append(b.B, bytes.Repeat([]byte{byte(k)}, 200)...)
+		c.Unreserve(int64(cap(b.B)))
+		c.Add(k, b)
+		b.Release()
+	}
+	if h := held(); h > 1000 || c.Len() != 4 {
+		t.Fatalf("%d values, %d bytes held in all; want 4 within 1000", c.Len(), h)
+	}
+	// Full: no room for fresh storage beside the four; the oldest value
+	// goes and its storage is reused.
+	b := c.Alloc(200)
+	if &b.B[:1][0] != first || c.Contains(0) {
+		t.Fatalf("Alloc on a full cache did not take the storage of the oldest value (still cached: %v)", c.Contains(0))
+	}
+	if st := c.Stats(); st.Reserved != int64(cap(b.B)) || held() > 1000 {
+		t.Fatalf("reserved %d for storage of %d; %d held in all", st.Reserved, cap(b.B), held())
+	}
+	c.Unreserve(int64(cap(b.B)))
+	b.Release() // not stored: its storage is free, within the bound
+	if n, free := p.Free(); n != 1 || held() > 1000 {
+		t.Fatalf("%d buffers (%d bytes) free, %d held in all", n, free, held())
+	}
+	// A value filling what is left pushes the free storage out.
+	c.Add(9, newBuf(make([]byte, 0, 1000-3*212)))
+	if _, free := p.Free(); free != 0 || held() > 1000 {
+		t.Fatalf("%d bytes free beside a full cache, %d held in all", free, held())
+	}
+	// Storage returned while the cache is full is not kept either.
+	r := p.Get(100)
+	r.Release()
+	if n, _ := p.Free(); n != 0 {
+		t.Fatal("storage kept beyond the bound")
 	}
 }

@@ -92,16 +92,16 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int,
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
-	// The segment counts against the cache's bound while it is built, so
-	// that the cache budget covers the builds in flight too.
-	m.cache.Reserve(want.CompLen)
-	defer m.cache.Unreserve(want.CompLen)
+	// The segment's storage counts against the cache's bound while it is
+	// built, so that the cache budget covers the builds in flight too.
+	buf := m.cache.Alloc(int(min(want.CompLen, 64<<20)))
+	defer m.cache.Unreserve(int64(cap(buf.B)))
 	c, err := m.getComp()
 	if err != nil {
+		buf.Release()
 		return nil, 0, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level.Deflate(), err)
 	}
 	defer m.putComp(c)
-	buf := m.pool.Get(int(min(want.CompLen, 64<<20)))
 	rebuild := !want.NoDigest
 	rawLen, err := m.build(ctx, src, i, c, buf, rebuild)
 	if err != nil {

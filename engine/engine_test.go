@@ -13,11 +13,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cramfs/cramfs/cache"
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/internal/bgzftest"
 )
@@ -1302,5 +1304,90 @@ func TestReadaheadWaitsForLongRun(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a run of %d bytes ending in segment %d built nothing ahead", off-start, c)
 		}
+	}
+}
+
+// TestCacheBoundCoversFreeStorage: the storage kept for reuse (the
+// segments evicted, which no reader holds) counts against the cache size
+// with the segments cached and the builds in flight: a file read through
+// a cache smaller than it never holds more than the cache size in all.
+func TestCacheBoundCoversFreeStorage(t *testing.T) {
+	const cacheSize = 512 << 10
+	m, _ := newTestManager(t, Options{Threads: 1, CacheSize: cacheSize, Readahead: -1, Level: Stored})
+	v := openT(t, m, newFakeSource(fixture(t, "synth"), ""))
+	if v.Size() < 4*cacheSize {
+		t.Fatalf("fixture of %d bytes, want at least %d", v.Size(), 4*cacheSize)
+	}
+	p := make([]byte, 4096)
+	for off := int64(0); off < v.Size(); off += int64(len(p)) {
+		if _, err := v.ReadAt(p, off); err != nil && !errors.Is(err, io.EOF) {
+			t.Fatal(err)
+		}
+		st := m.CacheStats()
+		_, free := m.pool.Free()
+		if held := st.Bytes + st.Reserved + free; held > cacheSize {
+			t.Fatalf("after the read at %d: %d bytes cached, %d reserved and %d free for reuse, %d in all: more than the cache size %d",
+				off, st.Bytes, st.Reserved, free, held, cacheSize)
+		}
+	}
+	if m.pool.Reused() == 0 {
+		t.Error("no build reused the storage of an evicted segment")
+	}
+}
+
+// TestLeavingSegmentsKeptForBuilds: a sequential reader leaves segments
+// behind in bursts, while the builds of its readahead window wait for
+// workers: the storage of as many segments as a quarter of the cache
+// holds (what the window may hold) is kept for those builds rather than
+// left to the collector, so that streaming allocates no fresh storage.
+func TestLeavingSegmentsKeptForBuilds(t *testing.T) {
+	const cacheSize, seg, burst = 1 << 20, 30 << 10, 8
+	m, _ := newTestManager(t, Options{CacheSize: cacheSize})
+	for k := range burst {
+		b := m.pool.Get(seg)
+		b.B = append(b.B, make([]byte, seg)...)
+		m.cache.Add(cache.Key{File: "f", Segment: k}, b)
+		b.Release()
+	}
+	for k := range burst {
+		m.cache.Remove(cache.Key{File: "f", Segment: k})
+	}
+	before := m.pool.Reused()
+	for range burst {
+		defer m.pool.Get(seg).Release()
+	}
+	if got := m.pool.Reused() - before; got != burst {
+		t.Errorf("%d of %d builds after a burst of %d segments of %d KiB left a %d KiB cache reused their storage",
+			got, burst, burst, seg>>10, cacheSize>>10)
+	}
+}
+
+// TestIdentityReusesItsWindow: the identity check that every first build
+// of a segment makes reads the file's ends without a fresh buffer each
+// time (800 builds of a file made 50 MB of garbage).
+func TestIdentityReusesItsWindow(t *testing.T) {
+	f, err := os.Open(fixture(t, "synth").path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	first, err := descriptorIdentity(f, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Size < 2*identityWindow {
+		t.Fatalf("fixture of %d bytes, want at least %d", first.Size, 2*identityWindow)
+	}
+	const calls = 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range calls {
+		if id, err := descriptorIdentity(f, true); err != nil || id != first {
+			t.Fatalf("identity %+v, %v; want %+v", id, err, first)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / calls; per > identityWindow/4 {
+		t.Errorf("%d bytes allocated per identity check of a %d KiB window", per, identityWindow>>10)
 	}
 }

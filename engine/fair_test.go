@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -301,5 +302,106 @@ func TestScansReportProgress(t *testing.T) {
 	}
 	if got := m.Scans(); len(got) != 0 {
 		t.Fatalf("Scans() after the scan = %+v", got)
+	}
+}
+
+// builtLog is a scanningSource that logs the container of every build.
+type builtLog struct {
+	*scanningSource
+	log startLog
+}
+
+func (s *builtLog) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
+	s.log.add(strconv.Itoa(i))
+	return s.fakeSource.AppendContainer(ctx, i, dst)
+}
+
+func (s *builtLog) ScanLayout(ctx context.Context, i int, each func(RecordLayout) error) (int64, error) {
+	return measureBuilt(ctx, s, i, each)
+}
+
+// TestReadaheadStartsInSegmentOrder: the segments a sequential read asks
+// to be built ahead get workers lowest first, even when a worker is free
+// and the goroutine of a later segment runs first (with one P, the
+// newest goroutine runs first).
+func TestReadaheadStartsInSegmentOrder(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const ahead = 6
+	m, _ := newTestManager(t, Options{Threads: 1, Readahead: ahead, Level: Stored})
+	src := &builtLog{scanningSource: &scanningSource{newFakeSource(fixture(t, "synth"), "")}}
+	v := openT(t, m, src)
+	segs := v.Layout().Segments
+	src.log.mu.Lock()
+	src.log.starts = nil // the scan's
+	src.log.mu.Unlock()
+	// Not at offset 0, which also builds the tail ahead; the second read
+	// continues the first and starts the readahead.
+	off := segs[0].Offset
+	for k := range 2 {
+		if _, err := v.ReadAt(make([]byte, 1), off+int64(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"0"}
+	for i, todo := 0, ahead; i < len(segs) && todo > 0; i++ {
+		if segs[i].CompLen == 0 {
+			continue
+		}
+		todo--
+		if i > 0 {
+			want = append(want, strconv.Itoa(i))
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(src.log.snapshot()) < len(want) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := src.log.snapshot(); !slices.Equal(got, want) {
+		t.Errorf("segments built in the order %v, want %v", got, want)
+	}
+}
+
+// TestWorkerPoolClaims: a claim holds back its party's waiters of higher
+// orders, even with a worker free, until its acquire comes or it is
+// withdrawn; other parties' waiters are not held back.
+func TestWorkerPoolClaims(t *testing.T) {
+	w := newWorkerPool(1)
+	var p, other party
+	w.claim(&p, 1)
+	w.claim(&p, 2)
+	third := make(chan error, 1)
+	go func() { third <- w.acquire(context.Background(), &p, 3) }()
+	awaitQueued(t, w, 1)
+	freeAndQueued := func() (int, int) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.free, len(p.waiters)
+	}
+	if free, queued := freeAndQueued(); free != 1 || queued != 1 {
+		t.Fatalf("%d workers free, %d of p's waiting; want the claims to keep order 3 waiting beside the free worker", free, queued)
+	}
+	// Another party is not held back.
+	if err := w.acquire(context.Background(), &other, 7); err != nil {
+		t.Fatal(err)
+	}
+	w.release()
+	w.unclaim(&p, 2) // withdrawn; 1 still holds 3 back
+	if free, queued := freeAndQueued(); free != 1 || queued != 1 {
+		t.Fatalf("after withdrawing claim 2: %d workers free, %d of p's waiting; want 1 and 1", free, queued)
+	}
+	// The claim's acquire takes the free worker ahead of order 3.
+	if err := w.acquire(context.Background(), &p, 1); err != nil {
+		t.Fatal(err)
+	}
+	w.release()
+	if err := <-third; err != nil {
+		t.Fatal(err)
+	}
+	w.release()
+	w.unclaim(&p, 5) // never claimed: nothing to do
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.free != 1 || len(w.ring) != 0 || len(p.claims) != 0 || p.queued {
+		t.Fatalf("after every release: %d free, %d parties queued, claims %v", w.free, len(w.ring), p.claims)
 	}
 }

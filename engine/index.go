@@ -37,6 +37,28 @@ type identity struct {
 // identityWindow is how much of each end of the file is hashed.
 const identityWindow = 64 << 10
 
+// identityBufs is a free list of the buffers descriptorIdentity reads
+// the ends of a file into, one per worker or so: the first build of every
+// segment checks the file's identity, and a fresh buffer each time was as
+// much garbage as the decoding of a container.
+var identityBufs = make(chan *[identityWindow]byte, 4)
+
+func getIdentityBuf() *[identityWindow]byte {
+	select {
+	case b := <-identityBufs:
+		return b
+	default:
+		return new([identityWindow]byte)
+	}
+}
+
+func putIdentityBuf(b *[identityWindow]byte) {
+	select {
+	case identityBufs <- b:
+	default:
+	}
+}
+
 // descriptorIdentity reads the identity of the open file f with fstat and
 // pread, never through its path. withDev keeps the device number, which
 // NFS clients number differently.
@@ -52,7 +74,9 @@ func descriptorIdentity(f *os.File, withDev bool) (identity, error) {
 	if withDev {
 		id.Dev = uint64(st.Dev)
 	}
-	buf := make([]byte, min(identityWindow, id.Size))
+	win := getIdentityBuf()
+	defer putIdentityBuf(win)
+	buf := win[:min(identityWindow, id.Size)]
 	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
 		return identity{}, err
 	}

@@ -22,9 +22,9 @@ type Manager struct {
 	// Dependencies, made by NewManager; each is safe for concurrent use.
 	log   *slog.Logger
 	cache *cache.Cache[cache.Key]
-	// pool recycles the storage of segments that left the cache and that
-	// no reader holds any more (a sixteenth of the cache at most: in steady
-	// state each build takes what its Add evicted).
+	// pool is the cache's: it recycles the storage of segments that left
+	// the cache and that no reader holds any more, within the cache's
+	// bound.
 	pool *cache.Pool
 	// states holds the per-file state of open files (see FileStates),
 	// its bytes counted against the cache.
@@ -93,7 +93,7 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 		comps:    make(chan *bgzf.Compressor, opts.Threads),
 		raws:     make(chan []byte, opts.Threads),
 		layouts:  make(map[string]*layoutState),
-		pool:     cache.NewPool(opts.CacheSize / 16),
+		pool:     c.Pool(),
 		building: make(map[cache.Key]*building),
 		gens:     make(map[string]uint64),
 		scans:    make(map[*scanRun]struct{}),

@@ -151,6 +151,10 @@ func (v *VirtualBAM) prefetch(want Segment, i int, runID uint64) {
 		v.doneAhead(i)
 		return
 	}
+	// The build's place among v's is taken here, in the order noteRead
+	// asks for segments: the goroutines run in any order, the last one
+	// started often first, and would otherwise take free workers so.
+	v.m.workers.claim(&v.party, i)
 	go v.buildAhead(want, i, runID)
 }
 
@@ -158,6 +162,7 @@ func (v *VirtualBAM) prefetch(want Segment, i int, runID uint64) {
 func (v *VirtualBAM) buildAhead(want Segment, i int, runID uint64) {
 	defer v.m.background.Done()
 	defer v.doneAhead(i)
+	defer v.m.workers.unclaim(&v.party, i) // if it built nothing itself
 	// The reader may have overtaken this goroutine before it ran:
 	// a segment it has left behind is not built again, and one it
 	// passed during the build does not stay in the cache. The check

@@ -14,7 +14,8 @@ import (
 // reader needs them, whatever order their builds' goroutines came in;
 // equal orders as they came), rather than to the longest waiter: a file streamed with readahead queues many builds at once, and
 // would otherwise hold back the first access of another file, whose scan
-// asks for one worker at a time.
+// asks for one worker at a time. Builds started in the background claim
+// their place in their party's order before their goroutine runs (claim).
 type workerPool struct {
 	mu   sync.Mutex
 	free int      // workers not handed out; guarded by mu
@@ -26,6 +27,20 @@ type party struct {
 	// Mutable, guarded by the workerPool's mu.
 	waiters []waiter // by order, then arrival
 	queued  bool     // in the ring
+	// claims are the orders announced by claim whose acquire has not come
+	// yet, ascending: no waiter of a higher order gets a worker first.
+	claims []int
+}
+
+// eligible reports whether a waiter of order may get a worker: no claim
+// of a lower order is outstanding.
+func (p *party) eligible(order int) bool { return len(p.claims) == 0 || order <= p.claims[0] }
+
+// dropClaim removes one claim of order, if there is one.
+func (p *party) dropClaim(order int) {
+	if i, ok := slices.BinarySearch(p.claims, order); ok {
+		p.claims = slices.Delete(p.claims, i, i+1)
+	}
 }
 
 // waiter is one acquire waiting for a worker.
@@ -36,12 +51,36 @@ type waiter struct {
 
 func newWorkerPool(n int) *workerPool { return &workerPool{free: n} }
 
+// claim announces that p will acquire a worker for order, from a
+// goroutine that may not have run yet: until that acquire (or unclaim),
+// p's waiters of higher orders get no worker, so that builds start in the
+// order they were claimed in rather than the order their goroutines run
+// in.
+func (w *workerPool) claim(p *party, order int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i, _ := slices.BinarySearch(p.claims, order)
+	p.claims = slices.Insert(p.claims, i, order)
+}
+
+// unclaim withdraws a claim of order for p whose acquire will not come;
+// it does nothing if that acquire came.
+func (w *workerPool) unclaim(p *party, order int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p.dropClaim(order)
+	w.dispatch()
+}
+
 // acquire waits for a worker for p, or for ctx to end; among p's waiters,
-// the lowest order is served first.
+// the lowest order is served first. It takes the place of a claim of
+// order for p, if there is one.
 func (w *workerPool) acquire(ctx context.Context, p *party, order int) error {
 	w.mu.Lock()
-	if w.free > 0 {
+	p.dropClaim(order)
+	if w.free > 0 && p.eligible(order) {
 		w.free--
+		w.dispatch() // waiters the claim held back
 		w.mu.Unlock()
 		return nil
 	}
@@ -55,6 +94,7 @@ func (w *workerPool) acquire(ctx context.Context, p *party, order int) error {
 		p.queued = true
 		w.ring = append(w.ring, p)
 	}
+	w.dispatch() // a free worker that the claim held back may now be ours
 	w.mu.Unlock()
 	select {
 	case <-ch:
@@ -95,22 +135,40 @@ func (w *workerPool) forget(p *party, ch chan struct{}) {
 }
 
 // release gives a worker back: to the first waiter of the next party in
-// turn, which then goes to the end of the ring if it has more.
+// turn that no claim holds back, which then goes to the end of the ring
+// if it has more.
 func (w *workerPool) release() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.ring) == 0 {
-		w.free++
-		return
+	w.free++
+	w.dispatch()
+}
+
+// dispatch hands the free workers to the waiters that may have them, under
+// w.mu.
+func (w *workerPool) dispatch() {
+	for w.free > 0 && w.grant() {
+		w.free--
 	}
-	p := w.ring[0]
-	w.ring = w.ring[1:]
-	ch := p.waiters[0].ch
-	p.waiters = slices.Delete(p.waiters, 0, 1)
-	if len(p.waiters) > 0 {
-		w.ring = append(w.ring, p)
-	} else {
-		p.queued = false
+}
+
+// grant hands a worker to the first waiter of the first party in the ring
+// that no claim holds back, and reports whether there was one; under w.mu.
+func (w *workerPool) grant() bool {
+	for k, p := range w.ring {
+		if !p.eligible(p.waiters[0].order) {
+			continue
+		}
+		w.ring = slices.Delete(w.ring, k, k+1)
+		ch := p.waiters[0].ch
+		p.waiters = slices.Delete(p.waiters, 0, 1)
+		if len(p.waiters) > 0 {
+			w.ring = append(w.ring, p)
+		} else {
+			p.queued = false
+		}
+		close(ch)
+		return true
 	}
-	close(ch)
+	return false
 }
