@@ -39,7 +39,7 @@ type featureReader struct {
 	cigOp                   uint32 // the CIGAR operation being extended
 	cigLen                  int64  // its length so far
 	cig                     []uint32
-	md                      mdBuilder
+	md                      mdRules[*mdText]
 	scratch                 []byte // byte array values not read in place
 }
 
@@ -49,11 +49,12 @@ type featureReader struct {
 // qualities (QS).
 func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasRef bool, seq, qual []byte, hasMD, hasNM bool) error {
 	canMD := hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
-	md := mdBuilder{md: canMD && !d.opt.NoMD && !hasMD, nm: canMD && !d.opt.NoMD && !hasNM, aux: d.aux, mdAt: -1, nmAt: -1}
+	d.mdText = mdText{aux: d.aux, mdAt: -1, nmAt: -1}
+	md := mdRules[*mdText]{out: &d.mdText, md: canMD && !d.opt.NoMD && !hasMD, nm: canMD && !d.opt.NoMD && !hasNM}
 	if ch.V4 {
 		// CRAM 4.0: MD and NM are made only where placeholders stand,
 		// whatever decode_md says (htslib 1.16's has_MD < 0).
-		md.md, md.nm, md.mdAt, md.nmAt = canMD && d.mdSlot >= 0, canMD && d.nmSlot >= 0, d.mdSlot, d.nmSlot
+		md.md, md.nm, d.mdText.mdAt, d.mdText.nmAt = canMD && d.mdSlot >= 0, canMD && d.nmSlot >= 0, d.mdSlot, d.nmSlot
 	}
 	r := featureReader{
 		st: &d.st, ds: &ch.DataSeries, sm: &ch.SubstitutionMatrix, view: view,
@@ -71,8 +72,13 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 	if r.placed {
 		r.refLen = d.refLength(int(cr.refID))
 	}
-	r.md.start()
-	if err := r.readFeatures(); err != nil {
+	d.mdText.start(r.md.md)
+	err := r.readFeatures()
+	if err == nil {
+		d.aux = d.mdText.finish(&r.md)
+	}
+	d.mdText.aux = nil // aux alone holds the tag buffer
+	if err != nil {
 		return err
 	}
 	d.cigars, d.featScratch = r.cig, r.scratch
@@ -90,7 +96,6 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 	if cr.cf&cfNoSeq != 0 {
 		cr.length = 0
 	}
-	d.aux = r.md.finish()
 	return nil
 }
 
@@ -458,13 +463,7 @@ func (r *featureReader) match(k int64) (bool, error) {
 		return false, err
 	}
 	copy(r.seq[at:], b)
-	if r.md.active() {
-		if v.hasN(r.refPos, r.refPos+k) {
-			r.md.matchN(b)
-		} else {
-			r.md.dist += k
-		}
-	}
+	r.md.match(v, r.refPos, k, b)
 	return true, nil
 }
 

@@ -6,57 +6,58 @@ import (
 	"strconv"
 )
 
-// mdBuilder generates the MD:Z and NM:i tags (SAMtags) of a mapped read
+// mdRules generates the MD:Z and NM:i tags (SAMtags) of a mapped read
 // while its features are resolved against the reference, as htslib's
 // cram_decode_seq does when decode_md is on, for each of the two the
 // record does not store. Bases past the reference's end stop MD (dist -1)
-// and are not counted in NM, as there.
-type mdBuilder struct {
+// and are not counted in NM, as there. MD's text goes to out: mdText
+// writes it (the full decode), mdCount counts its bytes (the lean pass).
+type mdRules[O mdOut] struct {
+	out O // dependency: where MD's text goes
+
 	md, nm bool // constant: generate MD, NM
 
 	// Mutable, feature by feature.
-	aux []byte // the Decoder's tag buffer, MD's text appended to it
 	// dist counts the reference matches since MD's last item; -1 once MD
 	// has gone past the reference's end.
 	dist  int64
 	edits int64 // NM: mismatches, inserted and deleted bases
-	// mdAt and nmAt are the offsets in aux of CRAM 4.0 placeholders, where
-	// MD's text goes and NM's 4-byte value is written (-1: none, MD and
-	// NM are appended); textAt is where MD's text starts being built.
-	mdAt, nmAt, textAt int
+}
+
+// mdOut takes MD's text as mdRules makes it.
+type mdOut interface {
+	// num adds a count of matches (appendUint's decimal form).
+	num(v int64)
+	// item adds a count of matches and then the reference's base c.
+	item(dist int64, c byte)
+	// char adds one byte: '^', '0' or a reference base.
+	char(c byte)
+	// ref adds k bases b of the reference (b is nil from a marks view).
+	ref(b []byte, k int64)
 }
 
 // active reports whether either tag is generated.
-func (m *mdBuilder) active() bool { return m.md || m.nm }
+func (m *mdRules[O]) active() bool { return m.md || m.nm }
 
-// start opens the MD tag.
-func (m *mdBuilder) start() {
-	if m.md && m.mdAt < 0 {
-		m.aux = append(m.aux, 'M', 'D', 'Z')
-	}
-	m.textAt = len(m.aux)
-}
-
-// flushDist writes the matches counted since the last item.
-func (m *mdBuilder) flushDist() {
+// flushDist adds the matches counted since the last item.
+func (m *mdRules[O]) flushDist() {
 	if m.dist >= 0 && m.md {
-		m.aux = appendUint(m.aux, m.dist)
+		m.out.num(m.dist)
 	}
 }
 
 // mismatch adds a base of the read that differs from the reference's ref.
 // NM is counted by the caller.
-func (m *mdBuilder) mismatch(ref byte) {
+func (m *mdRules[O]) mismatch(ref byte) {
 	if m.md {
-		m.aux = appendUint(m.aux, m.dist)
-		m.aux = append(m.aux, ref)
+		m.out.item(m.dist, ref)
 		m.dist = 0
 	}
 }
 
 // offReference is a substitution where the read has no reference base:
 // MD stops, and NM does not count it (the caller adds one back).
-func (m *mdBuilder) offReference() {
+func (m *mdRules[O]) offReference() {
 	if m.active() {
 		m.flushDist()
 		m.dist = -1
@@ -65,15 +66,28 @@ func (m *mdBuilder) offReference() {
 }
 
 // pastReference counts k matching bases that run past the reference's end.
-func (m *mdBuilder) pastReference(k int64) {
+func (m *mdRules[O]) pastReference(k int64) {
 	if m.dist >= 0 {
 		m.dist += k
 	}
 }
 
-// matchN counts the matching bases b of the reference, where an 'N' of
-// the reference is a mismatch.
-func (m *mdBuilder) matchN(b []byte) {
+// match counts the k matching bases at pos of view v, b (nil from a marks
+// view), where an 'N' of the reference is a mismatch.
+func (m *mdRules[O]) match(v *refView, pos, k int64, b []byte) {
+	switch {
+	case !m.active():
+	case !v.hasN(pos, pos+k):
+		m.dist += k
+	case v.marks:
+		m.matchMarks(v, pos, k)
+	default:
+		m.matchN(b)
+	}
+}
+
+// matchN is match for the bases b that hold an 'N'.
+func (m *mdRules[O]) matchN(b []byte) {
 	for _, base := range b {
 		if base == 'N' {
 			m.mismatch('N')
@@ -85,7 +99,7 @@ func (m *mdBuilder) matchN(b []byte) {
 }
 
 // deletion adds the deletion of dl bases at refPos (feature 'D').
-func (m *mdBuilder) deletion(v *refView, refPos, dl, refLen int64) error {
+func (m *mdRules[O]) deletion(v *refView, refPos, dl, refLen int64) error {
 	if refPos+dl > v.limit {
 		return errBeyondSlice(refPos + dl)
 	}
@@ -96,8 +110,8 @@ func (m *mdBuilder) deletion(v *refView, refPos, dl, refLen int64) error {
 			if err != nil {
 				return err
 			}
-			m.aux = append(m.aux, '^')
-			m.aux = append(m.aux, b...)
+			m.out.char('^')
+			m.out.ref(b, dl)
 			m.dist = 0
 		}
 		m.edits += dl
@@ -110,9 +124,9 @@ func (m *mdBuilder) deletion(v *refView, refPos, dl, refLen int64) error {
 			if err != nil {
 				return err
 			}
-			m.aux = append(m.aux, '^')
-			m.aux = append(m.aux, b...)
-			m.aux = append(m.aux, '0')
+			m.out.char('^')
+			m.out.ref(b, refLen-refPos)
+			m.out.char('0')
 		}
 		m.edits += refLen - refPos
 	}
@@ -121,12 +135,12 @@ func (m *mdBuilder) deletion(v *refView, refPos, dl, refLen int64) error {
 }
 
 // bases adds k stored bases at refPos (feature 'b'), each a mismatch.
-func (m *mdBuilder) bases(v *refView, refPos, k, refLen int64, hasRef bool) error {
+func (m *mdRules[O]) bases(v *refView, refPos, k, refLen int64, hasRef bool) error {
 	m.flushDist()
 	x := int64(0)
 	for ; x < k; x++ {
 		if x > 0 && m.md {
-			m.aux = append(m.aux, '0')
+			m.out.char('0')
 		}
 		if refPos+x >= refLen || !hasRef {
 			m.dist = -1
@@ -140,7 +154,7 @@ func (m *mdBuilder) bases(v *refView, refPos, k, refLen int64, hasRef bool) erro
 			if err != nil {
 				return err
 			}
-			m.aux = append(m.aux, c)
+			m.out.char(c)
 		}
 	}
 	m.edits += x
@@ -149,7 +163,7 @@ func (m *mdBuilder) bases(v *refView, refPos, k, refLen int64, hasRef bool) erro
 }
 
 // base adds one stored base at refPos (feature 'B'), a mismatch.
-func (m *mdBuilder) base(v *refView, refPos, refLen int64, hasRef bool) error {
+func (m *mdRules[O]) base(v *refView, refPos, refLen int64, hasRef bool) error {
 	m.flushDist()
 	if refPos >= refLen || !hasRef {
 		m.dist = -1
@@ -163,54 +177,111 @@ func (m *mdBuilder) base(v *refView, refPos, refLen int64, hasRef bool) error {
 		if err != nil {
 			return err
 		}
-		m.aux = append(m.aux, c)
+		m.out.char(c)
 	}
 	m.edits++
 	m.dist = 0
 	return nil
 }
 
+// mdText is mdOut for the full decode: it writes MD's text into the
+// Decoder's tag buffer, and at the end the MD and NM tags around it.
+type mdText struct {
+	aux []byte // mutable: the Decoder's tag buffer, MD's text appended
+	// mdAt and nmAt are the offsets in aux of CRAM 4.0 placeholders, where
+	// MD's text goes and NM's 4-byte value is written (-1: none, MD and
+	// NM are appended); textAt is where MD's text starts being built.
+	mdAt, nmAt, textAt int
+}
+
+func (t *mdText) num(v int64)             { t.aux = appendUint(t.aux, v) }
+func (t *mdText) item(dist int64, c byte) { t.aux = append(appendUint(t.aux, dist), c) }
+func (t *mdText) char(c byte)             { t.aux = append(t.aux, c) }
+func (t *mdText) ref(b []byte, _ int64)   { t.aux = append(t.aux, b...) }
+
+// start opens the MD tag when md is generated.
+func (t *mdText) start(md bool) {
+	if md && t.mdAt < 0 {
+		t.aux = append(t.aux, 'M', 'D', 'Z')
+	}
+	t.textAt = len(t.aux)
+}
+
 // finish closes MD and appends NM, in the smallest integer type that
-// holds it, and returns the tag buffer.
-func (m *mdBuilder) finish() []byte {
+// holds it, as m generated them, and returns the tag buffer.
+func (t *mdText) finish(m *mdRules[*mdText]) []byte {
 	if m.md {
 		if m.dist >= 0 {
-			m.aux = appendUint(m.aux, m.dist)
+			t.aux = appendUint(t.aux, m.dist)
 		}
-		m.aux = append(m.aux, 0)
-		if m.mdAt >= 0 {
-			m.moveText()
+		t.aux = append(t.aux, 0)
+		if t.mdAt >= 0 {
+			t.moveText()
 		}
 	}
-	if m.nm && m.nmAt >= 0 {
+	if m.nm && t.nmAt >= 0 {
 		nm := uint32(m.edits)
-		m.aux[m.nmAt], m.aux[m.nmAt+1], m.aux[m.nmAt+2], m.aux[m.nmAt+3] = byte(nm), byte(nm>>8), byte(nm>>16), byte(nm>>24)
+		t.aux[t.nmAt], t.aux[t.nmAt+1], t.aux[t.nmAt+2], t.aux[t.nmAt+3] = byte(nm), byte(nm>>8), byte(nm>>16), byte(nm>>24)
 	} else if m.nm {
 		nm := m.edits
 		switch {
 		case nm >= 0 && nm <= math.MaxUint8:
-			m.aux = append(m.aux, 'N', 'M', 'C', byte(nm))
+			t.aux = append(t.aux, 'N', 'M', 'C', byte(nm))
 		case nm >= 0 && nm <= math.MaxUint16:
-			m.aux = append(m.aux, 'N', 'M', 'S', byte(nm), byte(nm>>8))
+			t.aux = append(t.aux, 'N', 'M', 'S', byte(nm), byte(nm>>8))
 		default:
-			m.aux = append(m.aux, 'N', 'M', 'I', byte(nm), byte(nm>>8), byte(nm>>16), byte(nm>>24))
+			t.aux = append(t.aux, 'N', 'M', 'I', byte(nm), byte(nm>>8), byte(nm>>16), byte(nm>>24))
 		}
 	}
-	return m.aux
+	return t.aux
 }
 
 // moveText moves MD's text, built at the end of aux, to its placeholder
 // at mdAt (rotating what lies between after it), and NM's placeholder
 // with it when it followed MD's.
-func (m *mdBuilder) moveText() {
-	seg := m.aux[m.mdAt:]
-	k := m.textAt - m.mdAt
+func (t *mdText) moveText() {
+	seg := t.aux[t.mdAt:]
+	k := t.textAt - t.mdAt
 	slices.Reverse(seg[:k])
 	slices.Reverse(seg[k:])
 	slices.Reverse(seg)
-	if m.nmAt > m.mdAt {
-		m.nmAt += len(m.aux) - m.textAt
+	if t.nmAt > t.mdAt {
+		t.nmAt += len(t.aux) - t.textAt
 	}
+}
+
+// mdCount is mdOut for the lean pass: it counts the bytes of MD's text
+// instead of writing them.
+type mdCount struct {
+	text int64 // mutable: MD's text so far
+}
+
+func (c *mdCount) num(v int64)             { c.text += uintLen(v) }
+func (c *mdCount) item(dist int64, _ byte) { c.text += uintLen(dist) + 1 }
+func (c *mdCount) char(byte)               { c.text++ }
+func (c *mdCount) ref(_ []byte, k int64)   { c.text += k }
+
+// tagLen is the BAM bytes of the MD and NM tags mdText.finish would
+// append for m.
+func (c *mdCount) tagLen(m *mdRules[*mdCount]) int {
+	n := int64(0)
+	if m.md {
+		n = 3 + c.text + 1
+		if m.dist >= 0 {
+			n += uintLen(m.dist)
+		}
+	}
+	if m.nm {
+		switch nm := m.edits; {
+		case nm >= 0 && nm <= math.MaxUint8:
+			n += 4
+		case nm >= 0 && nm <= math.MaxUint16:
+			n += 5
+		default:
+			n += 7
+		}
+	}
+	return int(n)
 }
 
 // appendUint appends the decimal form of v as htslib's BLOCK_APPEND_UINT
@@ -226,4 +297,13 @@ func appendUint(b []byte, v int64) []byte {
 		return append(b, byte('0'+u/100), byte('0'+u/10%10), byte('0'+u%10))
 	}
 	return strconv.AppendUint(b, uint64(u), 10)
+}
+
+// uintLen is the length of appendUint's text of v.
+func uintLen(v int64) int64 {
+	n := int64(1)
+	for u := uint32(v); u >= 10; u /= 10 {
+		n++
+	}
+	return n
 }

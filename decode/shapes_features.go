@@ -1,9 +1,6 @@
 package decode
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // shapeReader is featureReader for the shapes: it reads the read features
 // of one mapped record (CRAMv3 §10.6) and resolves them into the CIGAR,
@@ -30,7 +27,7 @@ type shapeReader struct {
 	cigOp                   uint32 // the CIGAR operation being extended
 	cigLen                  int64  // its length so far
 	cig                     []uint32
-	md                      mdCounter
+	md                      mdRules[*mdCount]
 }
 
 // shapeSeq is decodeSeq for the shapes: it reads the features, the mapping
@@ -44,8 +41,9 @@ func (d *Decoder) shapeSeq(s *sliceState, cr *crec, hasMD, hasNM bool) (int, err
 		d: d, ds: &ch.DataSeries, view: s.view,
 		n: int64(cr.length), hasRef: s.hasRef, placed: cr.refID >= 0, preserveQual: cr.cf&cfPreserveQual != 0,
 		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM, cig: d.cigars,
-		md: mdCounter{md: genMD && !hasMD, nm: genMD && !hasNM},
+		md: mdRules[*mdCount]{out: &d.lean.md, md: genMD && !hasMD, nm: genMD && !hasNM},
 	}
+	d.lean.md = mdCount{}
 	if r.placed {
 		r.refLen = d.refLength(int(cr.refID))
 	}
@@ -65,7 +63,7 @@ func (d *Decoder) shapeSeq(s *sliceState, cr *crec, hasMD, hasNM bool) (int, err
 	if cr.cf&cfNoSeq != 0 {
 		cr.length = 0
 	}
-	return r.md.tagLen(), nil
+	return d.lean.md.tagLen(&r.md), nil
 }
 
 // readFeatures is featureReader.readFeatures.
@@ -264,7 +262,7 @@ func (r *shapeReader) substitution() error {
 				return err
 			}
 		}
-		r.md.mismatch()
+		r.md.mismatch('N')
 	}
 	r.md.edits++
 	r.extend(cigM, 1)
@@ -419,171 +417,6 @@ func (r *shapeReader) match(k int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if r.md.active() {
-		if !v.hasN(r.refPos, r.refPos+k) {
-			r.md.dist += k
-		} else if v.marks {
-			r.md.matchMarks(v, r.refPos, k)
-		} else {
-			r.md.matchN(b)
-		}
-	}
+	r.md.match(v, r.refPos, k, b)
 	return true, nil
-}
-
-// mdCounter is mdBuilder counting the bytes of MD's text instead of
-// writing them.
-type mdCounter struct {
-	md, nm bool // constant: generate MD, NM
-
-	// Mutable, feature by feature.
-	text  int64 // MD's text so far
-	dist  int64 // as mdBuilder's
-	edits int64 // NM
-}
-
-func (m *mdCounter) active() bool { return m.md || m.nm }
-
-func (m *mdCounter) flushDist() {
-	if m.dist >= 0 && m.md {
-		m.text += uintLen(m.dist)
-	}
-}
-
-func (m *mdCounter) mismatch() {
-	if m.md {
-		m.text += uintLen(m.dist) + 1
-		m.dist = 0
-	}
-}
-
-func (m *mdCounter) offReference() {
-	if m.active() {
-		m.flushDist()
-		m.dist = -1
-		m.edits--
-	}
-}
-
-func (m *mdCounter) pastReference(k int64) {
-	if m.dist >= 0 {
-		m.dist += k
-	}
-}
-
-func (m *mdCounter) matchN(b []byte) {
-	for _, base := range b {
-		if base == 'N' {
-			m.mismatch()
-			m.edits++
-		} else {
-			m.dist++
-		}
-	}
-}
-
-func (m *mdCounter) deletion(v *refView, refPos, dl, refLen int64) error {
-	if refPos+dl > v.limit {
-		return errBeyondSlice(refPos + dl)
-	}
-	m.flushDist()
-	if refPos+dl <= refLen {
-		if m.md {
-			if _, err := v.slice(refPos, refPos+dl); err != nil {
-				return err
-			}
-			m.text += 1 + dl
-			m.dist = 0
-		}
-		m.edits += dl
-		return nil
-	}
-	if refLen >= refPos {
-		if m.md {
-			if _, err := v.slice(refPos, refLen); err != nil {
-				return err
-			}
-			m.text += 1 + refLen - refPos + 1
-		}
-		m.edits += refLen - refPos
-	}
-	m.dist = -1
-	return nil
-}
-
-func (m *mdCounter) bases(v *refView, refPos, k, refLen int64, hasRef bool) error {
-	m.flushDist()
-	x := int64(0)
-	for ; x < k; x++ {
-		if x > 0 && m.md {
-			m.text++
-		}
-		if refPos+x >= refLen || !hasRef {
-			m.dist = -1
-			break
-		}
-		if m.md {
-			if refPos+x > v.limit {
-				return errBeyondSlice(refPos + x)
-			}
-			if _, err := v.at(refPos + x); err != nil {
-				return err
-			}
-			m.text++
-		}
-	}
-	m.edits += x
-	m.dist = 0
-	return nil
-}
-
-func (m *mdCounter) base(v *refView, refPos, refLen int64, hasRef bool) error {
-	m.flushDist()
-	if refPos >= refLen || !hasRef {
-		m.dist = -1
-		return nil
-	}
-	if m.md {
-		if refPos > v.limit {
-			return errBeyondSlice(refPos)
-		}
-		if _, err := v.at(refPos); err != nil {
-			return err
-		}
-		m.text++
-	}
-	m.edits++
-	m.dist = 0
-	return nil
-}
-
-// tagLen is the BAM bytes of the MD and NM tags finish would append.
-func (m *mdCounter) tagLen() int {
-	n := int64(0)
-	if m.md {
-		n = 3 + m.text + 1
-		if m.dist >= 0 {
-			n += uintLen(m.dist)
-		}
-	}
-	if m.nm {
-		switch nm := m.edits; {
-		case nm >= 0 && nm <= math.MaxUint8:
-			n += 4
-		case nm >= 0 && nm <= math.MaxUint16:
-			n += 5
-		default:
-			n += 7
-		}
-	}
-	return int(n)
-}
-
-// uintLen is the length of appendUint's text of v.
-func uintLen(v int64) int64 {
-	n := int64(1)
-	for u := uint32(v); u >= 10; u /= 10 {
-		n++
-	}
-	return n
 }
