@@ -52,9 +52,7 @@ type Decoder struct {
 	// mdSlot and nmSlot are where the record's CRAM 4.0 placeholders want
 	// MD's text and NM's value in aux (-1: none), set by readTags.
 	mdSlot, nmSlot int
-	// mdText takes the MD text decodeSeq generates. It lives here, not on
-	// the stack: mdRules calls it through its type parameter, which the
-	// compiler does not see through, so a local would move to the heap.
+	// mdText takes the MD text decodeSeq generates.
 	mdText mdText
 	// viewQuals is set while a container is decoded whose records can
 	// take their preserved qualities straight from the QS block: a

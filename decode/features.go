@@ -21,16 +21,16 @@ var l1 = func() (t [256]byte) {
 // they are generated: htslib's cram_decode_seq. The full decode and the
 // lean pass (which measures records) share it, so that one set of rules
 // decides both: the sink S decodes the series of bases and qualities
-// (fullSink) or reads them past (leanSink), and MD's text goes to O.
+// (fullSink) or reads them past (leanSink).
 // Positions are 1-based in the read (seqPos) and 0-based on the
 // reference (refPos).
 //
-// S and O are type parameters, not interface values: nothing is boxed,
-// and each pass's walker is a type of its own. Go does not inline their
-// methods (it calls them through the instantiation's dictionary), so the
-// walker keeps the read's buffers itself (the lean pass has none) and
-// calls S only for the series the two passes read differently.
-type featureWalker[S featureSink, O mdOut] struct {
+// S is a type parameter, not an interface value: nothing is boxed, and
+// each pass's walker is a type of its own. Go does not inline its methods
+// (it calls them through the instantiation's dictionary), so the walker
+// keeps the read's buffers itself (the lean pass has none) and calls S
+// only for the series the two passes read differently.
+type featureWalker[S featureSink] struct {
 	// Dependencies: the slice's blocks and encodings, its reference, and
 	// what reads the series of bases and qualities.
 	st   *streams
@@ -52,7 +52,7 @@ type featureWalker[S featureSink, O mdOut] struct {
 	cigOp                   uint32 // the CIGAR operation being extended
 	cigLen                  int64  // its length so far
 	cig                     []uint32
-	md                      mdRules[O]
+	md                      mdRules
 }
 
 // featureSink reads the data series, with encodings ds, that give a
@@ -81,13 +81,13 @@ type fullSink Decoder
 func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasRef bool, seq, qual []byte, hasMD, hasNM bool) error {
 	canMD := hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
 	d.mdText = mdText{aux: d.aux, mdAt: -1, nmAt: -1}
-	md := mdRules[*mdText]{out: &d.mdText, md: canMD && !d.opt.NoMD && !hasMD, nm: canMD && !d.opt.NoMD && !hasNM}
+	md := mdRules{out: &d.mdText, md: canMD && !d.opt.NoMD && !hasMD, nm: canMD && !d.opt.NoMD && !hasNM}
 	if ch.V4 {
 		// CRAM 4.0: MD and NM are made only where placeholders stand,
 		// whatever decode_md says (htslib 1.16's has_MD < 0).
 		md.md, md.nm, d.mdText.mdAt, d.mdText.nmAt = canMD && d.mdSlot >= 0, canMD && d.nmSlot >= 0, d.mdSlot, d.nmSlot
 	}
-	r := featureWalker[*fullSink, *mdText]{
+	r := featureWalker[*fullSink]{
 		st: &d.st, ds: &ch.DataSeries, sm: &ch.SubstitutionMatrix, view: view, sink: (*fullSink)(d),
 		seq: seq, qual: qual, n: int64(cr.length),
 		hasRef: hasRef, placed: cr.refID >= 0, preserveQual: cr.cf&cfPreserveQual != 0,
@@ -132,7 +132,7 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 // readFeatures reads the record's FN features in order and matches the
 // bases between and after them to the reference (CRAMv3 §10.6,
 // DecodeMappedRead).
-func (r *featureWalker[S, O]) readFeatures() error {
+func (r *featureWalker[S]) readFeatures() error {
 	e := r.ds[DSFN]
 	if e == nil {
 		return noEncoding(DSFN)
@@ -176,7 +176,7 @@ func (r *featureWalker[S, O]) readFeatures() error {
 // DecodeFeature): its code (FC) and position (FP, a delta from the previous
 // feature's), the match to the reference up to it, and then its own data
 // series (Read feature codes).
-func (r *featureWalker[S, O]) feature() error {
+func (r *featureWalker[S]) feature() error {
 	// FC and FP take the one-byte EXTERNAL case inline.
 	var op byte
 	var fp int32
@@ -245,7 +245,7 @@ func (r *featureWalker[S, O]) feature() error {
 }
 
 // flush ends the CIGAR operation being extended unless it is op.
-func (r *featureWalker[S, O]) flush(op uint32) {
+func (r *featureWalker[S]) flush(op uint32) {
 	if r.cigLen != 0 && r.cigOp != op {
 		r.cig = append(r.cig, uint32(r.cigLen)<<4|r.cigOp)
 		r.cigLen = 0
@@ -254,14 +254,14 @@ func (r *featureWalker[S, O]) flush(op uint32) {
 
 // extend adds k to the CIGAR operation op, ending the previous one if it
 // differs.
-func (r *featureWalker[S, O]) extend(op uint32, k int64) {
+func (r *featureWalker[S]) extend(op uint32, k int64) {
 	r.flush(op)
 	r.cigOp = op
 	r.cigLen += k
 }
 
 // softClip is feature 'S': SC bases, a soft clip of their length.
-func (r *featureWalker[S, O]) softClip(pos int64) error {
+func (r *featureWalker[S]) softClip(pos int64) error {
 	if r.cigLen != 0 {
 		r.cig = append(r.cig, uint32(r.cigLen)<<4|r.cigOp)
 		r.cigLen = 0
@@ -279,7 +279,7 @@ func (r *featureWalker[S, O]) softClip(pos int64) error {
 // substitution is feature 'X': a base other than the reference's, as the
 // BS code's entry of the substitution matrix (CRAMv3 §10.6, Base
 // substitution codes).
-func (r *featureWalker[S, O]) substitution(pos int64) error {
+func (r *featureWalker[S]) substitution(pos int64) error {
 	r.flush(cigM)
 	code, err := r.sink.byteOf(r.ds, DSBS)
 	if err != nil {
@@ -309,7 +309,7 @@ func (r *featureWalker[S, O]) substitution(pos int64) error {
 }
 
 // deletion is feature 'D': DL reference bases the read leaves out.
-func (r *featureWalker[S, O]) deletion() error {
+func (r *featureWalker[S]) deletion() error {
 	r.flush(cigD)
 	dl, err := featLength(r.ds, r.st, DSDL)
 	if err != nil {
@@ -326,7 +326,7 @@ func (r *featureWalker[S, O]) deletion() error {
 }
 
 // insertion is feature 'I': IN bases inserted in the read.
-func (r *featureWalker[S, O]) insertion(pos int64) error {
+func (r *featureWalker[S]) insertion(pos int64) error {
 	r.flush(cigI)
 	m, err := r.baseArray(DSIN, pos-1)
 	if err != nil {
@@ -339,7 +339,7 @@ func (r *featureWalker[S, O]) insertion(pos int64) error {
 }
 
 // insertedBase is feature 'i': one inserted base (BA).
-func (r *featureWalker[S, O]) insertedBase(pos int64) error {
+func (r *featureWalker[S]) insertedBase(pos int64) error {
 	r.flush(cigI)
 	b, err := r.sink.byteOf(r.ds, DSBA)
 	if err != nil {
@@ -358,7 +358,7 @@ func (r *featureWalker[S, O]) insertedBase(pos int64) error {
 }
 
 // bases is feature 'b': BB bases stored in place of the reference's.
-func (r *featureWalker[S, O]) bases(pos int64) error {
+func (r *featureWalker[S]) bases(pos int64) error {
 	r.flush(cigM)
 	m, err := r.baseArray(DSBB, pos-1)
 	if err != nil {
@@ -376,7 +376,7 @@ func (r *featureWalker[S, O]) bases(pos int64) error {
 }
 
 // qualities is feature 'q': QQ qualities of consecutive bases.
-func (r *featureWalker[S, O]) qualities(pos int64) error {
+func (r *featureWalker[S]) qualities(pos int64) error {
 	r.flush(cigM)
 	r.fillQual30()
 	b, m, err := r.sink.qualsOf(r.ds)
@@ -392,7 +392,7 @@ func (r *featureWalker[S, O]) qualities(pos int64) error {
 
 // baseAndQuality is feature 'B': one stored base (BA) and its quality
 // (QS).
-func (r *featureWalker[S, O]) baseAndQuality(pos int64) error {
+func (r *featureWalker[S]) baseAndQuality(pos int64) error {
 	r.flush(cigM)
 	b, err := r.sink.byteOf(r.ds, DSBA)
 	if err != nil {
@@ -422,7 +422,7 @@ func (r *featureWalker[S, O]) baseAndQuality(pos int64) error {
 }
 
 // quality is feature 'Q': the quality (QS) of one base.
-func (r *featureWalker[S, O]) quality(pos int64) error {
+func (r *featureWalker[S]) quality(pos int64) error {
 	r.fillQual30()
 	q, err := r.sink.byteOf(r.ds, DSQS)
 	if err != nil {
@@ -437,7 +437,7 @@ func (r *featureWalker[S, O]) quality(pos int64) error {
 
 // skip is features 'H', 'P' and 'N': a hard clip (HC), padding (PD) or
 // reference skip (RS) of the length read from series s.
-func (r *featureWalker[S, O]) skip(s DataSeries, op uint32) error {
+func (r *featureWalker[S]) skip(s DataSeries, op uint32) error {
 	r.flush(op)
 	v, err := featLength(r.ds, r.st, s)
 	if err != nil {
@@ -452,13 +452,13 @@ func (r *featureWalker[S, O]) skip(s DataSeries, op uint32) error {
 
 // setBase and setQual write the base or quality at read offset i, when
 // the walker has a buffer for it and i lies in the read.
-func (r *featureWalker[S, O]) setBase(i int64, b byte) {
+func (r *featureWalker[S]) setBase(i int64, b byte) {
 	if i < int64(len(r.seq)) {
 		r.seq[i] = b
 	}
 }
 
-func (r *featureWalker[S, O]) setQual(i int64, q byte) {
+func (r *featureWalker[S]) setQual(i int64, q byte) {
 	if i < int64(len(r.qual)) {
 		r.qual[i] = q
 	}
@@ -466,7 +466,7 @@ func (r *featureWalker[S, O]) setQual(i int64, q byte) {
 
 // fillQual30 gives a read whose qualities are not preserved quality 30
 // where no feature sets one, once a feature sets any (htslib's default).
-func (r *featureWalker[S, O]) fillQual30() {
+func (r *featureWalker[S]) fillQual30() {
 	if !r.preserveQual && len(r.qual) > 0 && r.qual[0] == 0xff {
 		for i := range r.qual {
 			r.qual[i] = 30
@@ -476,7 +476,7 @@ func (r *featureWalker[S, O]) fillQual30() {
 
 // baseArray reads the byte array value of series s (SC, IN, BB) into the
 // read's bases at offset off and returns its length.
-func (r *featureWalker[S, O]) baseArray(s DataSeries, off int64) (int64, error) {
+func (r *featureWalker[S]) baseArray(s DataSeries, off int64) (int64, error) {
 	b, m, err := r.sink.arrayOf(r.ds, s)
 	if err != nil {
 		return 0, err
@@ -486,7 +486,7 @@ func (r *featureWalker[S, O]) baseArray(s DataSeries, off int64) (int64, error) 
 
 // put checks that the m bytes of a byte array value of series s fit the
 // read at offset off, and copies them, b, into dst when it has them.
-func (r *featureWalker[S, O]) put(s DataSeries, dst []byte, off int64, b []byte, m int64) error {
+func (r *featureWalker[S]) put(s DataSeries, dst []byte, off int64, b []byte, m int64) error {
 	if r.n == 0 {
 		// A read stored without bases ('*'): htslib decodes the
 		// feature's bytes and drops them.
@@ -507,7 +507,7 @@ func (r *featureWalker[S, O]) put(s DataSeries, dst []byte, off int64, b []byte,
 // past the reference's end is filled with 'N' (to the read's end when
 // it starts past the reference). It reports whether the match lies
 // inside the reference. It does not move refPos or seqPos.
-func (r *featureWalker[S, O]) match(k int64) (bool, error) {
+func (r *featureWalker[S]) match(k int64) (bool, error) {
 	v, at := r.view, r.seqPos-1
 	if r.refPos+k > r.refLen {
 		if rlen := r.refLen - r.refPos; rlen > 0 {
@@ -534,13 +534,19 @@ func (r *featureWalker[S, O]) match(k int64) (bool, error) {
 		return false, err
 	}
 	r.copyBases(at, b)
-	r.md.match(v, r.refPos, k, b)
+	if r.md.active() {
+		if !v.hasN(r.refPos, r.refPos+k) {
+			r.md.dist += k
+		} else {
+			r.md.matchNs(v, r.refPos, k, b)
+		}
+	}
 	return true, nil
 }
 
 // copyBases copies the reference's bases b to the read at offset at, when
 // the walker has a buffer for them (b is nil from a marks view).
-func (r *featureWalker[S, O]) copyBases(at int64, b []byte) {
+func (r *featureWalker[S]) copyBases(at int64, b []byte) {
 	if len(r.seq) > 0 {
 		copy(r.seq[at:], b)
 	}
@@ -548,7 +554,7 @@ func (r *featureWalker[S, O]) copyBases(at int64, b []byte) {
 
 // fillN sets the read's bases [from, to) to 'N', when the walker has a
 // buffer for them.
-func (r *featureWalker[S, O]) fillN(from, to int64) {
+func (r *featureWalker[S]) fillN(from, to int64) {
 	if len(r.seq) > 0 {
 		for i := from; i < to; i++ {
 			r.seq[i] = 'N'

@@ -10,10 +10,13 @@ import (
 // while its features are resolved against the reference, as htslib's
 // cram_decode_seq does when decode_md is on, for each of the two the
 // record does not store. Bases past the reference's end stop MD (dist -1)
-// and are not counted in NM, as there. MD's text goes to out: mdText
-// writes it (the full decode), mdCount counts its bytes (the lean pass).
-type mdRules[O mdOut] struct {
-	out O // dependency: where MD's text goes
+// and are not counted in NM, as there. MD's text goes to out, the
+// writer (the full decode), or is counted in text (the lean pass, which
+// needs only the tags' length: tagLen). The choice is a branch, not a
+// type parameter: Go calls a type parameter's methods through a
+// dictionary, not inlined, and these run at every mismatch and deletion.
+type mdRules struct {
+	out *mdText // dependency: MD's writer; nil: count instead
 
 	md, nm bool // constant: generate MD, NM
 
@@ -22,42 +25,60 @@ type mdRules[O mdOut] struct {
 	// has gone past the reference's end.
 	dist  int64
 	edits int64 // NM: mismatches, inserted and deleted bases
+	text  int64 // without out: the bytes of MD's text so far
 }
 
-// mdOut takes MD's text as mdRules makes it.
-type mdOut interface {
-	// num adds a count of matches (appendUint's decimal form).
-	num(v int64)
-	// item adds a count of matches and then the reference's base c.
-	item(dist int64, c byte)
-	// char adds one byte: '^', '0' or a reference base.
-	char(c byte)
-	// ref adds k bases b of the reference (b is nil from a marks view).
-	ref(b []byte, k int64)
+// num adds a count of matches (appendUint's decimal form) to MD's text.
+func (m *mdRules) num(v int64) {
+	if m.out != nil {
+		m.out.aux = appendUint(m.out.aux, v)
+	} else {
+		m.text += uintLen(v)
+	}
+}
+
+// char adds one byte to MD's text: '^', '0' or a reference base.
+func (m *mdRules) char(c byte) {
+	if m.out != nil {
+		m.out.aux = append(m.out.aux, c)
+	} else {
+		m.text++
+	}
+}
+
+// ref adds k bases b of the reference to MD's text (b is nil from a
+// marks view, which only the counter sees).
+func (m *mdRules) ref(b []byte, k int64) {
+	if m.out != nil {
+		m.out.aux = append(m.out.aux, b...)
+	} else {
+		m.text += k
+	}
 }
 
 // active reports whether either tag is generated.
-func (m *mdRules[O]) active() bool { return m.md || m.nm }
+func (m *mdRules) active() bool { return m.md || m.nm }
 
 // flushDist adds the matches counted since the last item.
-func (m *mdRules[O]) flushDist() {
+func (m *mdRules) flushDist() {
 	if m.dist >= 0 && m.md {
-		m.out.num(m.dist)
+		m.num(m.dist)
 	}
 }
 
 // mismatch adds a base of the read that differs from the reference's ref.
 // NM is counted by the caller.
-func (m *mdRules[O]) mismatch(ref byte) {
+func (m *mdRules) mismatch(ref byte) {
 	if m.md {
-		m.out.item(m.dist, ref)
+		m.num(m.dist)
+		m.char(ref)
 		m.dist = 0
 	}
 }
 
 // offReference is a substitution where the read has no reference base:
 // MD stops, and NM does not count it (the caller adds one back).
-func (m *mdRules[O]) offReference() {
+func (m *mdRules) offReference() {
 	if m.active() {
 		m.flushDist()
 		m.dist = -1
@@ -66,28 +87,25 @@ func (m *mdRules[O]) offReference() {
 }
 
 // pastReference counts k matching bases that run past the reference's end.
-func (m *mdRules[O]) pastReference(k int64) {
+func (m *mdRules) pastReference(k int64) {
 	if m.dist >= 0 {
 		m.dist += k
 	}
 }
 
-// match counts the k matching bases at pos of view v, b (nil from a marks
-// view), where an 'N' of the reference is a mismatch.
-func (m *mdRules[O]) match(v *refView, pos, k int64, b []byte) {
-	switch {
-	case !m.active():
-	case !v.hasN(pos, pos+k):
-		m.dist += k
-	case v.marks:
+// matchNs counts the k matching bases at pos of view v, b (nil from a
+// marks view), which hold an 'N': a mismatch. (Matches without one add k
+// to dist; the caller does that inline.)
+func (m *mdRules) matchNs(v *refView, pos, k int64, b []byte) {
+	if v.marks {
 		m.matchMarks(v, pos, k)
-	default:
+	} else {
 		m.matchN(b)
 	}
 }
 
-// matchN is match for the bases b that hold an 'N'.
-func (m *mdRules[O]) matchN(b []byte) {
+// matchN is matchNs for the bases b.
+func (m *mdRules) matchN(b []byte) {
 	for _, base := range b {
 		if base == 'N' {
 			m.mismatch('N')
@@ -99,7 +117,7 @@ func (m *mdRules[O]) matchN(b []byte) {
 }
 
 // deletion adds the deletion of dl bases at refPos (feature 'D').
-func (m *mdRules[O]) deletion(v *refView, refPos, dl, refLen int64) error {
+func (m *mdRules) deletion(v *refView, refPos, dl, refLen int64) error {
 	if refPos+dl > v.limit {
 		return errBeyondSlice(refPos + dl)
 	}
@@ -110,8 +128,8 @@ func (m *mdRules[O]) deletion(v *refView, refPos, dl, refLen int64) error {
 			if err != nil {
 				return err
 			}
-			m.out.char('^')
-			m.out.ref(b, dl)
+			m.char('^')
+			m.ref(b, dl)
 			m.dist = 0
 		}
 		m.edits += dl
@@ -124,9 +142,9 @@ func (m *mdRules[O]) deletion(v *refView, refPos, dl, refLen int64) error {
 			if err != nil {
 				return err
 			}
-			m.out.char('^')
-			m.out.ref(b, refLen-refPos)
-			m.out.char('0')
+			m.char('^')
+			m.ref(b, refLen-refPos)
+			m.char('0')
 		}
 		m.edits += refLen - refPos
 	}
@@ -135,12 +153,12 @@ func (m *mdRules[O]) deletion(v *refView, refPos, dl, refLen int64) error {
 }
 
 // bases adds k stored bases at refPos (feature 'b'), each a mismatch.
-func (m *mdRules[O]) bases(v *refView, refPos, k, refLen int64, hasRef bool) error {
+func (m *mdRules) bases(v *refView, refPos, k, refLen int64, hasRef bool) error {
 	m.flushDist()
 	x := int64(0)
 	for ; x < k; x++ {
 		if x > 0 && m.md {
-			m.out.char('0')
+			m.char('0')
 		}
 		if refPos+x >= refLen || !hasRef {
 			m.dist = -1
@@ -154,7 +172,7 @@ func (m *mdRules[O]) bases(v *refView, refPos, k, refLen int64, hasRef bool) err
 			if err != nil {
 				return err
 			}
-			m.out.char(c)
+			m.char(c)
 		}
 	}
 	m.edits += x
@@ -163,7 +181,7 @@ func (m *mdRules[O]) bases(v *refView, refPos, k, refLen int64, hasRef bool) err
 }
 
 // base adds one stored base at refPos (feature 'B'), a mismatch.
-func (m *mdRules[O]) base(v *refView, refPos, refLen int64, hasRef bool) error {
+func (m *mdRules) base(v *refView, refPos, refLen int64, hasRef bool) error {
 	m.flushDist()
 	if refPos >= refLen || !hasRef {
 		m.dist = -1
@@ -177,14 +195,14 @@ func (m *mdRules[O]) base(v *refView, refPos, refLen int64, hasRef bool) error {
 		if err != nil {
 			return err
 		}
-		m.out.char(c)
+		m.char(c)
 	}
 	m.edits++
 	m.dist = 0
 	return nil
 }
 
-// mdText is mdOut for the full decode: it writes MD's text into the
+// mdText is MD's writer for the full decode: MD's text goes into the
 // Decoder's tag buffer, and at the end the MD and NM tags around it.
 type mdText struct {
 	aux []byte // mutable: the Decoder's tag buffer, MD's text appended
@@ -193,11 +211,6 @@ type mdText struct {
 	// NM are appended); textAt is where MD's text starts being built.
 	mdAt, nmAt, textAt int
 }
-
-func (t *mdText) num(v int64)             { t.aux = appendUint(t.aux, v) }
-func (t *mdText) item(dist int64, c byte) { t.aux = append(appendUint(t.aux, dist), c) }
-func (t *mdText) char(c byte)             { t.aux = append(t.aux, c) }
-func (t *mdText) ref(b []byte, _ int64)   { t.aux = append(t.aux, b...) }
 
 // start opens the MD tag when md is generated.
 func (t *mdText) start(md bool) {
@@ -209,7 +222,7 @@ func (t *mdText) start(md bool) {
 
 // finish closes MD and appends NM, in the smallest integer type that
 // holds it, as m generated them, and returns the tag buffer.
-func (t *mdText) finish(m *mdRules[*mdText]) []byte {
+func (t *mdText) finish(m *mdRules) []byte {
 	if m.md {
 		if m.dist >= 0 {
 			t.aux = appendUint(t.aux, m.dist)
@@ -250,23 +263,12 @@ func (t *mdText) moveText() {
 	}
 }
 
-// mdCount is mdOut for the lean pass: it counts the bytes of MD's text
-// instead of writing them.
-type mdCount struct {
-	text int64 // mutable: MD's text so far
-}
-
-func (c *mdCount) num(v int64)             { c.text += uintLen(v) }
-func (c *mdCount) item(dist int64, _ byte) { c.text += uintLen(dist) + 1 }
-func (c *mdCount) char(byte)               { c.text++ }
-func (c *mdCount) ref(_ []byte, k int64)   { c.text += k }
-
 // tagLen is the BAM bytes of the MD and NM tags mdText.finish would
-// append for m.
-func (c *mdCount) tagLen(m *mdRules[*mdCount]) int {
+// append, for rules that counted MD's text.
+func (m *mdRules) tagLen() int {
 	n := int64(0)
 	if m.md {
-		n = 3 + c.text + 1
+		n = 3 + m.text + 1
 		if m.dist >= 0 {
 			n += uintLen(m.dist)
 		}

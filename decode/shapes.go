@@ -80,8 +80,6 @@ type leanState struct {
 	// their bases (markSliceRef).
 	runs [][2]int64
 	md5  hash.Hash
-	// md counts the MD text shapeSeq generates (see Decoder.mdText).
-	md mdCount
 }
 
 // footprint is the bytes the lean state holds for reuse.

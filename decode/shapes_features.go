@@ -16,12 +16,11 @@ type leanSink Decoder
 func (d *Decoder) shapeSeq(s *sliceState, cr *crec, hasMD, hasNM bool) (int, error) {
 	ch := s.ch
 	genMD := !d.opt.NoMD && s.hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
-	d.lean.md = mdCount{}
-	r := featureWalker[*leanSink, *mdCount]{
+	r := featureWalker[*leanSink]{
 		st: &d.st, ds: &ch.DataSeries, sm: &ch.SubstitutionMatrix, view: s.view, sink: (*leanSink)(d),
 		n: int64(cr.length), hasRef: s.hasRef, placed: cr.refID >= 0, preserveQual: cr.cf&cfPreserveQual != 0,
 		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM, cig: d.cigars,
-		md: mdRules[*mdCount]{out: &d.lean.md, md: genMD && !hasMD, nm: genMD && !hasNM},
+		md: mdRules{md: genMD && !hasMD, nm: genMD && !hasNM},
 	}
 	if r.placed {
 		r.refLen = d.refLength(int(cr.refID))
@@ -42,11 +41,14 @@ func (d *Decoder) shapeSeq(s *sliceState, cr *crec, hasMD, hasNM bool) (int, err
 	if cr.cf&cfNoSeq != 0 {
 		cr.length = 0
 	}
-	return d.lean.md.tagLen(&r.md), nil
+	return r.md.tagLen(), nil
 }
 
 // byteOf is featureSink.byteOf: the value is read past (skipByte).
 func (k *leanSink) byteOf(ds *[numDataSeries]*Encoding, s DataSeries) (byte, error) {
+	if !k.lean.read[s] {
+		return 0, nil
+	}
 	return 0, (*Decoder)(k).skipByte(ds, s, 1)
 }
 
