@@ -52,6 +52,8 @@ type Decoder struct {
 	// mdSlot and nmSlot are where the record's CRAM 4.0 placeholders want
 	// MD's text and NM's value in aux (-1: none), set by readTags.
 	mdSlot, nmSlot int
+	// mdText takes the MD text decodeSeq generates.
+	mdText mdText
 	// viewQuals is set while a container is decoded whose records can
 	// take their preserved qualities straight from the QS block: a
 	// single slice (block buffers are reused from slice to slice) and QS

@@ -14,20 +14,33 @@ var l1 = func() (t [256]byte) {
 	return
 }()
 
-// featureReader reads the read features of one mapped record (CRAMv3
-// §10.6, DecodeMappedRead and DecodeFeature) and resolves each into the
-// read's bases, qualities and CIGAR against the reference, with MD and NM
-// (mdnm.go) when they are generated: htslib's cram_decode_seq. Positions
-// are 1-based in the read (seqPos) and 0-based on the reference (refPos).
-type featureReader struct {
-	// Dependencies: the slice's blocks and encodings, and its reference.
+// featureWalker reads the read features of one mapped record (CRAMv3
+// §10.6, DecodeMappedRead and DecodeFeature) and resolves them against
+// the reference into the record's CIGAR and alignment end, its bases and
+// qualities when it has buffers for them, and MD and NM (mdRules) when
+// they are generated: htslib's cram_decode_seq. The full decode and the
+// lean pass (which measures records) share it, so that one set of rules
+// decides both: the sink S decodes the series of bases and qualities
+// (fullSink) or reads them past (leanSink).
+// Positions are 1-based in the read (seqPos) and 0-based on the
+// reference (refPos).
+//
+// S is a type parameter, not an interface value: nothing is boxed, and
+// each pass's walker is a type of its own. Go does not inline its methods
+// (it calls them through the instantiation's dictionary), so the walker
+// keeps the read's buffers itself (the lean pass has none) and calls S
+// only for the series the two passes read differently.
+type featureWalker[S featureSink] struct {
+	// Dependencies: the slice's blocks and encodings, its reference, and
+	// what reads the series of bases and qualities.
 	st   *streams
 	ds   *[numDataSeries]*Encoding
 	sm   *[5][4]byte // substitution matrix
 	view *refView
+	sink S
 
 	// Constant for the record.
-	seq, qual    []byte // the read's bases and qualities, n bytes each
+	seq, qual    []byte // the read's bases and qualities: n bytes each, or none (lean)
 	n            int64  // read length
 	refLen       int64  // length of the record's reference (0 if unplaced)
 	hasRef       bool   // the slice has reference bases
@@ -39,9 +52,27 @@ type featureReader struct {
 	cigOp                   uint32 // the CIGAR operation being extended
 	cigLen                  int64  // its length so far
 	cig                     []uint32
-	md                      mdBuilder
-	scratch                 []byte // byte array values not read in place
+	md                      mdRules
 }
+
+// featureSink reads the data series, with encodings ds, that give a
+// read's bases and qualities, which the lean pass needs no more than the
+// lengths of.
+type featureSink interface {
+	// byteOf reads one value of byte series s (BS, BA, QS); 0 when it is
+	// read past.
+	byteOf(ds *[numDataSeries]*Encoding, s DataSeries) (byte, error)
+	// arrayOf reads one byte array value of series s (SC, IN, BB) and
+	// returns its bytes (nil when they are not kept) and its length.
+	arrayOf(ds *[numDataSeries]*Encoding, s DataSeries) ([]byte, int64, error)
+	// qualsOf is arrayOf for QQ, whose length the lean pass does not need:
+	// 0 there when QQ is not read.
+	qualsOf(ds *[numDataSeries]*Encoding) ([]byte, int64, error)
+}
+
+// fullSink is the Decoder as the full decode's featureSink: it decodes
+// the values, from its streams.
+type fullSink Decoder
 
 // decodeSeq decodes the read features of a mapped record and rebuilds its
 // sequence, qualities, CIGAR, and MD and NM (CRAMv3 §10.6; htslib's
@@ -49,19 +80,19 @@ type featureReader struct {
 // qualities (QS).
 func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasRef bool, seq, qual []byte, hasMD, hasNM bool) error {
 	canMD := hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
-	md := mdBuilder{md: canMD && !d.opt.NoMD && !hasMD, nm: canMD && !d.opt.NoMD && !hasNM, aux: d.aux, mdAt: -1, nmAt: -1}
+	d.mdText = mdText{aux: d.aux, mdAt: -1, nmAt: -1}
+	md := mdRules{out: &d.mdText, md: canMD && !d.opt.NoMD && !hasMD, nm: canMD && !d.opt.NoMD && !hasNM}
 	if ch.V4 {
 		// CRAM 4.0: MD and NM are made only where placeholders stand,
 		// whatever decode_md says (htslib 1.16's has_MD < 0).
-		md.md, md.nm, md.mdAt, md.nmAt = canMD && d.mdSlot >= 0, canMD && d.nmSlot >= 0, d.mdSlot, d.nmSlot
+		md.md, md.nm, d.mdText.mdAt, d.mdText.nmAt = canMD && d.mdSlot >= 0, canMD && d.nmSlot >= 0, d.mdSlot, d.nmSlot
 	}
-	r := featureReader{
-		st: &d.st, ds: &ch.DataSeries, sm: &ch.SubstitutionMatrix, view: view,
+	r := featureWalker[*fullSink]{
+		st: &d.st, ds: &ch.DataSeries, sm: &ch.SubstitutionMatrix, view: view, sink: (*fullSink)(d),
 		seq: seq, qual: qual, n: int64(cr.length),
 		hasRef: hasRef, placed: cr.refID >= 0, preserveQual: cr.cf&cfPreserveQual != 0,
 		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM, cig: d.cigars,
-		md:      md,
-		scratch: d.featScratch,
+		md: md,
 	}
 	if !r.preserveQual {
 		for i := range qual {
@@ -71,11 +102,16 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 	if r.placed {
 		r.refLen = d.refLength(int(cr.refID))
 	}
-	r.md.start()
-	if err := r.readFeatures(); err != nil {
+	d.mdText.start(r.md.md)
+	err := r.readFeatures()
+	if err == nil {
+		d.aux = d.mdText.finish(&r.md)
+	}
+	d.mdText.aux = nil // aux alone holds the tag buffer
+	if err != nil {
 		return err
 	}
-	d.cigars, d.featScratch = r.cig, r.scratch
+	d.cigars = r.cig
 	cr.aend = max(r.refPos, cr.apos)
 	mq, err := d.readInt(&ch.DataSeries, DSMQ)
 	if err != nil {
@@ -90,14 +126,13 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 	if cr.cf&cfNoSeq != 0 {
 		cr.length = 0
 	}
-	d.aux = r.md.finish()
 	return nil
 }
 
 // readFeatures reads the record's FN features in order and matches the
 // bases between and after them to the reference (CRAMv3 §10.6,
 // DecodeMappedRead).
-func (r *featureReader) readFeatures() error {
+func (r *featureWalker[S]) readFeatures() error {
 	e := r.ds[DSFN]
 	if e == nil {
 		return noEncoding(DSFN)
@@ -141,12 +176,18 @@ func (r *featureReader) readFeatures() error {
 // DecodeFeature): its code (FC) and position (FP, a delta from the previous
 // feature's), the match to the reference up to it, and then its own data
 // series (Read feature codes).
-func (r *featureReader) feature() error {
-	op, err := r.readByte(DSFC)
-	if err != nil {
+func (r *featureWalker[S]) feature() error {
+	// FC and FP take the one-byte EXTERNAL case inline.
+	var op byte
+	var fp int32
+	var err error
+	if e := r.ds[DSFC]; e == nil {
+		return noEncoding(DSFC)
+	} else if v, ok := e.byteFast(r.st); ok {
+		op = v
+	} else if op, err = readByteSlow(e, r.st, DSFC); err != nil {
 		return err
 	}
-	var fp int32
 	if e := r.ds[DSFP]; e == nil {
 		return noEncoding(DSFP)
 	} else if v, ok := e.intFast(r.st); ok {
@@ -204,7 +245,7 @@ func (r *featureReader) feature() error {
 }
 
 // flush ends the CIGAR operation being extended unless it is op.
-func (r *featureReader) flush(op uint32) {
+func (r *featureWalker[S]) flush(op uint32) {
 	if r.cigLen != 0 && r.cigOp != op {
 		r.cig = append(r.cig, uint32(r.cigLen)<<4|r.cigOp)
 		r.cigLen = 0
@@ -213,19 +254,19 @@ func (r *featureReader) flush(op uint32) {
 
 // extend adds k to the CIGAR operation op, ending the previous one if it
 // differs.
-func (r *featureReader) extend(op uint32, k int64) {
+func (r *featureWalker[S]) extend(op uint32, k int64) {
 	r.flush(op)
 	r.cigOp = op
 	r.cigLen += k
 }
 
 // softClip is feature 'S': SC bases, a soft clip of their length.
-func (r *featureReader) softClip(pos int64) error {
+func (r *featureWalker[S]) softClip(pos int64) error {
 	if r.cigLen != 0 {
 		r.cig = append(r.cig, uint32(r.cigLen)<<4|r.cigOp)
 		r.cigLen = 0
 	}
-	m, err := r.readArray(DSSC, r.seq, pos-1)
+	m, err := r.baseArray(DSSC, pos-1)
 	if err != nil {
 		return err
 	}
@@ -238,9 +279,9 @@ func (r *featureReader) softClip(pos int64) error {
 // substitution is feature 'X': a base other than the reference's, as the
 // BS code's entry of the substitution matrix (CRAMv3 §10.6, Base
 // substitution codes).
-func (r *featureReader) substitution(pos int64) error {
+func (r *featureWalker[S]) substitution(pos int64) error {
 	r.flush(cigM)
-	code, err := r.readByte(DSBS)
+	code, err := r.sink.byteOf(r.ds, DSBS)
 	if err != nil {
 		return err
 	}
@@ -248,9 +289,7 @@ func (r *featureReader) substitution(pos int64) error {
 		return corruptf("BS: substitution code %d", code)
 	}
 	if !r.placed || r.refPos >= r.refLen || !r.hasRef {
-		if pos-1 < r.n {
-			r.seq[pos-1] = r.sm[4][code]
-		}
+		r.setBase(pos-1, r.sm[4][code])
 		r.md.offReference()
 	} else {
 		refCall := byte('N')
@@ -259,9 +298,7 @@ func (r *featureReader) substitution(pos int64) error {
 				return err
 			}
 		}
-		if pos-1 < r.n {
-			r.seq[pos-1] = r.sm[l1[refCall]][code]
-		}
+		r.setBase(pos-1, r.sm[l1[refCall]][code])
 		r.md.mismatch(refCall)
 	}
 	r.md.edits++
@@ -272,9 +309,9 @@ func (r *featureReader) substitution(pos int64) error {
 }
 
 // deletion is feature 'D': DL reference bases the read leaves out.
-func (r *featureReader) deletion() error {
+func (r *featureWalker[S]) deletion() error {
 	r.flush(cigD)
-	dl, err := r.readLength(DSDL)
+	dl, err := featLength(r.ds, r.st, DSDL)
 	if err != nil {
 		return err
 	}
@@ -289,9 +326,9 @@ func (r *featureReader) deletion() error {
 }
 
 // insertion is feature 'I': IN bases inserted in the read.
-func (r *featureReader) insertion(pos int64) error {
+func (r *featureWalker[S]) insertion(pos int64) error {
 	r.flush(cigI)
-	m, err := r.readArray(DSIN, r.seq, pos-1)
+	m, err := r.baseArray(DSIN, pos-1)
 	if err != nil {
 		return err
 	}
@@ -302,9 +339,9 @@ func (r *featureReader) insertion(pos int64) error {
 }
 
 // insertedBase is feature 'i': one inserted base (BA).
-func (r *featureReader) insertedBase(pos int64) error {
+func (r *featureWalker[S]) insertedBase(pos int64) error {
 	r.flush(cigI)
-	b, err := r.readByte(DSBA)
+	b, err := r.sink.byteOf(r.ds, DSBA)
 	if err != nil {
 		return err
 	}
@@ -312,7 +349,7 @@ func (r *featureReader) insertedBase(pos int64) error {
 		if pos-1 >= r.n {
 			return corruptf("insertion at read position %d past the %d-base read", pos, r.n)
 		}
-		r.seq[pos-1] = b
+		r.setBase(pos-1, b)
 	}
 	r.extend(cigI, 1)
 	r.seqPos++
@@ -321,9 +358,9 @@ func (r *featureReader) insertedBase(pos int64) error {
 }
 
 // bases is feature 'b': BB bases stored in place of the reference's.
-func (r *featureReader) bases(pos int64) error {
+func (r *featureWalker[S]) bases(pos int64) error {
 	r.flush(cigM)
-	m, err := r.readArray(DSBB, r.seq, pos-1)
+	m, err := r.baseArray(DSBB, pos-1)
 	if err != nil {
 		return err
 	}
@@ -339,10 +376,14 @@ func (r *featureReader) bases(pos int64) error {
 }
 
 // qualities is feature 'q': QQ qualities of consecutive bases.
-func (r *featureReader) qualities(pos int64) error {
+func (r *featureWalker[S]) qualities(pos int64) error {
 	r.flush(cigM)
 	r.fillQual30()
-	if _, err := r.readArray(DSQQ, r.qual, pos-1); err != nil {
+	b, m, err := r.sink.qualsOf(r.ds)
+	if err != nil {
+		return err
+	}
+	if err := r.put(DSQQ, r.qual, pos-1, b, m); err != nil {
 		return err
 	}
 	r.cigOp = cigM
@@ -351,9 +392,9 @@ func (r *featureReader) qualities(pos int64) error {
 
 // baseAndQuality is feature 'B': one stored base (BA) and its quality
 // (QS).
-func (r *featureReader) baseAndQuality(pos int64) error {
+func (r *featureWalker[S]) baseAndQuality(pos int64) error {
 	r.flush(cigM)
-	b, err := r.readByte(DSBA)
+	b, err := r.sink.byteOf(r.ds, DSBA)
 	if err != nil {
 		return err
 	}
@@ -361,7 +402,7 @@ func (r *featureReader) baseAndQuality(pos int64) error {
 		if pos-1 >= r.n {
 			return corruptf("base at read position %d past the %d-base read", pos, r.n)
 		}
-		r.seq[pos-1] = b
+		r.setBase(pos-1, b)
 	}
 	if r.md.active() {
 		if err := r.md.base(r.view, r.refPos, r.refLen, r.hasRef); err != nil {
@@ -369,13 +410,11 @@ func (r *featureReader) baseAndQuality(pos int64) error {
 		}
 	}
 	r.fillQual30()
-	q, err := r.readByte(DSQS)
+	q, err := r.sink.byteOf(r.ds, DSQS)
 	if err != nil {
 		return err
 	}
-	if pos-1 < r.n {
-		r.qual[pos-1] = q
-	}
+	r.setQual(pos-1, q)
 	r.extend(cigM, 1)
 	r.seqPos++
 	r.refPos++
@@ -383,24 +422,24 @@ func (r *featureReader) baseAndQuality(pos int64) error {
 }
 
 // quality is feature 'Q': the quality (QS) of one base.
-func (r *featureReader) quality(pos int64) error {
+func (r *featureWalker[S]) quality(pos int64) error {
 	r.fillQual30()
-	q, err := r.readByte(DSQS)
+	q, err := r.sink.byteOf(r.ds, DSQS)
 	if err != nil {
 		return err
 	}
 	if pos-1 >= r.n {
 		return corruptf("quality at read position %d past the %d-base read", pos, r.n)
 	}
-	r.qual[pos-1] = q
+	r.setQual(pos-1, q)
 	return nil
 }
 
 // skip is features 'H', 'P' and 'N': a hard clip (HC), padding (PD) or
 // reference skip (RS) of the length read from series s.
-func (r *featureReader) skip(s DataSeries, op uint32) error {
+func (r *featureWalker[S]) skip(s DataSeries, op uint32) error {
 	r.flush(op)
-	v, err := r.readLength(s)
+	v, err := featLength(r.ds, r.st, s)
 	if err != nil {
 		return err
 	}
@@ -411,14 +450,55 @@ func (r *featureReader) skip(s DataSeries, op uint32) error {
 	return nil
 }
 
+// setBase and setQual write the base or quality at read offset i, when
+// the walker has a buffer for it and i lies in the read.
+func (r *featureWalker[S]) setBase(i int64, b byte) {
+	if i < int64(len(r.seq)) {
+		r.seq[i] = b
+	}
+}
+
+func (r *featureWalker[S]) setQual(i int64, q byte) {
+	if i < int64(len(r.qual)) {
+		r.qual[i] = q
+	}
+}
+
 // fillQual30 gives a read whose qualities are not preserved quality 30
 // where no feature sets one, once a feature sets any (htslib's default).
-func (r *featureReader) fillQual30() {
+func (r *featureWalker[S]) fillQual30() {
 	if !r.preserveQual && len(r.qual) > 0 && r.qual[0] == 0xff {
 		for i := range r.qual {
 			r.qual[i] = 30
 		}
 	}
+}
+
+// baseArray reads the byte array value of series s (SC, IN, BB) into the
+// read's bases at offset off and returns its length.
+func (r *featureWalker[S]) baseArray(s DataSeries, off int64) (int64, error) {
+	b, m, err := r.sink.arrayOf(r.ds, s)
+	if err != nil {
+		return 0, err
+	}
+	return m, r.put(s, r.seq, off, b, m)
+}
+
+// put checks that the m bytes of a byte array value of series s fit the
+// read at offset off, and copies them, b, into dst when it has them.
+func (r *featureWalker[S]) put(s DataSeries, dst []byte, off int64, b []byte, m int64) error {
+	if r.n == 0 {
+		// A read stored without bases ('*'): htslib decodes the
+		// feature's bytes and drops them.
+		return nil
+	}
+	if off < 0 || off+m > r.n {
+		return corruptf("%v: %d bytes at read position %d overrun the %d-base read", s, m, off+1, r.n)
+	}
+	if len(b) > 0 {
+		copy(dst[off:], b)
+	}
+	return nil
 }
 
 // match fills k bases at seqPos from the reference at refPos, the
@@ -427,7 +507,7 @@ func (r *featureReader) fillQual30() {
 // past the reference's end is filled with 'N' (to the read's end when
 // it starts past the reference). It reports whether the match lies
 // inside the reference. It does not move refPos or seqPos.
-func (r *featureReader) match(k int64) (bool, error) {
+func (r *featureWalker[S]) match(k int64) (bool, error) {
 	v, at := r.view, r.seqPos-1
 	if r.refPos+k > r.refLen {
 		if rlen := r.refLen - r.refPos; rlen > 0 {
@@ -438,14 +518,10 @@ func (r *featureReader) match(k int64) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			copy(r.seq[at:], b)
-			for i := at + rlen; i < at+k; i++ {
-				r.seq[i] = 'N'
-			}
+			r.copyBases(at, b)
+			r.fillN(at+rlen, at+k)
 		} else {
-			for i := at; i < r.n; i++ {
-				r.seq[i] = 'N'
-			}
+			r.fillN(at, r.n)
 		}
 		r.md.pastReference(k)
 		return false, nil
@@ -457,28 +533,37 @@ func (r *featureReader) match(k int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	copy(r.seq[at:], b)
+	r.copyBases(at, b)
 	if r.md.active() {
-		if v.hasN(r.refPos, r.refPos+k) {
-			r.md.matchN(b)
-		} else {
+		if !v.hasN(r.refPos, r.refPos+k) {
 			r.md.dist += k
+		} else {
+			r.md.matchNs(v, r.refPos, k, b)
 		}
 	}
 	return true, nil
 }
 
-// readByte reads one value of a byte series, the EXTERNAL case inline.
-func (r *featureReader) readByte(s DataSeries) (byte, error) {
-	if e := r.ds[s]; e != nil {
-		if v, ok := e.byteFast(r.st); ok {
-			return v, nil
-		}
+// copyBases copies the reference's bases b to the read at offset at, when
+// the walker has a buffer for them (b is nil from a marks view).
+func (r *featureWalker[S]) copyBases(at int64, b []byte) {
+	if len(r.seq) > 0 {
+		copy(r.seq[at:], b)
 	}
-	return readByteSlow(r.ds[s], r.st, s)
 }
 
-// readByteSlow is readByte past its inlined first case.
+// fillN sets the read's bases [from, to) to 'N', when the walker has a
+// buffer for them.
+func (r *featureWalker[S]) fillN(from, to int64) {
+	if len(r.seq) > 0 {
+		for i := from; i < to; i++ {
+			r.seq[i] = 'N'
+		}
+	}
+}
+
+// readByteSlow reads one value of byte series s with encoding e, past
+// the EXTERNAL case its callers take inline.
 func readByteSlow(e *Encoding, st *streams, s DataSeries) (byte, error) {
 	if e == nil {
 		return 0, noEncoding(s)
@@ -490,17 +575,18 @@ func readByteSlow(e *Encoding, st *streams, s DataSeries) (byte, error) {
 	return v, nil
 }
 
-// readLength reads a length (DL, HC, PD, RS), which must not be negative.
-func (r *featureReader) readLength(s DataSeries) (int64, error) {
-	if e := r.ds[s]; e != nil {
-		if v, ok := e.intFast(r.st); ok {
+// featLength reads a length (DL, HC, PD, RS), which must not be
+// negative, the one-byte EXTERNAL case first.
+func featLength(ds *[numDataSeries]*Encoding, st *streams, s DataSeries) (int64, error) {
+	if e := ds[s]; e != nil {
+		if v, ok := e.intFast(st); ok {
 			return int64(v), nil // below 128
 		}
 	}
-	return readLengthSlow(r.ds[s], r.st, s)
+	return readLengthSlow(ds[s], st, s)
 }
 
-// readLengthSlow is readLength past its inlined first case.
+// readLengthSlow is featLength past its first case.
 func readLengthSlow(e *Encoding, st *streams, s DataSeries) (int64, error) {
 	if e == nil {
 		return 0, noEncoding(s)
@@ -515,37 +601,41 @@ func readLengthSlow(e *Encoding, st *streams, s DataSeries) (int64, error) {
 	return int64(v), nil
 }
 
-// readArray reads one byte array value of series s into dst at off, which
-// it must fit, and returns its length.
-func (r *featureReader) readArray(s DataSeries, dst []byte, off int64) (int64, error) {
-	e := r.ds[s]
+// byteOf is featureSink.byteOf, the EXTERNAL case inline.
+func (k *fullSink) byteOf(ds *[numDataSeries]*Encoding, s DataSeries) (byte, error) {
+	if e := ds[s]; e != nil {
+		if v, ok := e.byteFast(&k.st); ok {
+			return v, nil
+		}
+	}
+	return readByteSlow(ds[s], &k.st, s)
+}
+
+// arrayOf is featureSink.arrayOf: the bytes as they lie in their block where
+// they can (BYTE_ARRAY_STOP), else in the Decoder's feature scratch.
+func (k *fullSink) arrayOf(ds *[numDataSeries]*Encoding, s DataSeries) ([]byte, int64, error) {
+	e := ds[s]
 	if e == nil {
-		return 0, noEncoding(s)
+		return nil, 0, noEncoding(s)
 	}
 	var b []byte
 	var err error
 	if e.ID == EncodingByteArrayStop {
-		// The bytes as they lie in their block, copied once.
 		var x *extStream
-		if x, err = e.stream(r.st); err == nil {
+		if x, err = e.stream(&k.st); err == nil {
 			b, err = x.readUntil(e.Stop)
 		}
 	} else {
-		r.scratch, err = e.appendArray(r.st, r.scratch[:0])
-		b = r.scratch
+		k.featScratch, err = e.appendArray(&k.st, k.featScratch[:0])
+		b = k.featScratch
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%v: %w", s, err)
+		return nil, 0, fmt.Errorf("%v: %w", s, err)
 	}
-	m := int64(len(b))
-	if r.n == 0 {
-		// A read stored without bases ('*'): htslib decodes the
-		// feature's bytes and drops them.
-		return m, nil
-	}
-	if off < 0 || off+m > int64(len(dst)) {
-		return 0, corruptf("%v: %d bytes at read position %d overrun the %d-base read", s, m, off+1, r.n)
-	}
-	copy(dst[off:], b)
-	return m, nil
+	return b, int64(len(b)), nil
+}
+
+// qualsOf is featureSink.qualsOf.
+func (k *fullSink) qualsOf(ds *[numDataSeries]*Encoding) ([]byte, int64, error) {
+	return k.arrayOf(ds, DSQQ)
 }

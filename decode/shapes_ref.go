@@ -103,13 +103,13 @@ func (v *refView) firstRun(pos int64) int {
 }
 
 // matchMarks is matchN for the k matching bases at pos of a marks view.
-func (m *mdCounter) matchMarks(v *refView, pos, k int64) {
+func (m *mdRules) matchMarks(v *refView, pos, k int64) {
 	end := pos + k
 	for i := v.firstRun(pos); i < len(v.runs) && v.runs[i][0] < end && pos < end; i++ {
 		a, b := max(v.runs[i][0], pos), min(v.runs[i][1], end)
 		m.dist += a - pos
 		for range b - a {
-			m.mismatch()
+			m.mismatch('N')
 			m.edits++
 		}
 		pos = b
