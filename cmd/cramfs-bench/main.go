@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -57,6 +58,17 @@ type config struct {
 }
 
 func main() {
+	if v := os.Getenv(prefaultEnv); v != "" {
+		gib, err := strconv.Atoi(v)
+		if err == nil {
+			_, err = prefault(gib)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "cramfs-bench: %s=%s: %v\n", prefaultEnv, v, err)
+			os.Exit(1)
+		}
+		return
+	}
 	var c config
 	flag.StringVar(&c.data, "data", "", "dataset directory (make-data.sh output, or any directory of CRAMs)")
 	flag.StringVar(&c.ref, "ref", "", "reference FASTA (default DATA/ref.fa)")
@@ -113,7 +125,7 @@ func run(c config) error {
 		return writeOutputs(c, b, all, nil)
 	}
 	if c.prefaultGiB > 0 {
-		d, err := prefault(c.prefaultGiB)
+		d, err := prefaultChild(c.prefaultGiB)
 		if err != nil {
 			return err
 		}

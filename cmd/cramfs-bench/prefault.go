@@ -3,12 +3,35 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"syscall"
 	"time"
 )
 
 // prefaultChunk is how much memory prefault maps at a time.
 const prefaultChunk = 256 << 20
+
+// prefaultEnv names the environment variable under which cramfs-bench,
+// run again by prefaultChild, only touches memory and exits.
+const prefaultEnv = "CRAMFS_BENCH_PREFAULT_GIB"
+
+// prefaultChild runs prefault(gib) in a child process: the benchmark's
+// commands are its children, and a child's peak RSS (ru_maxrss) starts
+// from the forking parent's, so the bench process must not touch it.
+func prefaultChild(gib int) (time.Duration, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, fmt.Errorf("prefault: %w", err)
+	}
+	start := time.Now()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", prefaultEnv, gib))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("prefault: %w", err)
+	}
+	return time.Since(start), nil
+}
 
 // prefault writes one byte of every page of gib GiB of fresh anonymous
 // memory, a chunk at a time, and unmaps it. On a virtual machine whose
