@@ -94,18 +94,9 @@ func (c *Contig) markRuns(start, end int64, s *scanner) (bool, error) {
 // markRaw adds the runs of N and n of raw, the bytes of run r from file
 // offset lo on, skipping the bytes of line ends.
 func (s *scanner) markRaw(r run, lo int64, raw []byte) {
-	nextN, nextn := -2, -2
+	f := nFinder{b: raw, nextN: -2, nextn: -2}
 	for i := 0; i < len(raw); {
-		if nextN != -1 && nextN < i {
-			nextN = indexFrom(raw, i, 'N')
-		}
-		if nextn != -1 && nextn < i {
-			nextn = indexFrom(raw, i, 'n')
-		}
-		j := nextN
-		if j < 0 || (nextn >= 0 && nextn < j) {
-			j = nextn
-		}
+		j := f.next(i)
 		if j < 0 {
 			return
 		}
@@ -178,23 +169,12 @@ func (s *scanner) flush() {
 // mark adds the runs of 'N' in b, which holds bases pos..., and of 'n'
 // too when lower.
 func (s *scanner) mark(pos int64, b []byte, lower bool) {
-	// nextN and nextn are the next 'N' and 'n' at or after i once looked
-	// for (-1: none left), so that b is searched once for each.
-	nextN, nextn := -2, -2
+	f := nFinder{b: b, nextN: -2, nextn: -2}
 	if !lower {
-		nextn = -1
+		f.nextn = -1 // no 'n' looked for
 	}
 	for i := 0; i < len(b); {
-		if nextN != -1 && nextN < i {
-			nextN = indexFrom(b, i, 'N')
-		}
-		if nextn != -1 && nextn < i {
-			nextn = indexFrom(b, i, 'n')
-		}
-		j := nextN
-		if j < 0 || (nextn >= 0 && nextn < j) {
-			j = nextn
-		}
+		j := f.next(i)
 		if j < 0 {
 			return
 		}
@@ -245,4 +225,28 @@ func lowerIn(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// nFinder finds the next 'N' or 'n' of b, searching b once for each:
+// nextN and nextn are the next of each at or after the last position
+// asked for, once looked for (-2: not yet, -1: none left).
+type nFinder struct {
+	b            []byte
+	nextN, nextn int
+}
+
+// next returns the index of the first 'N' or 'n' of b at or after i, or
+// -1; i never decreases from call to call.
+func (f *nFinder) next(i int) int {
+	if f.nextN != -1 && f.nextN < i {
+		f.nextN = indexFrom(f.b, i, 'N')
+	}
+	if f.nextn != -1 && f.nextn < i {
+		f.nextn = indexFrom(f.b, i, 'n')
+	}
+	j := f.nextN
+	if j < 0 || (f.nextn >= 0 && f.nextn < j) {
+		j = f.nextn
+	}
+	return j
 }

@@ -2,7 +2,6 @@ package tok3
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -19,31 +18,11 @@ var ErrNUL = errors.New("tok3: a name holds a NUL byte")
 // layout of BAM records) saves their assembly. A name holding a NUL is an
 // ErrNUL error.
 func AppendLengths(dst []uint32, src []byte, rawSize int) ([]uint32, error) {
-	if rawSize > MaxSize {
-		return dst, fmt.Errorf("%w: raw size %d exceeds limit %d", ErrCorrupt, rawSize, MaxSize)
-	}
-	if len(src) < headerSize {
-		return dst, fmt.Errorf("%w: %d-byte stream is shorter than the %d-byte header", ErrCorrupt, len(src), headerSize)
-	}
-	ulen := binary.LittleEndian.Uint32(src[0:])
-	nreads := binary.LittleEndian.Uint32(src[4:])
-	useArith := src[8] != 0
-	if ulen > MaxSize {
-		return dst, fmt.Errorf("%w: uncompressed length %d exceeds limit %d", ErrCorrupt, ulen, MaxSize)
-	}
-	if nreads == 0 || nreads > maxNames {
-		return dst, fmt.Errorf("%w: name count %d outside 1..%d", ErrCorrupt, nreads, int(maxNames))
-	}
-	limit := int(ulen)
-	if rawSize >= 0 && rawSize < limit {
-		limit = rawSize
-	}
-	d := decoderPool.Get().(*decoder)
-	defer d.release()
-	d.nreads, d.limit, d.declared = int(nreads), limit, int(ulen)
-	if err := d.readStreams(src, useArith); err != nil {
+	d, err := newDecoder(src, rawSize)
+	if err != nil {
 		return dst, err
 	}
+	defer d.release()
 	n, err := d.measureNames(len(src))
 	if err != nil {
 		return dst, err

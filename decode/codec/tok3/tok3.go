@@ -154,32 +154,11 @@ type name struct {
 // or -1 when unknown; a decoded length that differs from it is an error.
 // The result never aliases src. On error the returned slice is unspecified.
 func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
-	if rawSize > MaxSize {
-		return dst, fmt.Errorf("%w: raw size %d exceeds limit %d", ErrCorrupt, rawSize, MaxSize)
-	}
-	if len(src) < headerSize {
-		return dst, fmt.Errorf("%w: %d-byte stream is shorter than the %d-byte header", ErrCorrupt, len(src), headerSize)
-	}
-	ulen := binary.LittleEndian.Uint32(src[0:])
-	nreads := binary.LittleEndian.Uint32(src[4:])
-	useArith := src[8] != 0
-	if ulen > MaxSize {
-		return dst, fmt.Errorf("%w: uncompressed length %d exceeds limit %d", ErrCorrupt, ulen, MaxSize)
-	}
-	if nreads == 0 || nreads > maxNames {
-		return dst, fmt.Errorf("%w: name count %d outside 1..%d", ErrCorrupt, nreads, int(maxNames))
-	}
-	limit := int(ulen)
-	if rawSize >= 0 && rawSize < limit {
-		limit = rawSize
-	}
-
-	d := decoderPool.Get().(*decoder)
-	defer d.release()
-	d.nreads, d.limit, d.declared = int(nreads), limit, int(ulen)
-	if err := d.readStreams(src, useArith); err != nil {
+	d, err := newDecoder(src, rawSize)
+	if err != nil {
 		return dst, err
 	}
+	defer d.release()
 	start := len(dst)
 	out, err := d.decodeNames(dst, len(src))
 	if err != nil {
@@ -189,6 +168,38 @@ func AppendDecode(dst, src []byte, rawSize int) ([]byte, error) {
 		return out, fmt.Errorf("%w: decoded %d bytes, block raw size is %d", ErrCorrupt, len(out)-start, rawSize)
 	}
 	return out, nil
+}
+
+// newDecoder checks the header of the name tokeniser stream src against
+// rawSize (the block's raw size, -1 when unknown) and returns a pooled
+// decoder with its token streams read, to be released by the caller.
+func newDecoder(src []byte, rawSize int) (*decoder, error) {
+	if rawSize > MaxSize {
+		return nil, fmt.Errorf("%w: raw size %d exceeds limit %d", ErrCorrupt, rawSize, MaxSize)
+	}
+	if len(src) < headerSize {
+		return nil, fmt.Errorf("%w: %d-byte stream is shorter than the %d-byte header", ErrCorrupt, len(src), headerSize)
+	}
+	ulen := binary.LittleEndian.Uint32(src[0:])
+	nreads := binary.LittleEndian.Uint32(src[4:])
+	useArith := src[8] != 0
+	if ulen > MaxSize {
+		return nil, fmt.Errorf("%w: uncompressed length %d exceeds limit %d", ErrCorrupt, ulen, MaxSize)
+	}
+	if nreads == 0 || nreads > maxNames {
+		return nil, fmt.Errorf("%w: name count %d outside 1..%d", ErrCorrupt, nreads, int(maxNames))
+	}
+	limit := int(ulen)
+	if rawSize >= 0 && rawSize < limit {
+		limit = rawSize
+	}
+	d := decoderPool.Get().(*decoder)
+	d.nreads, d.limit, d.declared = int(nreads), limit, int(ulen)
+	if err := d.readStreams(src, useArith); err != nil {
+		d.release()
+		return nil, err
+	}
+	return d, nil
 }
 
 // decoder holds the state of one Decode call. decoders are recycled
