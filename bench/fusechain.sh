@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/fusechain.sh: the serial part of one sequential reader of a mount,
-# for bench/SCALING.md. It mounts with a cache that holds the whole virtual
+# for bench/archive/SCALING.md. It mounts with a cache that holds the whole virtual
 # BAM, builds every segment by reading the file backwards 1 MiB at a time
 # (backward reads never drop segments from the cache, unlike a sequential
 # run), then reads it forwards with dd (buffered, and O_DIRECT: one request

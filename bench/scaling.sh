@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/scaling.sh: the measurements behind bench/SCALING.md.
+# bench/scaling.sh: the measurements behind bench/archive/SCALING.md.
 #
 # For each thread count (default 1 and 2) it runs, on one CRAM of the
 # benchmark dataset:

@@ -199,7 +199,7 @@ func (cw *convertWorkers) container(ctx context.Context, i int) convertResult {
 // Writing a whole container (tens of MB) in one write(2) costs the kernel
 // far more system time than writing it in pieces, and pieces of a few
 // hundred KiB less than 1 MiB ones while the page cache takes new pages
-// (measurements in bench/NOTES.md).
+// (measurements in bench/archive/NOTES.md).
 const WritePiece = 256 << 10
 
 // outWriter writes to w in pieces of WritePiece bytes, the last one

@@ -12,13 +12,13 @@ import (
 )
 
 // The benchmarks below measure how the scan and the segment builds share
-// out over workers, for bench/SCALING.md: run them with -cpuprofile,
+// out over workers, for bench/archive/SCALING.md: run them with -cpuprofile,
 // -mutexprofile and -blockprofile (go test then records every contention
 // and every blocking event) to see what runs on one goroutine or waits on
 // one lock. They use the benchmark dataset (see benchDataCRAM).
 
 // scalingThreads are the worker counts measured: this machine has two
-// cores; bench/SCALING.md projects the rest.
+// cores; bench/archive/SCALING.md projects the rest.
 var scalingThreads = []int{1, 2}
 
 // BenchmarkBenchDataScan scans a CRAM of the benchmark dataset with an

@@ -180,7 +180,7 @@ type Options struct {
 }
 
 // Defaults for Options fields left zero, chosen with
-// BenchmarkSequentialRead (figures in bench/SCALING.md). The read-ahead
+// BenchmarkSequentialRead (figures in bench/archive/SCALING.md). The read-ahead
 // window may exceed MaxRead: the kernel then keeps that many MaxRead
 // requests of a sequential reader in flight, served on as many goroutines;
 // 4 keep two readers below the kernel's congestion threshold (9

@@ -17,7 +17,7 @@ import (
 // on /dev/fuse. Each wake-up displaces a decoding worker or the reader;
 // with 1 ms of slack the short sleeps end on the next timer or tick
 // instead. No answer of the mount waits on a timer. Measurements in
-// bench/NOTES.md.
+// bench/archive/NOTES.md.
 const mountTimerSlack = time.Millisecond
 
 // reexecEnv marks a process that raiseTimerSlack already re-executed.

@@ -144,7 +144,7 @@ func quotient(rng uint32, h uint64) uint32 {
 // step (arith.RangeDecoder.Decode) is inlined with the coder's registers in
 // local variables; it must stay equivalent to Decode. Its speed is set by
 // mispredicted symbol searches and by the chains from one symbol to the
-// next (bench/FQZCOMP.md), so the division by the model's total is a
+// next (bench/archive/FQZCOMP.md), so the division by the model's total is a
 // multiplication by a stored reciprocal, the context's parts that do not
 // depend on the symbol are summed apart, and the delta is only counted
 // when the parameters use it. A range code outside its model, or input

@@ -2,17 +2,18 @@
 // and the newest, 1.23) side by side on the benchmark dataset
 // (/work/shared/bench/make-data.sh) or on a plain directory of CRAMs, and
 // reports the median time of each side, their ratio and the peak RSS as
-// markdown tables, one per samtools, with the targets of issue 22 checked
-// against the newest (OUT/BENCHMARKS.md), an SVG bar chart of the ratios
+// markdown tables, one per samtools, with the project's performance targets
+// (targets.go) checked against the newest (OUT/BENCHMARKS.md), an SVG bar chart of the ratios
 // per samtools (OUT/ratios-VERSION.svg) and every sample
 // (OUT/results.tsv), into which a run of some cases (-only) merges.
 //
-// Every round runs each command of a case once, in turn, so that drift on
+// Run it from tools/ (its own module, so that the product's dependencies
+// and `go test ./...` stay free of it). Every round runs each command of a case once, in turn, so that drift on
 // a shared machine hits all sides alike.
 //
-//	go run ./cmd/cramfs-bench -data /tmp/cramfs-bench/data -rounds 3
-//	go run ./cmd/cramfs-bench -data /tmp/cramfs-bench/data -rounds 3 -only '^first-access/'
-//	go run ./cmd/cramfs-bench -data testdata/cram -ref testdata/ref/ce.fa -only 'ce_1000' -out /tmp/b
+//	go run ./cramfs-bench -data /tmp/cramfs-bench/data -rounds 3
+//	go run ./cramfs-bench -data /tmp/cramfs-bench/data -rounds 3 -only '^first-access/'
+//	go run ./cramfs-bench -data testdata/cram -ref testdata/ref/ce.fa -only 'ce_1000' -out /tmp/b
 //
 // With -codecs it instead times the Go codec decoders (decode/codec/...)
 // against htscodecs' C decoders (../shared/bench/htscodecs-bench.c, built
@@ -20,7 +21,7 @@
 // corpus and, with -blocks, on real blocks (internal/cmd/blockdump output),
 // and writes OUT/CODECS.md with Go MB/s, C MB/s and Go/C per codec family:
 //
-//	go run ./cmd/cramfs-bench -codecs -blocks /tmp/blocks -rounds 3
+//	go run ./cramfs-bench -codecs -blocks /tmp/blocks -rounds 3
 package main
 
 import (
@@ -211,7 +212,7 @@ func runCodecMode(c config) error {
 	cc := codecConfig{
 		blocks: c.blocks, corpus: c.corpus, cBench: c.cBench, cSrc: c.cBenchSrc, out: c.out,
 		rounds: c.rounds, target: c.codecTime,
-		cmdline: "go run ./cmd/cramfs-bench " + shellQuote(os.Args[1:]),
+		cmdline: "go run ./cramfs-bench " + shellQuote(os.Args[1:]),
 	}
 	if c.only != "" {
 		re, err := regexp.Compile(c.only)

@@ -29,8 +29,8 @@ import (
 
 // codecConfig is the configuration of the codec mode (-codecs): the Go
 // decoders of decode/codec/... against htscodecs' C decoders, timed by
-// ../shared/bench/htscodecs-bench.c with SCALAR=1 (issue 6: each codec
-// should reach 0.75x the C speed).
+// ../shared/bench/htscodecs-bench.c with SCALAR=1 (the goal is
+// codecTarget of the C speed for each codec).
 type codecConfig struct {
 	blocks  string         // DIR/<codec>/<name> blocks (blockdump output), "" for none
 	corpus  string         // conformance corpus with codec_vectors_manifest.tsv

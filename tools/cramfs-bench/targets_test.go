@@ -86,7 +86,7 @@ func TestWriteTargets(t *testing.T) {
 	}
 	text := b.String()
 	for _, want := range []string{
-		"## Targets (issue 22, against samtools 1.23.1)",
+		"## Targets (against samtools 1.23.1)",
 		"| convert at level 1 ≤ 0.6× | 3.0 | level 1 vs b | 0.50 | 0.60 | met, 17% under |",
 		"| peak RSS flat in file size | 3.0 | mount RSS of the ×4 file / of the 1× file (seq-read/v30) | - | 1.25× | not measured |",
 		"Met: 2 of 4 cells.",

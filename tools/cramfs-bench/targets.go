@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// ratioTarget is a goal of issue 22 on the time ratio of the rows of one
+// ratioTarget is a performance goal of the project on the time ratio of the rows of one
 // group (and variant or measure, when given) against the newest samtools.
 type ratioTarget struct {
 	Name    string
@@ -186,7 +186,7 @@ func writeTargets(w io.Writer, rs []result) error {
 	}
 	checks := targetChecks(rs, tools[0])
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Targets (issue 22, against samtools %s)\n\n", tools[0])
+	fmt.Fprintf(&b, "## Targets (against samtools %s)\n\n", tools[0])
 	fmt.Fprintf(&b, "Generated from the rows against samtools %s above. Ratio targets: the margin is in percent of the limit. "+
 		"Peak RSS: the mount's or `cramfs index`'s, the largest of a flavour's first-access, sequential-read and region cases over their rounds, against --cache-size %d MiB + %d MiB; "+
 		"convert keeps no cache and is not bounded by it. Flat: the ×4 file's mount RSS at most %.2f× the 1× file's.\n\n",
