@@ -104,16 +104,8 @@ func (x *extStream) readByte() (byte, error) {
 	return 0, &extError{id: x.id, pos: x.pos, want: 1, size: len(x.data)}
 }
 
-// readITF8 reads one ITF-8 integer (CRAMv3 §2.3); one-byte values (below
-// 128) are decoded inline.
-func (x *extStream) readITF8() (int32, error) {
-	if p := x.pos; p < len(x.data) && x.data[p] < 0x80 {
-		x.pos = p + 1
-		return int32(x.data[p]), nil
-	}
-	return x.readITF8Long()
-}
-
+// readITF8Long reads one ITF-8 integer (CRAMv3 §2.3) of any length; the
+// one-byte values (below 128) are decoded inline by its callers.
 func (x *extStream) readITF8Long() (int32, error) {
 	v, err := readITF8(x.data, &x.pos)
 	if err != nil {

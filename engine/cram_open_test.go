@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
@@ -289,17 +288,6 @@ func TestCRAMStateCountsURLookups(t *testing.T) {
 	if n, _ := opt.States.Stats(); n < want {
 		t.Errorf("state of %d bytes: less than the %d of the header text and its %d UR: values", n, want, len(distinct))
 	}
-}
-
-// mustFile opens the CRAM at p and returns its file structure.
-func mustFile(t *testing.T, p string) *decode.File {
-	t.Helper()
-	c, err := OpenCRAM(p, CRAMOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return c.File()
 }
 
 // evictByOther opens other.cram of root with opt, whose FileStates holds

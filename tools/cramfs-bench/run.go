@@ -53,22 +53,6 @@ func timeRun(ctx context.Context, c command) (sample, error) {
 	return sample{Secs: secs, RSSKB: maxRSS(cmd.ProcessState), Out: strings.TrimSpace(stdout.String())}, nil
 }
 
-// timeSeq runs commands one after the other as one measured step: the
-// times add up, the peak RSS is the largest, the output is the last one's.
-func timeSeq(ctx context.Context, cs ...command) (sample, error) {
-	var total sample
-	for _, c := range cs {
-		s, err := timeRun(ctx, c)
-		if err != nil {
-			return sample{}, err
-		}
-		total.Secs += s.Secs
-		total.RSSKB = max(total.RSSKB, s.RSSKB)
-		total.Out = s.Out
-	}
-	return total, nil
-}
-
 // pipe runs a | b, failing when either fails.
 func pipe(ctx context.Context, a, b command) error {
 	_, err := timePipe(ctx, a, b)

@@ -403,7 +403,7 @@ func (d *decoder) decodeNames(dst []byte, srcLen int) ([]byte, error) {
 	if c := min(d.limit, ratio); cap(dst)-len(dst) < c {
 		dst = slices.Grow(dst, c)
 	}
-	d.out = dst[len(dst):len(dst)]
+	d.out = dst[len(dst):]
 	if c := min(d.nreads, d.limit, ratio/8); cap(d.names) < c {
 		d.names = make([]name, 0, c)
 	}
