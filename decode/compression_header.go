@@ -115,27 +115,70 @@ func parseCompressionHeader(b []byte, a *encodings, r varints) (*CompressionHead
 	copy(h.SubstitutionMatrix[3][:], "ACGN")
 	copy(h.SubstitutionMatrix[4][:], "ACGT")
 	pos := 0
+	if err := h.parsePreservationMap(b, &pos, r); err != nil {
+		return nil, err
+	}
+	if err := h.parseDataSeriesEncodings(b, &pos, a, r); err != nil {
+		return nil, err
+	}
+	if err := h.parseTagEncodings(b, &pos, a, r); err != nil {
+		return nil, err
+	}
+	h.tagPlans = make([]tagPlan, len(h.TagLines))
+	for i, line := range h.TagLines {
+		h.tagPlans[i] = planTagLine(line, h.Tags, h.V4)
+	}
+	return h, nil
+}
 
-	// Preservation map.
-	size, err := r.u32(b, &pos)
-	if err != nil {
-		return nil, fmt.Errorf("preservation map: %w", err)
+// section is one of the three parts of a compression header: its byte
+// size and entry count, as read at its start.
+type section struct {
+	what  string // for errors
+	size  int32
+	start int // offset of the entry count
+	n     int32
+}
+
+// readSection reads the size and entry count of the section what at *pos.
+func readSection(what string, b []byte, pos *int, r varints) (section, error) {
+	sec := section{what: what}
+	var err error
+	if sec.size, err = r.u32(b, pos); err != nil {
+		return sec, fmt.Errorf("%s: %w", what, err)
 	}
-	start := pos
-	n, err := r.u32(b, &pos)
-	if err != nil {
-		return nil, fmt.Errorf("preservation map: %w", err)
+	sec.start = *pos
+	if sec.n, err = r.u32(b, pos); err != nil {
+		return sec, fmt.Errorf("%s: %w", what, err)
 	}
-	for i := int32(0); i < n; i++ {
-		if pos+3 > len(b) {
-			return nil, corruptf("preservation map: entry %d past the end", i)
+	return sec, nil
+}
+
+// end checks that the section ends at pos, where its size says.
+func (sec section) end(pos int) error {
+	if pos-sec.start != int(sec.size) {
+		return corruptf("%s: %d bytes declared, %d read", sec.what, sec.size, pos-sec.start)
+	}
+	return nil
+}
+
+// parsePreservationMap reads the preservation map at *pos into h: the
+// flags, the substitution matrix and the tag dictionary.
+func (h *CompressionHeader) parsePreservationMap(b []byte, pos *int, r varints) error {
+	sec, err := readSection("preservation map", b, pos, r)
+	if err != nil {
+		return err
+	}
+	for i := int32(0); i < sec.n; i++ {
+		if *pos+3 > len(b) {
+			return corruptf("preservation map: entry %d past the end", i)
 		}
-		key := string(b[pos : pos+2])
-		pos += 2
+		key := string(b[*pos : *pos+2])
+		*pos += 2
 		switch key {
 		case "RN", "AP", "RR", "QO", "MI", "UI", "PI":
-			v := b[pos] != 0
-			pos++
+			v := b[*pos] != 0
+			*pos++
 			switch key {
 			case "RN":
 				h.ReadNamesIncluded = v
@@ -147,57 +190,61 @@ func parseCompressionHeader(b []byte, a *encodings, r varints) (*CompressionHead
 				h.QSSeqOrient = v
 			}
 		case "SM":
-			if pos+5 > len(b) {
-				return nil, corruptf("preservation map: SM past the end")
+			if *pos+5 > len(b) {
+				return corruptf("preservation map: SM past the end")
 			}
-			const bases = "ACGTN"
-			for r := 0; r < 5; r++ {
-				c := b[pos+r]
-				k := 0
-				for _, alt := range []byte(bases) {
-					if alt == bases[r] {
-						continue
-					}
-					h.SubstitutionMatrix[r][(c>>(6-2*k))&3] = alt
-					k++
-				}
-			}
-			pos += 5
+			h.setSubstitutionMatrix(b[*pos : *pos+5])
+			*pos += 5
 		case "TD":
-			tdLen, err := r.u32(b, &pos)
+			tdLen, err := r.u32(b, pos)
 			if err != nil {
-				return nil, fmt.Errorf("tag dictionary: %w", err)
+				return fmt.Errorf("tag dictionary: %w", err)
 			}
-			if tdLen < 0 || int(tdLen) > len(b)-pos {
-				return nil, corruptf("tag dictionary: %d bytes declared, %d remain", tdLen, len(b)-pos)
+			if tdLen < 0 || int(tdLen) > len(b)-*pos {
+				return corruptf("tag dictionary: %d bytes declared, %d remain", tdLen, len(b)-*pos)
 			}
-			td := b[pos : pos+int(tdLen)]
-			pos += int(tdLen)
-			h.TagLines = splitTagLines(td)
+			h.TagLines = splitTagLines(b[*pos : *pos+int(tdLen)])
+			*pos += int(tdLen)
 		default:
 			// An unknown key: like htslib, assume a one-byte value.
-			pos++
+			*pos++
 		}
 	}
-	if pos-start != int(size) {
-		return nil, corruptf("preservation map: %d bytes declared, %d read", size, pos-start)
-	}
+	return sec.end(*pos)
+}
 
-	// Data series encodings.
-	if size, err = r.u32(b, &pos); err != nil {
-		return nil, fmt.Errorf("data series encodings: %w", err)
-	}
-	start = pos
-	if n, err = r.u32(b, &pos); err != nil {
-		return nil, fmt.Errorf("data series encodings: %w", err)
-	}
-	a.ensure(min(max(int(n), 0), len(b)-pos))
-	for i := int32(0); i < n; i++ {
-		if pos+2 > len(b) {
-			return nil, corruptf("data series encodings: entry %d past the end", i)
+// setSubstitutionMatrix decodes the five bytes of the SM entry: for each
+// reference base in ACGTN order, the 2-bit codes of the other four.
+func (h *CompressionHeader) setSubstitutionMatrix(sm []byte) {
+	const bases = "ACGTN"
+	for r := 0; r < 5; r++ {
+		c := sm[r]
+		k := 0
+		for _, alt := range []byte(bases) {
+			if alt == bases[r] {
+				continue
+			}
+			h.SubstitutionMatrix[r][(c>>(6-2*k))&3] = alt
+			k++
 		}
-		key := string(b[pos : pos+2])
-		pos += 2
+	}
+}
+
+// parseDataSeriesEncodings reads the data series encodings at *pos into
+// h.DataSeries; series this decoder does not know (TC, TN, ...) are
+// never read, and their encodings are passed over.
+func (h *CompressionHeader) parseDataSeriesEncodings(b []byte, pos *int, a *encodings, r varints) error {
+	sec, err := readSection("data series encodings", b, pos, r)
+	if err != nil {
+		return err
+	}
+	a.ensure(min(max(int(sec.n), 0), len(b)-*pos))
+	for i := int32(0); i < sec.n; i++ {
+		if *pos+2 > len(b) {
+			return corruptf("data series encodings: entry %d past the end", i)
+		}
+		key := string(b[*pos : *pos+2])
+		*pos += 2
 		ds, known := dataSeriesKeys[key]
 		vt := typeInt
 		if known {
@@ -209,59 +256,49 @@ func parseCompressionHeader(b []byte, a *encodings, r varints) (*CompressionHead
 				vt = typeByteBlock
 			}
 		}
-		enc, err := parseEncoding(b, &pos, vt, 0, a, r)
+		enc, err := parseEncoding(b, pos, vt, 0, a, r)
 		if err != nil {
 			if known {
-				return nil, fmt.Errorf("data series %s: %w", key, err)
+				return fmt.Errorf("data series %s: %w", key, err)
 			}
-			continue // unknown series (TC, TN, ...) are never read
+			continue
 		}
 		if known {
 			h.DataSeries[ds] = enc
 		}
 	}
-	if pos-start != int(size) {
-		return nil, corruptf("data series encodings: %d bytes declared, %d read", size, pos-start)
-	}
+	return sec.end(*pos)
+}
 
-	// Tag encodings.
-	if size, err = r.u32(b, &pos); err != nil {
-		return nil, fmt.Errorf("tag encodings: %w", err)
+// parseTagEncodings reads the tag encodings at *pos into h.Tags.
+func (h *CompressionHeader) parseTagEncodings(b []byte, pos *int, a *encodings, r varints) error {
+	sec, err := readSection("tag encodings", b, pos, r)
+	if err != nil {
+		return err
 	}
-	start = pos
-	if n, err = r.u32(b, &pos); err != nil {
-		return nil, fmt.Errorf("tag encodings: %w", err)
+	if sec.n < 0 || int(sec.n) > len(b)-*pos {
+		return corruptf("tag encodings: %d entries", sec.n)
 	}
-	if n < 0 || int(n) > len(b)-pos {
-		return nil, corruptf("tag encodings: %d entries", n)
+	h.Tags = make(map[int32]*Encoding, sec.n)
+	a.ensure(int(sec.n))
+	vt := typeByteArray
+	if r.v4 {
+		vt = typeByteBlock
 	}
-	h.Tags = make(map[int32]*Encoding, n)
-	a.ensure(int(n))
-	for i := int32(0); i < n; i++ {
-		key, err := r.u32(b, &pos)
+	for i := int32(0); i < sec.n; i++ {
+		key, err := r.u32(b, pos)
 		if err != nil {
-			return nil, fmt.Errorf("tag encodings: %w", err)
+			return fmt.Errorf("tag encodings: %w", err)
 		}
-		vt := typeByteArray
-		if r.v4 {
-			vt = typeByteBlock
-		}
-		enc, err := parseEncoding(b, &pos, vt, 0, a, r)
+		enc, err := parseEncoding(b, pos, vt, 0, a, r)
 		if err != nil {
-			return nil, fmt.Errorf("tag %c%c:%c: %w", byte(key>>16), byte(key>>8), byte(key), err)
+			return fmt.Errorf("tag %c%c:%c: %w", byte(key>>16), byte(key>>8), byte(key), err)
 		}
 		if enc != nil { // a NULL encoding leaves the tag without one
 			h.Tags[key] = enc
 		}
 	}
-	if pos-start != int(size) {
-		return nil, corruptf("tag encodings: %d bytes declared, %d read", size, pos-start)
-	}
-	h.tagPlans = make([]tagPlan, len(h.TagLines))
-	for i, line := range h.TagLines {
-		h.tagPlans[i] = planTagLine(line, h.Tags, h.V4)
-	}
-	return h, nil
+	return sec.end(*pos)
 }
 
 // splitTagLines splits the tag dictionary TD (CRAMv3 §8.4, Preservation
