@@ -33,6 +33,7 @@ var commands = []command{
 	{"unmount", "MNT", "unmount a cramfs mount", func() subcommand { return &unmountCmd{} }},
 	{"status", "MNT", "show what a running mount serves: its files, their state, the cache", func() subcommand { return &statusCmd{} }},
 	{"version", "", "print the version and exit", func() subcommand { return &versionCmd{} }},
+	{"completion", "SHELL", "print a bash or zsh completion script for cramfs", func() subcommand { return &completionCmd{} }},
 }
 
 // findCommand returns the command called name ("umount" is unmount).
