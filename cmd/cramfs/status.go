@@ -77,7 +77,11 @@ type fileStatus struct {
 	Segments  int    `json:"segments"`
 	Reads     int64  `json:"reads"`
 	BytesRead int64  `json:"bytes_read"`
-	Error     string `json:"error,omitempty"`
+	// The failure that still holds (see failure): what, when, and the
+	// BAM offset of the read that failed (none for a failed open).
+	Error       string    `json:"error,omitempty"`
+	ErrorTime   time.Time `json:"error_time,omitzero"`
+	ErrorOffset *int64    `json:"error_offset,omitempty"`
 }
 
 // snapshot returns the files' states, sorted by path.
@@ -86,8 +90,12 @@ func (n *fileStates) snapshot() []fileStatus {
 	defer n.mu.Unlock()
 	out := make([]fileStatus, 0, len(n.files))
 	for _, st := range n.files {
-		out = append(out, fileStatus{Path: n.name(st.key), Size: st.size, Index: st.indexExt, Segments: st.segments,
-			Reads: st.reads.Load(), BytesRead: st.bytesRead.Load(), Error: st.err})
+		f := fileStatus{Path: n.name(st.key), Size: st.size, Index: st.indexExt, Segments: st.segments,
+			Reads: st.reads.Load(), BytesRead: st.bytesRead.Load(), Error: st.fail.msg, ErrorTime: st.fail.at}
+		if st.fail.msg != "" && st.fail.off != openFailed {
+			f.ErrorOffset = &st.fail.off
+		}
+		out = append(out, f)
 	}
 	slices.SortFunc(out, func(a, b fileStatus) int { return strings.Compare(a.Path, b.Path) })
 	return out
@@ -398,7 +406,11 @@ func writeStatus(w io.Writer, st mountStatus) {
 	for _, f := range st.Files {
 		state := "ok"
 		if f.Error != "" {
-			state = "failing: " + f.Error
+			at := "open"
+			if f.ErrorOffset != nil {
+				at = fmt.Sprintf("read at byte %d", *f.ErrorOffset)
+			}
+			state = fmt.Sprintf("failing: %s (%s, since %s)", f.Error, at, f.ErrorTime.Local().Format(time.DateTime))
 		}
 		index := strings.TrimPrefix(f.Index, ".")
 		if index == "" {
