@@ -136,28 +136,6 @@ func statusSocket(cacheDir, mnt string) string {
 	return filepath.Join(dir, "status-"+hex.EncodeToString(sum[:8])+".sock")
 }
 
-// privateDir creates dir (mode 0700) if needed and checks that it is a
-// directory, not a link, owned by this user, that nobody else may enter.
-func privateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("%s is not a directory", dir)
-	case !ok || int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("%s is not owned by user %d", dir, os.Geteuid())
-	case fi.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("%s has mode %v, want 0700", dir, fi.Mode().Perm())
-	}
-	return nil
-}
-
 // findStatusSocket returns the path of the status socket of the mount at
 // mnt: in the directory cacheDir gives when given or when the socket is
 // there, else the one the mount's root names, once checked.
@@ -254,33 +232,54 @@ type statusServer struct {
 	states *fileStates
 	mgr    *engine.Manager
 	log    *slog.Logger
+	dir    *socketDir // the socket's, held open: addr leads through it
 	// constant
 	path string
+	addr string      // path's address through dir
 	base mountStatus // the mount's own fields; Cache and Files are filled per request
 }
 
-// newStatusServer listens on path; a socket left by a dead mount is
-// replaced.
+// newStatusServer listens on path, whatever its length (see socketDir);
+// a socket left by a dead mount is replaced.
 func newStatusServer(path string, base mountStatus, states *fileStates, mgr *engine.Manager, log *slog.Logger) (*statusServer, error) {
-	if err := privateDir(filepath.Dir(path)); err != nil {
-		return nil, err
-	}
-	if c, err := net.Dial("unix", path); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("%s is in use by another cramfs mount of the same mount point", path)
-	}
-	os.Remove(path)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	dir, err := openPrivateDir(filepath.Dir(path))
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
+	s := &statusServer{states: states, mgr: mgr, log: log, dir: dir, path: path, base: base}
+	if err := s.listen(); err != nil {
+		dir.Close()
 		return nil, err
 	}
-	s := &statusServer{ln: ln, states: states, mgr: mgr, log: log, path: path, base: base}
 	go s.serve()
 	return s, nil
+}
+
+// listen binds the socket s.path (mode 0600) through s.dir.
+func (s *statusServer) listen() error {
+	addr, err := s.dir.addr(filepath.Base(s.path))
+	if err != nil {
+		return err
+	}
+	if c, err := net.Dial("unix", addr); err == nil {
+		c.Close()
+		return fmt.Errorf("%s is in use by another cramfs mount of the same mount point", s.path)
+	}
+	os.Remove(addr)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("status socket %s: %w", s.path, err)
+	}
+	// Removed by Close through s.dir, which closing the listener would
+	// not: it would unlink addr once s.dir may be closed.
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(addr, 0o600); err != nil {
+		ln.Close()
+		os.Remove(addr)
+		return err
+	}
+	s.ln, s.addr = ln, addr
+	return nil
 }
 
 func (s *statusServer) serve() {
@@ -333,7 +332,8 @@ func peerUID(c *net.UnixConn) (int, error) {
 // Close stops answering and removes the socket.
 func (s *statusServer) Close() {
 	s.ln.Close()
-	os.Remove(s.path)
+	os.Remove(s.addr)
+	s.dir.Close()
 }
 
 // statusCmd is `cramfs status MNT`.
@@ -356,7 +356,7 @@ func (c *statusCmd) run(pos []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	conn, err := net.DialTimeout("unix", path, 5*time.Second)
+	conn, err := dialStatus(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
 			return fmt.Errorf("no cramfs mount of yours is running at %s (no status socket %s)", mnt, path)
@@ -385,6 +385,21 @@ func (c *statusCmd) run(pos []string, e *env) error {
 	}
 	writeStatus(e.stdout, st)
 	return nil
+}
+
+// dialStatus connects to the status socket path, whatever its length,
+// through its directory (see socketDir).
+func dialStatus(path string) (net.Conn, error) {
+	dir, err := openSocketDir(filepath.Dir(path), false)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close() // once connected, the address is no longer needed
+	addr, err := dir.addr(filepath.Base(path))
+	if err != nil {
+		return nil, err
+	}
+	return net.DialTimeout("unix", addr, 5*time.Second)
 }
 
 // writeStatus prints a status for people.
