@@ -421,7 +421,7 @@ func writeStatus(w io.Writer, st mountStatus) {
 	for _, f := range st.Files {
 		state := "ok"
 		if f.Error != "" {
-			at := "open"
+			at := "at open"
 			if f.ErrorOffset != nil {
 				at = fmt.Sprintf("read at byte %d", *f.ErrorOffset)
 			}
