@@ -213,11 +213,20 @@ func (m *Manager) buildChecked(ctx context.Context, v *VirtualBAM, want Segment,
 	return buf, nil
 }
 
+// errLeaderCancelled is waitBuild's answer when the build it waited for
+// ended with its leader's cancellation (an interrupted read, readahead at
+// Close) while this caller's context had not: not a failure of the
+// segment, which this caller then builds or waits for again.
+var errLeaderCancelled = errors.New("the segment build waited for was cancelled by the caller leading it")
+
 // waitBuild waits, as one of its waiters, for the build b led by another
 // caller, and returns its result with a reference for this caller.
 func (m *Manager) waitBuild(ctx context.Context, b *building) (*cache.Buf, error) {
 	select {
 	case <-b.done:
+		if b.buf == nil && ctx.Err() == nil && (errors.Is(b.err, context.Canceled) || errors.Is(b.err, context.DeadlineExceeded)) {
+			return nil, errLeaderCancelled
+		}
 		return b.buf, b.err
 	case <-ctx.Done():
 	}

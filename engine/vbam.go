@@ -267,19 +267,16 @@ var errSkipped = errors.New("segment build skipped")
 // held, so a segment dropped from the cache after skip said no is seen.
 func (v *VirtualBAM) segmentUnless(ctx context.Context, want Segment, i int, skip func() bool) (*cache.Buf, error) {
 	key := cache.Key{File: v.id, Segment: i}
-	for attempt := 0; ; attempt++ {
+	for {
 		if b, ok := v.m.cache.Get(key); ok {
 			return b, nil
 		}
 		b, err := v.m.buildOrWait(ctx, v, key, want, i, skip)
-		if err == nil {
-			return b, nil
+		// A build led by another caller whose context ended is tried
+		// again for this one, however many such leaders it waited for:
+		// each of them was a build, not a spin.
+		if !errors.Is(err, errLeaderCancelled) {
+			return b, err
 		}
-		// The build was led by another caller whose context ended (an
-		// interrupted read, or readahead at Close): build again for this one.
-		if attempt < 3 && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-			continue
-		}
-		return nil, err
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
@@ -63,10 +64,34 @@ type fileState struct {
 	size     int64  // BAM bytes, once opened
 	indexExt string // ".bai", ".csi" or "" (none), once opened
 	segments int
-	err      string // the last error opening or reading it, "" for none
-	noticed  bool   // a reference problem was reported
+	fail     failure // the failure that still holds, the zero failure for none
+	noticed  bool    // a reference problem was reported
 
+	// failing is whether fail is set, read without the lock by every
+	// successful read (see served).
+	failing          atomic.Bool
 	reads, bytesRead atomic.Int64 // read requests served and their bytes
+}
+
+// failure is a failure of a file version that still holds: what it was,
+// when, and the BAM offset of the first byte a read could not deliver, or
+// openFailed. A failure holds until what failed succeeds: the open, or a
+// read of the bytes at off. A read of other bytes does not clear it (a
+// broken container fails only the reads that touch it); a reader's own
+// cancellation is not the file's failure and is never recorded.
+type failure struct {
+	msg string
+	at  time.Time
+	off int64
+}
+
+// openFailed is failure.off for a failure to open the file version.
+const openFailed = -1
+
+// cancelled reports whether err is the end of a request's context (an
+// interrupted read, a reader killed mid-read), not a failure of the file.
+func cancelled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // name is the path of k's file as the user gave the source.
@@ -90,26 +115,30 @@ func (n *fileStates) state(k fileKey) *fileState {
 }
 
 // opened records that k's BAM was opened, and returns it wrapped so that
-// its reads are counted and their failures reported.
+// its reads are counted and their failures reported. A failure to open it
+// no longer holds; a failed read still does.
 func (n *fileStates) opened(k fileKey, v *engine.VirtualBAM) *noticedBAM {
 	n.mu.Lock()
 	st := n.state(k)
-	st.size, st.indexExt, st.segments, st.err = v.Size(), v.IndexExt(), len(v.Layout().Segments), ""
+	st.size, st.indexExt, st.segments = v.Size(), v.IndexExt(), len(v.Layout().Segments)
+	if st.fail.off == openFailed {
+		st.setFailure(failure{})
+	}
 	n.mu.Unlock()
 	return &noticedBAM{VirtualBAM: v, states: n, st: st}
 }
 
-// failed records err for k and prints the notice when err is a reference
-// problem not yet reported for k. It returns whether err is a reference
-// problem.
+// failed records err, a failure to open k, and prints the notice when err
+// is a reference problem not yet reported for k. It returns whether err is
+// a reference problem. A cancellation is not recorded.
 func (n *fileStates) failed(k fileKey, err error) bool {
 	msg, ok := referenceProblem(err)
-	if n == nil {
+	if n == nil || cancelled(err) {
 		return ok
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.report(n.state(k), err, msg, ok, failsAtOpen)
+	n.report(n.state(k), err, openFailed, msg, ok, failsAtOpen)
 	return ok
 }
 
@@ -124,19 +153,37 @@ const (
 // mountRemedy is what a running mount does about a reference given later.
 const mountRemedy = "this mount finds M5-named files added under REF_PATH/REF_CACHE later (a failed open is tried again after 30 s); another -T or UR: FASTA needs a new mount"
 
-// report records err in st and prints msg once when isRef, saying what
-// fails. The caller holds n.mu.
-func (n *fileStates) report(st *fileState, err error, msg string, isRef bool, fails string) {
-	st.err = err.Error()
+// report records err, at BAM offset off (or openFailed), as the failure
+// of st and prints msg once when isRef, saying what fails. The caller
+// holds n.mu.
+func (n *fileStates) report(st *fileState, err error, off int64, msg string, isRef bool, fails string) {
+	f := failure{msg: err.Error(), at: time.Now(), off: off}
 	if isRef {
-		st.err = msg
+		f.msg = msg
 	}
+	st.setFailure(f)
 	if !isRef || st.noticed {
 		return
 	}
 	st.noticed = true
 	bam := strings.TrimSuffix(path.Base(st.key.rel), ".cram") + ".bam"
 	fmt.Fprintf(n.w, "cramfs mount: %s: cannot serve %s, %s: %s; %s\n", n.name(st.key), bam, fails, msg, mountRemedy)
+}
+
+// setFailure makes f the failure of st (the zero failure: none). The
+// caller holds fileStates.mu.
+func (st *fileState) setFailure(f failure) {
+	st.fail = f
+	st.failing.Store(f.msg != "")
+}
+
+// readOK clears the failure of st when the read of n bytes at off, which
+// succeeded, delivered the byte a failed read could not. The caller holds
+// fileStates.mu.
+func (st *fileState) readOK(off int64, n int) {
+	if st.fail.off >= off && st.fail.off < off+int64(n) {
+		st.setFailure(failure{})
+	}
 }
 
 // noticedBAM is a file's virtual BAM whose reads are counted and whose
@@ -153,7 +200,7 @@ var _ fs.Viewer = (*noticedBAM)(nil)
 
 func (b *noticedBAM) ReadAt(p []byte, off int64) (int, error) {
 	n, err := b.VirtualBAM.ReadAt(p, off)
-	b.served(n, err)
+	b.served(off, n, off+int64(n), err)
 	return n, err
 }
 
@@ -163,20 +210,31 @@ func (b *noticedBAM) View(ctx context.Context, off int64, n int) ([][]byte, func
 	for _, p := range parts {
 		got += len(p)
 	}
-	b.served(got, err)
+	b.served(off, got, off, err)
 	return parts, release, err
 }
 
-// served counts a read of n bytes and reports its error, if any.
-func (b *noticedBAM) served(n int, err error) {
+// served counts a read of n bytes at off and records its outcome: a
+// failure at failedAt (the first byte not delivered, or the read's start
+// when that is not known), or a success that may clear the failure that
+// held. A read cancelled by its reader is neither counted nor recorded.
+func (b *noticedBAM) served(off int64, n int, failedAt int64, err error) {
+	if cancelled(err) {
+		return
+	}
 	b.st.reads.Add(1)
 	b.st.bytesRead.Add(int64(n))
 	if err == nil || err == io.EOF {
+		if b.st.failing.Load() {
+			b.states.mu.Lock()
+			b.st.readOK(off, n)
+			b.states.mu.Unlock()
+		}
 		return
 	}
 	msg, ok := referenceProblem(err)
 	b.states.mu.Lock()
-	b.states.report(b.st, err, msg, ok, failsAtRead)
+	b.states.report(b.st, err, failedAt, msg, ok, failsAtRead)
 	b.states.mu.Unlock()
 }
 

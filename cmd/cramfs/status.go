@@ -77,7 +77,11 @@ type fileStatus struct {
 	Segments  int    `json:"segments"`
 	Reads     int64  `json:"reads"`
 	BytesRead int64  `json:"bytes_read"`
-	Error     string `json:"error,omitempty"`
+	// The failure that still holds (see failure): what, when, and the
+	// BAM offset of the read that failed (none for a failed open).
+	Error       string    `json:"error,omitempty"`
+	ErrorTime   time.Time `json:"error_time,omitzero"`
+	ErrorOffset *int64    `json:"error_offset,omitempty"`
 }
 
 // snapshot returns the files' states, sorted by path.
@@ -86,8 +90,12 @@ func (n *fileStates) snapshot() []fileStatus {
 	defer n.mu.Unlock()
 	out := make([]fileStatus, 0, len(n.files))
 	for _, st := range n.files {
-		out = append(out, fileStatus{Path: n.name(st.key), Size: st.size, Index: st.indexExt, Segments: st.segments,
-			Reads: st.reads.Load(), BytesRead: st.bytesRead.Load(), Error: st.err})
+		f := fileStatus{Path: n.name(st.key), Size: st.size, Index: st.indexExt, Segments: st.segments,
+			Reads: st.reads.Load(), BytesRead: st.bytesRead.Load(), Error: st.fail.msg, ErrorTime: st.fail.at}
+		if st.fail.msg != "" && st.fail.off != openFailed {
+			f.ErrorOffset = &st.fail.off
+		}
+		out = append(out, f)
 	}
 	slices.SortFunc(out, func(a, b fileStatus) int { return strings.Compare(a.Path, b.Path) })
 	return out
@@ -126,28 +134,6 @@ func statusSocket(cacheDir, mnt string) string {
 		dir = d
 	}
 	return filepath.Join(dir, "status-"+hex.EncodeToString(sum[:8])+".sock")
-}
-
-// privateDir creates dir (mode 0700) if needed and checks that it is a
-// directory, not a link, owned by this user, that nobody else may enter.
-func privateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.IsDir():
-		return fmt.Errorf("%s is not a directory", dir)
-	case !ok || int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("%s is not owned by user %d", dir, os.Geteuid())
-	case fi.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("%s has mode %v, want 0700", dir, fi.Mode().Perm())
-	}
-	return nil
 }
 
 // findStatusSocket returns the path of the status socket of the mount at
@@ -246,33 +232,54 @@ type statusServer struct {
 	states *fileStates
 	mgr    *engine.Manager
 	log    *slog.Logger
+	dir    *socketDir // the socket's, held open: addr leads through it
 	// constant
 	path string
+	addr string      // path's address through dir
 	base mountStatus // the mount's own fields; Cache and Files are filled per request
 }
 
-// newStatusServer listens on path; a socket left by a dead mount is
-// replaced.
+// newStatusServer listens on path, whatever its length (see socketDir);
+// a socket left by a dead mount is replaced.
 func newStatusServer(path string, base mountStatus, states *fileStates, mgr *engine.Manager, log *slog.Logger) (*statusServer, error) {
-	if err := privateDir(filepath.Dir(path)); err != nil {
-		return nil, err
-	}
-	if c, err := net.Dial("unix", path); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("%s is in use by another cramfs mount of the same mount point", path)
-	}
-	os.Remove(path)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	dir, err := openPrivateDir(filepath.Dir(path))
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
+	s := &statusServer{states: states, mgr: mgr, log: log, dir: dir, path: path, base: base}
+	if err := s.listen(); err != nil {
+		dir.Close()
 		return nil, err
 	}
-	s := &statusServer{ln: ln, states: states, mgr: mgr, log: log, path: path, base: base}
 	go s.serve()
 	return s, nil
+}
+
+// listen binds the socket s.path (mode 0600) through s.dir.
+func (s *statusServer) listen() error {
+	addr, err := s.dir.addr(filepath.Base(s.path))
+	if err != nil {
+		return err
+	}
+	if c, err := net.Dial("unix", addr); err == nil {
+		c.Close()
+		return fmt.Errorf("%s is in use by another cramfs mount of the same mount point", s.path)
+	}
+	os.Remove(addr)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("status socket %s: %w", s.path, err)
+	}
+	// Removed by Close through s.dir, which closing the listener would
+	// not: it would unlink addr once s.dir may be closed.
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(addr, 0o600); err != nil {
+		ln.Close()
+		os.Remove(addr)
+		return err
+	}
+	s.ln, s.addr = ln, addr
+	return nil
 }
 
 func (s *statusServer) serve() {
@@ -325,7 +332,8 @@ func peerUID(c *net.UnixConn) (int, error) {
 // Close stops answering and removes the socket.
 func (s *statusServer) Close() {
 	s.ln.Close()
-	os.Remove(s.path)
+	os.Remove(s.addr)
+	s.dir.Close()
 }
 
 // statusCmd is `cramfs status MNT`.
@@ -348,7 +356,7 @@ func (c *statusCmd) run(pos []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	conn, err := net.DialTimeout("unix", path, 5*time.Second)
+	conn, err := dialStatus(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
 			return fmt.Errorf("no cramfs mount of yours is running at %s (no status socket %s)", mnt, path)
@@ -379,6 +387,21 @@ func (c *statusCmd) run(pos []string, e *env) error {
 	return nil
 }
 
+// dialStatus connects to the status socket path, whatever its length,
+// through its directory (see socketDir).
+func dialStatus(path string) (net.Conn, error) {
+	dir, err := openSocketDir(filepath.Dir(path), false)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close() // once connected, the address is no longer needed
+	addr, err := dir.addr(filepath.Base(path))
+	if err != nil {
+		return nil, err
+	}
+	return net.DialTimeout("unix", addr, 5*time.Second)
+}
+
 // writeStatus prints a status for people.
 func writeStatus(w io.Writer, st mountStatus) {
 	fmt.Fprintf(w, "cramfs mount of %s at %s: pid %d, up %s, %d threads, level %d\n",
@@ -398,7 +421,11 @@ func writeStatus(w io.Writer, st mountStatus) {
 	for _, f := range st.Files {
 		state := "ok"
 		if f.Error != "" {
-			state = "failing: " + f.Error
+			at := "at open"
+			if f.ErrorOffset != nil {
+				at = fmt.Sprintf("read at byte %d", *f.ErrorOffset)
+			}
+			state = fmt.Sprintf("failing: %s (%s, since %s)", f.Error, at, f.ErrorTime.Local().Format(time.DateTime))
 		}
 		index := strings.TrimPrefix(f.Index, ".")
 		if index == "" {

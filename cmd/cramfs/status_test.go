@@ -99,22 +99,32 @@ func statusJSON(t *testing.T, cache, mnt string) mountStatus {
 // TestStatusFromMountPointAlone: a mount with a --cache-dir and no
 // XDG_RUNTIME_DIR has its status socket in that cache directory; `cramfs
 // status MNT`, given neither, finds it through the mount's root
-// (statusXattr).
+// (statusXattr), and `cramfs status --cache-dir DIR MNT` finds it in DIR.
+// Both work with a cache directory deep enough that the socket's path is
+// longer than a unix socket address holds (a deep TMPDIR, or --cache-dir).
 func TestStatusFromMountPointAlone(t *testing.T) {
 	requireMount(t)
 	bin := buildCramfs(t)
-	for _, relative := range []bool{false, true} {
-		t.Run(fmt.Sprintf("relative=%v", relative), func(t *testing.T) {
-			statusFromMountPointAlone(t, bin, relative)
-		})
+	for _, deep := range []bool{false, true} {
+		for _, relative := range []bool{false, true} {
+			t.Run(fmt.Sprintf("relative=%v,deep=%v", relative, deep), func(t *testing.T) {
+				statusFromMountPointAlone(t, bin, relative, deep)
+			})
+		}
 	}
 }
 
 // statusFromMountPointAlone is TestStatusFromMountPointAlone with the
 // mount given its --cache-dir as an absolute path or relative to its
-// working directory (the test's).
-func statusFromMountPointAlone(t *testing.T, bin string, relative bool) {
+// working directory (the test's), deep or not.
+func statusFromMountPointAlone(t *testing.T, bin string, relative, deep bool) {
 	src, cache, mnt := t.TempDir(), t.TempDir(), t.TempDir()
+	if deep {
+		cache = filepath.Join(cache, strings.Repeat("d", 60), strings.Repeat("e", 60))
+	}
+	if sock := statusSocket(cache, mnt); deep && len(sock) <= sunPathMax {
+		t.Fatalf("socket path %s is %d bytes, want more than %d", sock, len(sock), sunPathMax)
+	}
 	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "a.cram"))
 	cacheArg := cache
 	if relative {
@@ -129,25 +139,30 @@ func statusFromMountPointAlone(t *testing.T, bin string, relative bool) {
 	// The client's default cache directory is another, empty one.
 	env := append(envWithout("XDG_RUNTIME_DIR", "XDG_CACHE_HOME"), "XDG_CACHE_HOME="+t.TempDir())
 	p := startMountEnv(t, bin, mnt, env, "mount", "-T", testdata("ref", "ce.fa"), "--cache-dir", cacheArg, src, mnt)
-	poll(t, "the status socket", 10*time.Second, func() error {
-		_, err := os.Stat(filepath.Join(cache, "run"))
-		return err
-	})
-	cmd := exec.Command(bin, "status", "--json", mnt)
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("cramfs status MNT without --cache-dir: %v: %s", err, stderr.String())
-	}
-	var st mountStatus
-	if err := json.Unmarshal(out, &st); err != nil || st.PID != p.cmd.Process.Pid {
-		t.Fatalf("status: %+v (%v), want the answer of pid %d", st, err, p.cmd.Process.Pid)
+	for _, args := range [][]string{{"status", "--json", mnt}, {"status", "--json", "--cache-dir", cacheArg, mnt}} {
+		var out []byte
+		poll(t, "an answer to cramfs "+strings.Join(args, " "), 10*time.Second, func() error {
+			cmd := exec.Command(bin, args...)
+			cmd.Env = env
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			var err error
+			if out, err = cmd.Output(); err != nil {
+				return fmt.Errorf("%v: %s; mount log:\n%s", err, stderr.String(), p.stderr.String())
+			}
+			return nil
+		})
+		var st mountStatus
+		if err := json.Unmarshal(out, &st); err != nil || st.PID != p.cmd.Process.Pid {
+			t.Fatalf("cramfs %s: %+v (%v), want the answer of pid %d", strings.Join(args, " "), st, err, p.cmd.Process.Pid)
+		}
 	}
 	named, err := mountXattr(mnt, statusXattr)
 	if err != nil || filepath.Dir(named) != filepath.Join(cache, "run") {
 		t.Errorf("the mount names %q (%v), want a socket in %s", named, err, filepath.Join(cache, "run"))
+	}
+	if strings.Contains(p.stderr.String(), "level=WARN") {
+		t.Errorf("the mount warned:\n%s", p.stderr.String())
 	}
 }
 
@@ -156,12 +171,18 @@ func statusFromMountPointAlone(t *testing.T, bin string, relative bool) {
 // in a private directory (what an unknown FUSE mount cannot fake).
 func TestTrustedSocketRefuses(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
-	if err := privateDir(dir); err != nil {
+	d, err := openPrivateDir(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer d.Close()
 	const base = "status-0123456789abcdef.sock"
 	sock := filepath.Join(dir, base)
-	ln, err := net.Listen("unix", sock)
+	addr, err := d.addr(base) // dir may be deeper than a socket address holds
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
