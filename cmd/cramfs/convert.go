@@ -7,11 +7,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"syscall"
 
-	"github.com/cramfs/cramfs/decode/reference"
-	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/internal/service"
 	"github.com/spf13/pflag"
 )
 
@@ -41,43 +39,28 @@ func (c *convertCmd) run(pos []string, e *env) error {
 	if len(pos) != 1 {
 		return usageError{fmt.Sprintf("want one input CRAM, got %d arguments", len(pos))}
 	}
-	level, err := engine.LevelOf(c.level)
-	if err != nil {
-		return usageError{fmt.Sprintf("--level %d: want 0 to 9", c.level)}
+	if err := checkLevel(c.level); err != nil {
+		return err
 	}
 	in := pos[0]
 	if c.cpuProfile != "" {
-		pf, err := os.Create(c.cpuProfile)
+		stop, err := startCPUProfile(c.cpuProfile)
 		if err != nil {
 			return err
 		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	if c.out != "-" {
 		if a, b := absPath(in), absPath(c.out); a == b {
 			return usageError{"output would overwrite the input"}
 		}
 	}
-	store, err := reference.Open(c.refs, reference.Options{})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	src, err := engine.OpenCRAM(in, engine.CRAMOptions{Reference: store, NoMD: c.noMD, AllowMissingEOF: c.allowTrunc})
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var w io.Writer = e.stdout
 	var dst *output
 	if c.out != "-" {
+		var err error
 		if dst, err = createOutput(c.out); err != nil {
 			return err
 		}
@@ -86,8 +69,9 @@ func (c *convertCmd) run(pos []string, e *env) error {
 	}
 	// Convert writes in pieces of engine.WritePiece: no bufio.Writer,
 	// which would copy every piece.
-	if err := engine.Convert(ctx, src, w, engine.ConvertOptions{Threads: c.threads, Level: level}); err != nil {
-		return withReferenceHelp(err)
+	opts := service.ConvertOptions{References: c.refs, Threads: max(c.threads, 1), Level: c.level, NoMD: c.noMD, AllowMissingEOF: c.allowTrunc}
+	if err := service.Convert(ctx, in, w, opts); err != nil {
+		return err
 	}
 	if dst != nil {
 		return dst.commit()

@@ -12,29 +12,7 @@ import (
 
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/internal/bgzftest"
-	"github.com/cramfs/cramfs/internal/corpus"
 )
-
-func testdata(p ...string) string {
-	return filepath.Join(append([]string{corpus.Root(), "testdata"}, p...)...)
-}
-
-// runCmd runs the command line in-process and returns its exit code and
-// the standard error text.
-func runCmd(t *testing.T, args ...string) (int, string, []byte) {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	rc := run(args, &stdout, &stderr)
-	return rc, stderr.String(), stdout.Bytes()
-}
-
-func wantMD5(t *testing.T, name string) string {
-	b, err := os.ReadFile(testdata("cram", name+".bam.md5"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Fields(string(b))[0]
-}
 
 func TestConvertMatchesSamtoolsForAnyThreads(t *testing.T) {
 	dir := t.TempDir()

@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/internal/service"
 	"github.com/spf13/pflag"
 )
 
@@ -40,20 +37,20 @@ func (c *indexCmd) run(pos []string, e *env) error {
 			return err
 		}
 		if st.IsDir() {
-			files = append(files, findCRAMs(p, log)...)
+			files = append(files, service.FindCRAMs(p, log)...)
 		} else {
 			files = append(files, p)
 		}
 	}
-	store, mgr, copt, err := ef.open(log)
+	opts, err := ef.options(log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	defer mgr.Close()
-	// The same memory bound as a mount's: a scan's decoders and builds
-	// are those of a mount's first access.
-	lim := newMemoryLimit(mgr.Options().CacheSize, mgr.Options().Threads, copt.Decoders)
+	svc, err := service.Open(opts)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -67,7 +64,7 @@ func (c *indexCmd) run(pos []string, e *env) error {
 		if !strings.HasSuffix(p, ".cram") && bar == nil {
 			log.Info("indexing a file without .cram suffix", "file", p)
 		}
-		err := indexOne(ctx, mgr, copt, p, lim.noteLayout)
+		err := svc.Index(ctx, p)
 		if bar != nil {
 			bar.Add(1)
 		}
@@ -75,7 +72,7 @@ func (c *indexCmd) run(pos []string, e *env) error {
 			if errors.Is(err, context.Canceled) {
 				return err
 			}
-			log.Error("index failed", "file", p, "err", withReferenceHelp(err))
+			log.Error("index failed", "file", p, "err", err)
 			failed = append(failed, p)
 			continue
 		}
@@ -87,35 +84,4 @@ func (c *indexCmd) run(pos []string, e *env) error {
 		return fmt.Errorf("%d of %d files failed: %s", len(failed), len(files), strings.Join(failed, ", "))
 	}
 	return nil
-}
-
-func indexOne(ctx context.Context, mgr *engine.Manager, copt engine.CRAMOptions, path string, onLayout func(engine.Layout)) error {
-	src, err := engine.OpenCRAM(path, copt)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	v, err := mgr.Open(ctx, src)
-	if err == nil {
-		onLayout(v.Layout())
-	}
-	return err
-}
-
-// findCRAMs lists the regular files and links named *.cram below root
-// (a user-given directory; OpenCRAM refuses a link to anything not
-// regular without blocking). FIFOs, sockets and devices are left out.
-func findCRAMs(root string, log *slog.Logger) []string {
-	var out []string
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			log.Warn("walk", "path", p, "err", err)
-			return nil
-		}
-		if (d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0) && strings.HasSuffix(d.Name(), ".cram") {
-			out = append(out, p)
-		}
-		return nil
-	})
-	return out
 }

@@ -10,51 +10,6 @@ import (
 	"testing"
 )
 
-// nobody is the user the tests below run cramfs as.
-const nobody = 65534
-
-// sharedDir returns a new directory that user nobody can reach, removed
-// at cleanup (t.TempDir's parents are private to root).
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "cramfs-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// runAsNobody runs the binary as user nobody and returns its exit code
-// and standard error.
-func runAsNobody(t *testing.T, bin string, env []string, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), stderr.String()
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", bin, err)
-	}
-	return 0, stderr.String()
-}
-
-// nobodyCan reports whether user nobody has the access mode to path,
-// checked in a child process running as nobody (test(1)).
-func nobodyCan(t *testing.T, flag, path string) bool {
-	t.Helper()
-	rc, _ := runAsNobody(t, "/usr/bin/test", nil, flag, path)
-	return rc == 0
-}
-
 // TestMountMessagesForUsers checks the messages a user other than root
 // gets when FUSE, --allow-other or the mount point is not available to
 // them: each says what is wrong and what to do, on one line, exit 1.

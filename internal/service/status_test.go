@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bytes"
@@ -26,15 +26,15 @@ func TestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startMount(t, bin, src, "--cache-dir", cache)
-	bam, err := os.ReadFile(filepath.Join(p.mnt, "a.bam"))
+	bam, err := os.ReadFile(filepath.Join(p.Mnt, "a.bam"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.Stat(filepath.Join(p.mnt, "gone.bam")) // fails: its reference is missing
+	os.Stat(filepath.Join(p.Mnt, "gone.bam")) // fails: its reference is missing
 
-	st := statusJSON(t, cache, p.mnt)
-	if st.PID != p.cmd.Process.Pid || st.Mnt != p.mnt || st.Cache.MaxBytes != 256<<20 || st.Cache.Misses == 0 {
-		t.Errorf("status = %+v, want pid %d, mnt %s, a 256 MiB cache that was used", st, p.cmd.Process.Pid, p.mnt)
+	st := statusJSON(t, cache, p.Mnt)
+	if st.PID != p.Cmd.Process.Pid || st.Mnt != p.Mnt || st.Cache.MaxBytes != 256<<20 || st.Cache.Misses == 0 {
+		t.Errorf("status = %+v, want pid %d, mnt %s, a 256 MiB cache that was used", st, p.Cmd.Process.Pid, p.Mnt)
 	}
 	files := map[string]fileStatus{}
 	for _, f := range st.Files {
@@ -47,12 +47,12 @@ func TestStatus(t *testing.T) {
 		t.Errorf("gone.cram: %+v, want its reference problem", g)
 	}
 
-	rc, stderr, out := runCmd(t, "status", "--cache-dir", cache, p.mnt)
+	rc, stderr, out := runCmd(t, "status", "--cache-dir", cache, p.Mnt)
 	if rc != 0 || !strings.Contains(string(out), "cache: ") || !strings.Contains(string(out), filepath.Join(src, "a.cram")) || !strings.Contains(string(out), "failing: reference") {
 		t.Errorf("cramfs status: exit %d, stderr %q, stdout:\n%s", rc, stderr, out)
 	}
 
-	sock := statusSocket(cache, p.mnt)
+	sock := statusSocket(cache, p.Mnt)
 	for path, want := range map[string]os.FileMode{filepath.Dir(sock): 0o700, sock: 0o600} {
 		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
 			t.Errorf("%s: %v %v, want mode %v", path, fi.Mode(), err, want)
@@ -63,7 +63,7 @@ func TestStatus(t *testing.T) {
 		nb := filepath.Join(dir, "cramfs")
 		copyFile(t, bin, nb)
 		os.Chmod(nb, 0o755)
-		rc, stderr := runAsNobody(t, nb, nil, "status", "--cache-dir", cache, p.mnt)
+		rc, stderr := runAsNobody(t, nb, nil, "status", "--cache-dir", cache, p.Mnt)
 		if rc != 1 || !strings.Contains(stderr, "cramfs status: ") || strings.Contains(stderr, "a.cram") {
 			t.Errorf("status as another user: exit %d, stderr %q; want a refusal", rc, stderr)
 		}
@@ -75,8 +75,8 @@ func TestStatus(t *testing.T) {
 	if _, err := os.Stat(sock); !os.IsNotExist(err) {
 		t.Errorf("status socket left after the unmount: %v", err)
 	}
-	rc, stderr, _ = runCmd(t, "status", "--cache-dir", cache, p.mnt)
-	if rc != 1 || !strings.Contains(stderr, "no cramfs mount of yours is running at "+p.mnt) {
+	rc, stderr, _ = runCmd(t, "status", "--cache-dir", cache, p.Mnt)
+	if rc != 1 || !strings.Contains(stderr, "no cramfs mount of yours is running at "+p.Mnt) {
 		t.Errorf("status after the unmount: exit %d, stderr %q", rc, stderr)
 	}
 }
@@ -148,21 +148,21 @@ func statusFromMountPointAlone(t *testing.T, bin string, relative, deep bool) {
 			cmd.Stderr = &stderr
 			var err error
 			if out, err = cmd.Output(); err != nil {
-				return fmt.Errorf("%v: %s; mount log:\n%s", err, stderr.String(), p.stderr.String())
+				return fmt.Errorf("%v: %s; mount log:\n%s", err, stderr.String(), p.Stderr.String())
 			}
 			return nil
 		})
 		var st mountStatus
-		if err := json.Unmarshal(out, &st); err != nil || st.PID != p.cmd.Process.Pid {
-			t.Fatalf("cramfs %s: %+v (%v), want the answer of pid %d", strings.Join(args, " "), st, err, p.cmd.Process.Pid)
+		if err := json.Unmarshal(out, &st); err != nil || st.PID != p.Cmd.Process.Pid {
+			t.Fatalf("cramfs %s: %+v (%v), want the answer of pid %d", strings.Join(args, " "), st, err, p.Cmd.Process.Pid)
 		}
 	}
 	named, err := mountXattr(mnt, statusXattr)
 	if err != nil || filepath.Dir(named) != filepath.Join(cache, "run") {
 		t.Errorf("the mount names %q (%v), want a socket in %s", named, err, filepath.Join(cache, "run"))
 	}
-	if strings.Contains(p.stderr.String(), "level=WARN") {
-		t.Errorf("the mount warned:\n%s", p.stderr.String())
+	if strings.Contains(p.Stderr.String(), "level=WARN") {
+		t.Errorf("the mount warned:\n%s", p.Stderr.String())
 	}
 }
 

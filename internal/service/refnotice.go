@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -245,9 +245,9 @@ type referenceError struct{ err error }
 func (e *referenceError) Error() string { return e.err.Error() + "; " + referenceRemedy }
 func (e *referenceError) Unwrap() error { return e.err }
 
-// withReferenceHelp returns err, or for a reference problem err with the
+// WithReferenceHelp returns err, or for a reference problem err with the
 // remedy appended. The message keeps its file and container offset.
-func withReferenceHelp(err error) error {
+func WithReferenceHelp(err error) error {
 	if _, ok := referenceProblem(err); ok {
 		return &referenceError{err: err}
 	}

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bytes"
@@ -109,7 +109,7 @@ func TestClusterSharedCache(t *testing.T) {
 	p := startMount(t, bin, src, "--shared-cache", "--cache-dir", cache)
 	for _, c := range crams {
 		name := strings.TrimSuffix(filepath.Base(c), ".cram")
-		b, err := os.ReadFile(filepath.Join(p.mnt, name+".bam"))
+		b, err := os.ReadFile(filepath.Join(p.Mnt, name+".bam"))
 		if err != nil {
 			t.Fatalf("read %s.bam: %v", name, err)
 		}
@@ -121,7 +121,7 @@ func TestClusterSharedCache(t *testing.T) {
 			t.Errorf("%s.bam (%s): BAM md5 %s, want samtools' %s", name, fixtureOf[name], got, want)
 		}
 	}
-	st := statusJSON(t, cache, p.mnt)
+	st := statusJSON(t, cache, p.Mnt)
 	if len(st.Files) != len(crams) {
 		t.Errorf("status lists %d files, want %d", len(st.Files), len(crams))
 	}
@@ -136,8 +136,8 @@ func TestClusterSharedCache(t *testing.T) {
 	if err := unmountProc(t, p); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(p.stderr.String(), "level=WARN") {
-		t.Errorf("the mount warned:\n%s", p.stderr.String())
+	if strings.Contains(p.Stderr.String(), "level=WARN") {
+		t.Errorf("the mount warned:\n%s", p.Stderr.String())
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bytes"
@@ -35,7 +35,7 @@ func TestStatusKilledReadersAreNotFailures(t *testing.T) {
 	// Segments larger than the cache are built again for every read, by
 	// one worker: concurrent readers wait for it, and are killed waiting.
 	p := startMount(t, bin, src, "--cache-dir", cache, "--cache-size", "64K", "-@", "1")
-	bam := filepath.Join(p.mnt, "x.bam")
+	bam := filepath.Join(p.Mnt, "x.bam")
 
 	survivor := make(chan error, 1)
 	go func() {
@@ -46,11 +46,11 @@ func TestStatusKilledReadersAreNotFailures(t *testing.T) {
 		survivor <- err
 	}()
 	const cancelledLine = `err="context canceled"`
-	for round := 0; round < 10 && !strings.Contains(p.stderr.String(), cancelledLine); round++ {
+	for round := 0; round < 10 && !strings.Contains(p.Stderr.String(), cancelledLine); round++ {
 		killReadersMidRead(t, bam, 6)
 	}
-	if !strings.Contains(p.stderr.String(), cancelledLine) {
-		t.Fatalf("no read was cancelled by the kills; the test proves nothing. Mount log:\n%s", p.stderr.String())
+	if !strings.Contains(p.Stderr.String(), cancelledLine) {
+		t.Fatalf("no read was cancelled by the kills; the test proves nothing. Mount log:\n%s", p.Stderr.String())
 	}
 	if err := <-survivor; err != nil {
 		t.Errorf("a reader reading while others were killed: %v", err)
@@ -60,14 +60,14 @@ func TestStatusKilledReadersAreNotFailures(t *testing.T) {
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("full read after the kills: %d bytes, %v; want the %d bytes convert gives", len(got), err, len(want))
 	}
-	st := statusJSON(t, cache, p.mnt)
+	st := statusJSON(t, cache, p.Mnt)
 	if len(st.Files) != 1 || st.Files[0].Error != "" {
 		t.Errorf("status files %+v, want x.cram without a failure", st.Files)
 	}
-	if rc, stderr, out := runCmd(t, "status", "--cache-dir", cache, p.mnt); rc != 0 || strings.Contains(string(out), "failing") {
+	if rc, stderr, out := runCmd(t, "status", "--cache-dir", cache, p.Mnt); rc != 0 || strings.Contains(string(out), "failing") {
 		t.Errorf("cramfs status: exit %d, stderr %q, stdout:\n%s", rc, stderr, out)
 	}
-	if log := p.stderr.String(); strings.Contains(log, syscall.EIO.Error()) || strings.Contains(log, "level=WARN") || strings.Contains(log, "level=ERROR") {
+	if log := p.Stderr.String(); strings.Contains(log, syscall.EIO.Error()) || strings.Contains(log, "level=WARN") || strings.Contains(log, "level=ERROR") {
 		t.Errorf("a cancelled read logged as a failure:\n%s", log)
 	}
 }

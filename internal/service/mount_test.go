@@ -1,21 +1,17 @@
-package main
+package service
 
 import (
 	"bufio"
 	"bytes"
-	"crypto/md5"
-	"encoding/hex"
+	"cmp"
 	"errors"
 	"fmt"
-	"github.com/spf13/pflag"
 	"hash/fnv"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,65 +28,6 @@ import (
 // The tests in this file mount real kernel FUSE filesystems in temporary
 // directories and read them with samtools, comparing with what samtools
 // itself makes of the same CRAM files.
-
-// samtoolsEnv keeps samtools from looking for references anywhere but -T.
-var samtoolsEnv = append(os.Environ(), "REF_PATH=/nonexistent", "REF_CACHE=/nonexistent")
-
-// requireMount is requireFUSE for tests that also read mounts with
-// samtools.
-func requireMount(tb testing.TB) {
-	tb.Helper()
-	corpus.RequireFUSE(tb)
-	if _, err := exec.LookPath("samtools"); err != nil {
-		corpus.Missing(tb, "samtools: %v", err)
-	}
-}
-
-// samtools runs samtools with args and returns its standard output; a
-// non-zero exit is an error carrying the standard error text.
-func samtools(args ...string) ([]byte, error) {
-	cmd := exec.Command("samtools", args...)
-	cmd.Env = samtoolsEnv
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), fmt.Errorf("samtools %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.Bytes(), nil
-}
-
-func mustSamtools(tb testing.TB, args ...string) []byte {
-	tb.Helper()
-	out, err := samtools(args...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return out
-}
-
-func md5Hex(b []byte) string {
-	s := md5.Sum(b)
-	return hex.EncodeToString(s[:])
-}
-
-// syncBuffer is a log sink safe for the server's goroutines, which may
-// outlive a test (t.Log would panic then).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // mountConfig is what cmdMount's flags would say; zero fields keep the
 // flags' defaults.
@@ -115,6 +52,7 @@ type mounted struct {
 	cacheDir string
 	level    int // --level in effect, as `cramfs convert --level` takes it
 	srv      *cfs.Server
+	svc      *Service
 	mgr      *engine.Manager
 	store    *reference.Store
 	op       *opener
@@ -146,10 +84,11 @@ func cramRef(t *testing.T, root *os.Root, rel string) cfs.CRAMRef {
 }
 
 // mountT mounts src on a fresh temporary directory, with the objects
-// cmdMount builds (reference store, engine.Manager with a temporary cache
-// directory, opener, fs.Mount) from the same flags and defaults, and
-// unmounts it at cleanup. Unlike cmdMount it reads references only from
-// -T (as samtools is run here) and sets no process memory limit.
+// Service.Mount builds (reference store, engine.Manager with a temporary
+// cache directory, opener, fs.Mount) from the same options and defaults as
+// cramfs mount (-@ 2), and unmounts it at cleanup. Unlike Service.Mount it
+// reads references only from -T (as samtools is run here), sets no
+// process memory limit and starts no status server.
 func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 	t.Helper()
 	corpus.RequireFUSE(t)
@@ -157,60 +96,46 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 	if cacheDir == "" {
 		cacheDir = t.TempDir()
 	}
-	args := []string{"--cache-dir", cacheDir, "-@", "2"}
-	for _, r := range cfg.refs {
-		args = append(args, "-T", r)
+	opts := Options{References: cfg.refs, CacheDir: cacheDir, Threads: 2, Level: DefaultLevel}
+	sizeText := cmp.Or(cfg.cacheSize, DefaultCacheSize)
+	size, err := ParseSize(sizeText)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if cfg.cacheSize != "" {
-		args = append(args, "--cache-size", cfg.cacheSize)
-	}
+	opts.CacheSize = size
 	if cfg.level != "" {
-		args = append(args, "--level", cfg.level)
+		if opts.Level, err = strconv.Atoi(cfg.level); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if cfg.readahead != "" {
-		args = append(args, "--readahead", cfg.readahead)
-	}
-	fl := pflag.NewFlagSet("mount", pflag.ContinueOnError)
-	var ef engineFlags
-	ef.register(fl)
-	if err := fl.Parse(args); err != nil {
-		t.Fatal(err)
+		if opts.Readahead, err = strconv.Atoi(cfg.readahead); err != nil {
+			t.Fatal(err)
+		}
 	}
 	logBuf := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	size, err := parseSize(ef.cacheSize)
+	opts.Log = slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	level, err := opts.check()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if size == 0 {
-		size = -1
-	}
-	level, err := engine.LevelOf(ef.level)
+	store, err := reference.Open(opts.References, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent", NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := reference.Open(ef.refs, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent", NoEnv: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := engine.NewManager(engine.Options{Threads: ef.threads, CacheSize: size, Level: level, CacheDir: ef.cacheDir, SharedCache: ef.sharedCache, Readahead: ef.readahead, MaxOpenFiles: cfg.maxOpenFiles}, log)
-	// As engineFlags.open: one set of decoders for every file.
-	decoders := engine.NewDecoderPool(max(ef.threads, 1))
-	mgr.CountDecoders(decoders)
-	copt := engine.CRAMOptions{Reference: store, NoMD: ef.noMD, Decoders: decoders, MaxContainerMemory: mgr.Options().ContainerMemory(), States: mgr.States()}
-	op := newOpener(mgr, store, copt, log)
+	svc := newService(opts, level, store, cfg.maxOpenFiles)
+	op := newOpener(svc.mgr, svc.refs, svc.copt, opts.Log)
 	mnt := cfg.mnt
 	if mnt == "" {
 		mnt = t.TempDir()
 	}
-	srv, err := cfs.Mount(src, mnt, op, cfs.Options{Logger: log, EntryTimeout: cfg.timeout, AttrTimeout: cfg.timeout})
+	srv, err := cfs.Mount(src, mnt, op, cfs.Options{Logger: opts.Log, EntryTimeout: cfg.timeout, AttrTimeout: cfg.timeout})
 	if err != nil {
 		op.Close()
-		mgr.Close()
-		store.Close()
+		svc.Close()
 		t.Fatalf("Mount: %v", err)
 	}
-	m := &mounted{mnt: mnt, cacheDir: cacheDir, level: ef.level, srv: srv, mgr: mgr, store: store, op: op, root: srv.Root(), log: logBuf}
+	m := &mounted{mnt: mnt, cacheDir: cacheDir, level: opts.Level, srv: srv, svc: svc, mgr: svc.mgr, store: store, op: op, root: srv.Root(), log: logBuf}
 	t.Cleanup(func() {
 		m.unmount(t)
 		if t.Failed() {
@@ -235,8 +160,7 @@ func (m *mounted) unmount(t *testing.T) {
 		}
 	}
 	m.op.Close()
-	m.mgr.Close()
-	m.store.Close()
+	m.svc.Close()
 }
 
 // heldCRAMs counts the CRAM files the mount's opener holds open.
@@ -250,32 +174,6 @@ func (m *mounted) heldCRAMs() int {
 		}
 	}
 	return n
-}
-
-// defaultMountLevel is the --level a mount serves by default.
-func defaultMountLevel(t *testing.T) int {
-	fl := pflag.NewFlagSet("mount", pflag.ContinueOnError)
-	var ef engineFlags
-	ef.register(fl)
-	if err := fl.Parse(nil); err != nil {
-		t.Fatal(err)
-	}
-	return ef.level
-}
-
-// convertAt runs `cramfs convert --level LEVEL` in-process and returns the
-// BAM bytes: what a mount serving that level must serve.
-func convertAt(t *testing.T, level int, cram string, refs []string) []byte {
-	t.Helper()
-	args := []string{"convert", "--level", strconv.Itoa(level), "-@", "2", "-o", "-"}
-	for _, r := range refs {
-		args = append(args, "-T", r)
-	}
-	rc, stderr, out := runCmd(t, append(args, cram)...)
-	if rc != 0 {
-		t.Fatalf("cramfs convert %s: exit %d: %s", cram, rc, stderr)
-	}
-	return out
 }
 
 // mountFixture is one CRAM file checked through a mount.
@@ -677,35 +575,6 @@ func countRegions(t *testing.T, bam string, regions []string) []string {
 	return out
 }
 
-// corpusFile returns the path of a corpus file, or "" without the corpus.
-func corpusFile(rel string) string {
-	dir := os.Getenv("CRAMFS_CORPUS")
-	if dir == "" {
-		dir = filepath.Join(corpus.Root(), "..", "shared", "corpus")
-	}
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if _, err := os.Stat(p); err != nil {
-		return ""
-	}
-	return p
-}
-
-// copyFile copies src to dst (a new file, renamed into place).
-func copyFile(t *testing.T, src, dst string) {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := dst + ".part"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestMountConcurrentReadersTinyCache(t *testing.T) {
 	requireMount(t)
 	type file struct {
@@ -855,37 +724,6 @@ func TestMountCorruptFileIsEIOOthersRead(t *testing.T) {
 	}
 }
 
-// readNames lists a directory, sorted, space-separated.
-func readNames(t *testing.T, dir string) string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return strings.Join(names, " ")
-}
-
-// poll calls cond until it returns nil or the deadline passes, and fails
-// with its last error then.
-func poll(t *testing.T, what string, deadline time.Duration, cond func() error) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%s: not within %v: %v", what, deadline, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func TestMountFollowsSourceChanges(t *testing.T) {
 	requireMount(t)
 	src := t.TempDir()
@@ -1010,319 +848,6 @@ func TestMountFollowsSourceChanges(t *testing.T) {
 	})
 }
 
-// built is the cramfs binary buildCramfs made, once per test process.
-var built struct {
-	sync.Mutex
-	dir, bin string // dir is removed by TestMain
-}
-
-// buildCramfs returns the cramfs binary, built the first time it is asked
-// for.
-func buildCramfs(t *testing.T) string {
-	t.Helper()
-	built.Lock()
-	defer built.Unlock()
-	if built.bin != "" {
-		return built.bin
-	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		corpus.Missing(t, "go tool: %v", err)
-	}
-	dir, err := os.MkdirTemp("", "cramfs-test-bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "cramfs")
-	cmd := exec.Command(gobin, "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	built.dir, built.bin = dir, bin
-	return bin
-}
-
-// isMounted reports whether mnt is a mount point in /proc/self/mountinfo.
-func isMounted(t *testing.T, mnt string) bool {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.ReplaceAll(f[4], `\040`, " ") == mnt {
-			return true
-		}
-	}
-	return false
-}
-
-// mountProc is a `cramfs mount` process.
-type mountProc struct {
-	cmd    *exec.Cmd
-	mnt    string
-	stderr *syncBuffer
-	done   chan struct{}
-	err    error // of Wait, after done
-}
-
-// startMount starts the binary's `cramfs mount` of src on a new temporary
-// directory and waits until the mount is in place.
-func startMount(t *testing.T, bin, src string, extra ...string) *mountProc {
-	t.Helper()
-	return startMountAt(t, bin, src, t.TempDir(), extra...)
-}
-
-// startMountAt is startMount on a given mount point.
-func startMountAt(t *testing.T, bin, src, mnt string, extra ...string) *mountProc {
-	t.Helper()
-	args := append([]string{"mount", "-T", testdata("ref", "ce.fa"), "-@", "2"}, extra...)
-	return startMountProc(t, bin, mnt, append(args, src, mnt)...)
-}
-
-// startMountProc runs `bin args...`, a mount on mnt, and waits until the
-// mount is in place; whatever happens, the process is killed and mnt
-// unmounted at cleanup.
-func startMountProc(t *testing.T, bin, mnt string, args ...string) *mountProc {
-	t.Helper()
-	return startMountEnv(t, bin, mnt, samtoolsEnv, args...)
-}
-
-// startMountEnv is startMountProc in the environment env.
-func startMountEnv(t *testing.T, bin, mnt string, env []string, args ...string) *mountProc {
-	t.Helper()
-	p := &mountProc{cmd: exec.Command(bin, args...), mnt: mnt, stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = env
-	p.cmd.Stderr = p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-		if isMounted(t, mnt) {
-			if err := cfs.Unmount(mnt); err != nil {
-				t.Errorf("cleanup unmount %s: %v", mnt, err)
-			}
-		}
-	})
-	poll(t, "cramfs mount is mounted", 10*time.Second, func() error {
-		select {
-		case <-p.done:
-			t.Fatalf("cramfs mount exited early: %v\n%s", p.err, p.stderr.String())
-		default:
-		}
-		if !isMounted(t, mnt) {
-			return errors.New("not in /proc/self/mountinfo")
-		}
-		return nil
-	})
-	return p
-}
-
-// wait waits (up to 10 s) for the process to exit and returns its code.
-func (p *mountProc) wait(t *testing.T) int {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("cramfs mount still running 10 s later; stderr:\n%s", p.stderr.String())
-	}
-	if p.err == nil {
-		return 0
-	}
-	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
-		return ee.ExitCode()
-	}
-	t.Fatalf("wait: %v", p.err)
-	return -1
-}
-
-// unmountProc stops a mount process the way a user does, with `cramfs
-// unmount`, and waits for it to exit with status 0.
-func unmountProc(t *testing.T, p *mountProc) error {
-	t.Helper()
-	if rc, stderr, _ := runCmd(t, "unmount", p.mnt); rc != 0 {
-		return fmt.Errorf("cramfs unmount %s: exit %d: %s", p.mnt, rc, stderr)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("cramfs mount did not exit after unmount; stderr:\n%s", p.stderr.String())
-	}
-	if p.err != nil {
-		return fmt.Errorf("cramfs mount exited with %v after unmount; stderr:\n%s", p.err, p.stderr.String())
-	}
-	return nil
-}
-
-func TestMountBinary(t *testing.T) {
-	requireMount(t)
-	bin := buildCramfs(t)
-	src := t.TempDir()
-	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "x.cram"))
-	copyFile(t, testdata("cram", "ce_1000.3.0.cram"), filepath.Join(src, "y.cram"))
-	wantX := convertAt(t, defaultMountLevel(t), testdata("cram", "ce_5b.3.0.cram"), []string{testdata("ref", "ce.fa")})
-
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		t.Run(sig.String(), func(t *testing.T) {
-			p := startMount(t, bin, src, "--cache-dir", t.TempDir())
-			b, err := os.ReadFile(filepath.Join(p.mnt, "x.bam"))
-			if err != nil || !bytes.Equal(b, wantX) {
-				t.Fatalf("x.bam through the binary's mount: %v (equal %v)", err, bytes.Equal(b, wantX))
-			}
-			if err := p.cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			if rc := p.wait(t); rc != 0 {
-				t.Errorf("exit %d after %v, want 0; stderr:\n%s", rc, sig, p.stderr.String())
-			}
-			if isMounted(t, p.mnt) {
-				t.Errorf("%s still mounted after %v", p.mnt, sig)
-			}
-		})
-	}
-
-	t.Run("timer slack", func(t *testing.T) {
-		// The binary re-executes itself with mountTimerSlack, keeping its
-		// pid (timerslack_linux.go).
-		p := startMount(t, bin, src, "--cache-dir", t.TempDir())
-		pid := p.cmd.Process.Pid
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/timerslack_ns", pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := strings.TrimSpace(string(b)), strconv.FormatInt(int64(mountTimerSlack), 10); got != want {
-			t.Errorf("the mount's timer slack is %s ns, want %s", got, want)
-		}
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Contains(strings.Split(string(env), "\x00"), reexecEnv+"=1") {
-			t.Errorf("the mount was not re-executed: %s=1 is not in its environment", reexecEnv)
-		}
-		if b, err := os.ReadFile(filepath.Join(p.mnt, "x.bam")); err != nil || !bytes.Equal(b, wantX) {
-			t.Errorf("x.bam through the re-executed mount: %v (equal %v)", err, bytes.Equal(b, wantX))
-		}
-	})
-
-	t.Run("SIGTERM while a file is open", func(t *testing.T) {
-		p := startMount(t, bin, src, "--cache-dir", t.TempDir())
-		fh, err := os.Open(filepath.Join(p.mnt, "x.bam"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer fh.Close()
-		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		// The busy mount is detached at once; the open file still reads.
-		poll(t, "busy mount detached", 10*time.Second, func() error {
-			if isMounted(t, p.mnt) {
-				return errors.New("still in /proc/self/mountinfo")
-			}
-			return nil
-		})
-		b, err := io.ReadAll(fh)
-		if err != nil || !bytes.Equal(b, wantX) {
-			t.Errorf("reading the file open across the unmount: %v (equal %v)", err, bytes.Equal(b, wantX))
-		}
-		fh.Close()
-		if rc := p.wait(t); rc != 0 {
-			t.Errorf("exit %d after SIGTERM of a busy mount, want 0; stderr:\n%s", rc, p.stderr.String())
-		}
-	})
-
-	t.Run("unmount command", func(t *testing.T) {
-		p := startMount(t, bin, src, "--cache-dir", t.TempDir())
-		if _, err := os.Stat(filepath.Join(p.mnt, "y.bam")); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command(bin, "unmount", p.mnt).CombinedOutput(); err != nil {
-			t.Fatalf("cramfs unmount: %v: %s", err, out)
-		}
-		if rc := p.wait(t); rc != 0 {
-			t.Errorf("mount process exit %d after cramfs unmount, want 0; stderr:\n%s", rc, p.stderr.String())
-		}
-		if isMounted(t, p.mnt) {
-			t.Errorf("%s still mounted after cramfs unmount", p.mnt)
-		}
-	})
-
-	t.Run("stale mount", func(t *testing.T) {
-		p := startMount(t, bin, src, "--cache-dir", t.TempDir())
-		if err := p.cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		p.wait(t)
-		if !isMounted(t, p.mnt) {
-			t.Fatal("mount vanished with its process: no stale mount to test")
-		}
-		var stderr bytes.Buffer
-		cmd := exec.Command(bin, "mount", "-T", testdata("ref", "ce.fa"), "--cache-dir", t.TempDir(), src, p.mnt)
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-			t.Errorf("mounting on a stale mount: %v, want exit 1", err)
-		}
-		if msg := stderr.String(); !strings.Contains(msg, "cramfs unmount "+p.mnt) || !strings.Contains(msg, "not connected") {
-			t.Errorf("message does not name the stale mount and `cramfs unmount`: %q", msg)
-		}
-		if out, err := exec.Command(bin, "unmount", p.mnt).CombinedOutput(); err != nil {
-			t.Fatalf("cramfs unmount of the stale mount: %v: %s", err, out)
-		}
-		if isMounted(t, p.mnt) {
-			t.Fatalf("%s still mounted after cramfs unmount", p.mnt)
-		}
-		// And the mount point is usable again.
-		q := startMountAt(t, bin, src, p.mnt, "--cache-dir", t.TempDir())
-		if _, err := os.Stat(filepath.Join(q.mnt, "x.bam")); err != nil {
-			t.Errorf("x.bam on the mount point reused after the stale mount: %v", err)
-		}
-		if err := q.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		if rc := q.wait(t); rc != 0 {
-			t.Errorf("exit %d, want 0; stderr:\n%s", rc, q.stderr.String())
-		}
-	})
-
-	t.Run("index on mount", func(t *testing.T) {
-		cache := t.TempDir()
-		p := startMount(t, bin, src, "--cache-dir", cache, "--index-on-mount")
-		// No access to the mount at all: the layouts must appear anyway.
-		poll(t, "layout indexes of both CRAMs in the cache dir", 10*time.Second, func() error {
-			m, err := filepath.Glob(filepath.Join(cache, "*.idx"))
-			if err != nil {
-				return err
-			}
-			if len(m) != 2 {
-				return fmt.Errorf("%d index files: %v", len(m), m)
-			}
-			return nil
-		})
-		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		if rc := p.wait(t); rc != 0 {
-			t.Errorf("exit %d, want 0; stderr:\n%s", rc, p.stderr.String())
-		}
-	})
-}
-
-// TestMountParallelFirstAccess makes the first accesses of a CRAM's .bam
-// and .bam.bai (two names, one CRAM) at the same time, for several fresh
-// files, so that the opener is asked for the same file version
-// concurrently.
 func TestMountParallelFirstAccess(t *testing.T) {
 	requireMount(t)
 	src := t.TempDir()

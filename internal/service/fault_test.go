@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cramfs/cramfs/internal/clitest"
 	"github.com/cramfs/cramfs/internal/corpus"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
@@ -435,17 +436,26 @@ func TestFaultSIGKILLRestart(t *testing.T) {
 	if got, err := readDirect(filepath.Join(mnt, "x.bam")); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("first mount: %d bytes, %v", len(got), err)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-p.done
+	<-p.Done
 
-	var stdout, stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() { done <- run(args, &stdout, &stderr) }()
+	type result struct {
+		rc  int
+		msg string
+	}
+	done := make(chan result, 1)
+	go func() {
+		rc, msg, _, err := clitest.Exec(bin, args...)
+		if err != nil {
+			rc, msg = -1, err.Error()
+		}
+		done <- result{rc, msg}
+	}()
 	select {
-	case rc := <-done:
-		msg := stderr.String()
+	case r := <-done:
+		rc, msg := r.rc, r.msg
 		if rc == 0 || !strings.Contains(msg, "cramfs unmount "+mnt) {
 			t.Fatalf("mount over the dead mount: exit %d, message %q; want a failure naming `cramfs unmount %s`", rc, msg, mnt)
 		}
@@ -453,8 +463,8 @@ func TestFaultSIGKILLRestart(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("mount over the dead mount hangs")
 	}
-	if rc := run([]string{"unmount", mnt}, &stdout, &stderr); rc != 0 {
-		t.Fatalf("cramfs unmount: exit %d: %s", rc, stderr.String())
+	if rc, stderr, _ := runCmd(t, "unmount", mnt); rc != 0 {
+		t.Fatalf("cramfs unmount: exit %d: %s", rc, stderr)
 	}
 
 	p = startMountProc(t, bin, mnt, args...)

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -57,18 +57,17 @@ func TestMemoryLimitFollowsDecoders(t *testing.T) {
 	}
 }
 
-// TestEngineFlagsLimitContainers checks that mount and index open CRAMs
-// with the container limit of their cache size and threads, so that a
-// container needing more memory is refused rather than decoded beyond
-// the budget.
-func TestEngineFlagsLimitContainers(t *testing.T) {
-	ef := engineFlags{cacheSize: "4G", threads: 2, cacheDir: t.TempDir()}
-	store, mgr, copt, err := ef.open(nil)
+// TestServiceLimitsContainers checks that a service (mount and index)
+// opens CRAMs with the container limit of its cache size and threads, so
+// that a container needing more memory is refused rather than decoded
+// beyond the budget.
+func TestServiceLimitsContainers(t *testing.T) {
+	svc, err := Open(Options{CacheSize: 4 << 30, Threads: 2, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	defer mgr.Close()
+	defer svc.Close()
+	copt, mgr := svc.copt, svc.mgr
 	if want := int64(1 << 30); copt.MaxContainerMemory != want || mgr.Options().ContainerMemory() != want {
 		t.Fatalf("--cache-size 4G -@ 2: containers limited to %d bytes (manager: %d), want %d", copt.MaxContainerMemory, mgr.Options().ContainerMemory(), want)
 	}

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bytes"
@@ -113,12 +113,12 @@ func noticeLines(stderr, cram string) []string {
 func waitNotice(t *testing.T, p *mountProc, cram string, want ...string) {
 	t.Helper()
 	poll(t, "reference notice of "+cram, 10*time.Second, func() error {
-		if len(noticeLines(p.stderr.String(), cram)) == 0 {
+		if len(noticeLines(p.Stderr.String(), cram)) == 0 {
 			return errors.New("not printed")
 		}
 		return nil
 	})
-	lines := noticeLines(p.stderr.String(), cram)
+	lines := noticeLines(p.Stderr.String(), cram)
 	if len(lines) != 1 {
 		t.Fatalf("%d reference notices for %s, want 1:\n%s", len(lines), cram, strings.Join(lines, "\n"))
 	}
@@ -170,12 +170,12 @@ func TestMountReferenceNoticeOnce(t *testing.T) {
 	}
 
 	p := startMount(t, bin, src, "--cache-dir", t.TempDir()) // -T ce.fa only
-	if got := readNames(t, p.mnt); !strings.Contains(got, "gone.bam") || !strings.Contains(got, "wrong.bam") {
+	if got := readNames(t, p.Mnt); !strings.Contains(got, "gone.bam") || !strings.Contains(got, "wrong.bam") {
 		t.Errorf("listing %q does not show the files whose reference is missing", got)
 	}
 	// What a user sees: ls -l lists gone.bam, with "?" attributes, and
 	// says why on its standard error; no index is listed or found for it.
-	ls := exec.Command("ls", "-l", p.mnt)
+	ls := exec.Command("ls", "-l", p.Mnt)
 	var lsOut, lsErr bytes.Buffer
 	ls.Stdout, ls.Stderr = &lsOut, &lsErr
 	if err := ls.Run(); err == nil || !regexp.MustCompile(`(?m)^-\?+ .* gone\.bam$`).Match(lsOut.Bytes()) ||
@@ -185,22 +185,22 @@ func TestMountReferenceNoticeOnce(t *testing.T) {
 	if strings.Contains(lsOut.String(), "gone.bam.bai") || strings.Contains(lsOut.String(), "gone.bai") {
 		t.Errorf("ls -l lists an index of gone.bam:\n%s", lsOut.String())
 	}
-	_, err = os.Lstat(filepath.Join(p.mnt, "gone.bam.bai"))
+	_, err = os.Lstat(filepath.Join(p.Mnt, "gone.bam.bai"))
 	wantEIO(t, "lstat gone.bam.bai", err)
 	for range 3 {
-		_, err := os.Stat(filepath.Join(p.mnt, "gone.bam"))
+		_, err := os.Stat(filepath.Join(p.Mnt, "gone.bam"))
 		wantEIO(t, "stat gone.bam", err)
-		_, err = os.ReadFile(filepath.Join(p.mnt, "wrong.bam"))
+		_, err = os.ReadFile(filepath.Join(p.Mnt, "wrong.bam"))
 		wantEIO(t, "read wrong.bam", err)
 	}
-	if _, err := os.ReadFile(filepath.Join(p.mnt, "good.bam")); err != nil {
+	if _, err := os.ReadFile(filepath.Join(p.Mnt, "good.bam")); err != nil {
 		t.Errorf("good.bam: %v", err)
 	}
 	// xx_tlen's contigs xx and yy have the same sequence, and M5.
 	waitNotice(t, p, gone, "gone.bam", "size is unknown without the right reference", "stat and open fail with EIO", "stays listed",
 		"(M5 "+m5+", 20 bases) not found", "UR:"+goneRef+": no such file", "-T FASTA", "REF_PATH", "tried again after 30 s", "needs a new mount")
 	waitNotice(t, p, wrong, "wrong.bam", "stat and open fail with EIO", "(@SQ M5 "+m5+")", "wrong reference", "-T FASTA", "REF_PATH")
-	if n := len(noticeLines(p.stderr.String(), filepath.Join(src, "good.cram"))); n != 0 {
+	if n := len(noticeLines(p.Stderr.String(), filepath.Join(src, "good.cram"))); n != 0 {
 		t.Errorf("%d notices for good.cram", n)
 	}
 }
@@ -217,8 +217,8 @@ func TestMountReferenceNoticeAtMountTime(t *testing.T) {
 	}
 	p := startMount(t, bin, src, "--cache-dir", t.TempDir(), "--index-on-mount")
 	waitNotice(t, p, gone, "gone.bam", "not found", "UR:"+goneRef, "-T FASTA")
-	if strings.Contains(p.stderr.String(), "background index failed") {
-		t.Errorf("the reference problem was reported twice:\n%s", p.stderr.String())
+	if strings.Contains(p.Stderr.String(), "background index failed") {
+		t.Errorf("the reference problem was reported twice:\n%s", p.Stderr.String())
 	}
 }
 
@@ -231,7 +231,7 @@ func TestMountReferenceNoticeOnRead(t *testing.T) {
 	src, cache := t.TempDir(), t.TempDir()
 	cram, refCopy := cramNamingRef(t, src, "x", "xx_tlen.3.0", testdata("ref", "xx.fa"))
 	p := startMount(t, bin, src, "--cache-dir", cache)
-	if _, err := os.Stat(filepath.Join(p.mnt, "x.bam")); err != nil {
+	if _, err := os.Stat(filepath.Join(p.Mnt, "x.bam")); err != nil {
 		t.Fatalf("stat with the reference in place: %v", err)
 	}
 	if err := unmountProc(t, p); err != nil {
@@ -241,15 +241,15 @@ func TestMountReferenceNoticeOnRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := startMount(t, bin, src, "--cache-dir", cache)
-	if _, err := os.Stat(filepath.Join(q.mnt, "x.bam")); err != nil {
+	if _, err := os.Stat(filepath.Join(q.Mnt, "x.bam")); err != nil {
 		t.Fatalf("stat from the persisted layout: %v", err)
 	}
 	for range 3 {
-		_, err := os.ReadFile(filepath.Join(q.mnt, "x.bam"))
+		_, err := os.ReadFile(filepath.Join(q.Mnt, "x.bam"))
 		wantEIO(t, "read x.bam", err)
 	}
 	waitNotice(t, q, cram, "x.bam", "its reads fail with EIO", "not found", "UR:"+refCopy, "-T FASTA", "needs a new mount")
-	if l := noticeLines(q.stderr.String(), cram); len(l) == 1 && strings.Contains(l[0], "stat and open fail") {
+	if l := noticeLines(q.Stderr.String(), cram); len(l) == 1 && strings.Contains(l[0], "stat and open fail") {
 		t.Errorf("notice %q says stat fails, but the layout was persisted", l[0])
 	}
 }

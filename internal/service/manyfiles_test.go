@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bytes"
@@ -174,14 +174,14 @@ func TestMountMoreCRAMsThanDescriptors(t *testing.T) {
 	}
 	mnt := t.TempDir()
 	p := startMountAt(t, wrapper, src, mnt, "--cache-dir", t.TempDir())
-	want := convertAt(t, defaultMountLevel(t), cram, []string{testdata("ref", "ce.fa")})
-	fdDir := fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid)
+	want := convertAt(t, DefaultLevel, cram, []string{testdata("ref", "ce.fa")})
+	fdDir := fmt.Sprintf("/proc/%d/fd", p.Cmd.Process.Pid)
 	maxCRAMs, maxOther := 0, 0
 	for i := range n {
 		name := filepath.Join(mnt, fmt.Sprintf("f%d.bam", i))
 		got, err := os.ReadFile(name)
 		if err != nil {
-			t.Fatalf("%s: %v\nmount log:\n%s", name, err, p.stderr.String())
+			t.Fatalf("%s: %v\nmount log:\n%s", name, err, p.Stderr.String())
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("%s: %d bytes, not the %d of cramfs convert", name, len(got), len(want))
@@ -214,8 +214,8 @@ func TestMountMoreCRAMsThanDescriptors(t *testing.T) {
 	if err := cfs.Unmount(mnt); err != nil {
 		t.Fatal(err)
 	}
-	if rc := p.wait(t); rc != 0 {
-		t.Errorf("mount exited %d:\n%s", rc, p.stderr.String())
+	if rc := p.Wait(t); rc != 0 {
+		t.Errorf("mount exited %d:\n%s", rc, p.Stderr.String())
 	}
 }
 
@@ -269,8 +269,8 @@ func TestMountRefusesContainerOverBudget(t *testing.T) {
 	if err := cfs.Unmount(mnt); err != nil {
 		t.Fatal(err)
 	}
-	p.wait(t)
-	log := p.stderr.String()
+	p.Wait(t)
+	log := p.Stderr.String()
 	for _, want := range []string{"holds 1073741824 bytes decoded", "--cache-size 4097M would allow this one"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("mount log lacks %q:\n%s", want, log)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package service
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/cramfs/cramfs/engine"
 	cfs "github.com/cramfs/cramfs/fs"
+	"github.com/cramfs/cramfs/internal/clitest"
 )
 
 // The tests in this file are a hostile user's attacks on a mount (issue
@@ -356,9 +357,9 @@ func TestMountFIFONamedCRAM(t *testing.T) {
 			}
 		}
 	})
-	must(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	if rc := p.wait(t); rc != 0 {
-		t.Errorf("exit %d, want 0; stderr:\n%s", rc, p.stderr.String())
+	must(t, p.Cmd.Process.Signal(syscall.SIGTERM))
+	if rc := p.Wait(t); rc != 0 {
+		t.Errorf("exit %d, want 0; stderr:\n%s", rc, p.Stderr.String())
 	}
 }
 
@@ -442,18 +443,12 @@ func TestMountIndexNames(t *testing.T) {
 	}
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestConvertIndexRefuseFIFO gives `cramfs convert` and `cramfs index` a
 // FIFO named x.cram (user-given paths are opened by name): both fail at
 // once naming it, and `cramfs index DIR` leaves it out and indexes the
 // CRAM beside it.
 func TestConvertIndexRefuseFIFO(t *testing.T) {
+	bin := buildCramfs(t)
 	src := t.TempDir()
 	fifo := filepath.Join(src, "x.cram")
 	must(t, unix.Mkfifo(fifo, 0o644))
@@ -463,18 +458,17 @@ func TestConvertIndexRefuseFIFO(t *testing.T) {
 		{"index", "--cache-dir", t.TempDir(), fifo},
 	} {
 		fifoBound(t, args[0], fifo, func() error {
-			var stdout, stderr bytes.Buffer
-			if rc := run(args, &stdout, &stderr); rc == 0 || !strings.Contains(stderr.String(), "not a regular file") || !strings.Contains(stderr.String(), fifo) {
-				return fmt.Errorf("exit %d, want non-zero with a message naming the FIFO:\n%s", rc, stderr.String())
+			rc, stderr, _, err := clitest.Exec(bin, args...)
+			if err != nil || rc == 0 || !strings.Contains(stderr, "not a regular file") || !strings.Contains(stderr, fifo) {
+				return fmt.Errorf("exit %d (%v), want non-zero with a message naming the FIFO:\n%s", rc, err, stderr)
 			}
 			return nil
 		})
 	}
 	cache := t.TempDir()
 	fifoBound(t, "index DIR", fifo, func() error {
-		var stdout, stderr bytes.Buffer
-		if rc := run([]string{"index", "--cache-dir", cache, src}, &stdout, &stderr); rc != 0 {
-			return fmt.Errorf("exit %d:\n%s", rc, stderr.String())
+		if rc, stderr, _, err := clitest.Exec(bin, "index", "--cache-dir", cache, src); err != nil || rc != 0 {
+			return fmt.Errorf("exit %d (%v):\n%s", rc, err, stderr)
 		}
 		if idx, err := filepath.Glob(filepath.Join(cache, "*.idx")); err != nil || len(idx) != 1 {
 			return fmt.Errorf("layout indexes %q (%v), want y.cram's", idx, err)

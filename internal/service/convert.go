@@ -1,0 +1,51 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/engine"
+)
+
+// ConvertOptions configure Convert.
+type ConvertOptions struct {
+	// References are FASTA files, as Options.References.
+	References []string
+	// Threads is the number of decoding workers, at least 1.
+	Threads int
+	// Level is the BGZF compression level, 0 to 9.
+	Level int
+	// NoMD leaves out the MD and NM tags.
+	NoMD bool
+	// AllowMissingEOF accepts a CRAM without its EOF container.
+	AllowMissingEOF bool
+}
+
+// Convert writes the BAM of the CRAM file in to w: the bytes a mount
+// serves at the same level, whatever the thread count. An error names the
+// file and offset, and for a reference problem says what to do.
+func Convert(ctx context.Context, in string, w io.Writer, opts ConvertOptions) error {
+	if opts.Threads < 1 {
+		return &OptionError{"Threads", fmt.Sprintf("%d: want at least 1", opts.Threads)}
+	}
+	level, err := engine.LevelOf(opts.Level)
+	if err != nil {
+		return &OptionError{"Level", fmt.Sprintf("%d: want 0 to 9", opts.Level)}
+	}
+	store, err := reference.Open(opts.References, reference.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	src, err := engine.OpenCRAM(in, engine.CRAMOptions{Reference: store, NoMD: opts.NoMD, AllowMissingEOF: opts.AllowMissingEOF})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if err := engine.Convert(ctx, src, w, engine.ConvertOptions{Threads: opts.Threads, Level: level}); err != nil {
+		return WithReferenceHelp(err)
+	}
+	return nil
+}

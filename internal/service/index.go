@@ -1,0 +1,48 @@
+package service
+
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/cramfs/cramfs/engine"
+)
+
+// Index scans the CRAM at path and persists its layout in the cache
+// directory, as a mount's first access would, under the same memory
+// bound; a layout already stored and valid is loaded, not scanned again.
+// An error for a missing or mismatching reference says what to do.
+func (s *Service) Index(ctx context.Context, path string) error {
+	src, err := engine.OpenCRAM(path, s.copt)
+	if err != nil {
+		return WithReferenceHelp(err)
+	}
+	defer src.Close()
+	v, err := s.mgr.Open(ctx, src)
+	if err != nil {
+		return WithReferenceHelp(err)
+	}
+	s.noteLayout(v.Layout())
+	return nil
+}
+
+// FindCRAMs lists the regular files and links named *.cram below root
+// (a user-given directory; Index refuses a link to anything not regular
+// without blocking). FIFOs, sockets and devices are left out; a directory
+// that cannot be read is logged to log and passed over.
+func FindCRAMs(root string, log *slog.Logger) []string {
+	var out []string
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			log.Warn("walk", "path", p, "err", err)
+			return nil
+		}
+		if (d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0) && strings.HasSuffix(d.Name(), ".cram") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}

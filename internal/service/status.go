@@ -1,0 +1,441 @@
+package service
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cramfs/cramfs/cache"
+	"github.com/cramfs/cramfs/engine"
+)
+
+// A running mount answers `cramfs status MNT` on a unix socket in a
+// directory only its user can enter (mode 0700, checked), and answers
+// only peers of its own user (SO_PEERCRED) or root. The socket's name is
+// derived from the mount point; its directory from the environment and
+// the mount's --cache-dir, which the mount's root names (statusXattr), so
+// the client finds it from MNT alone. The client checks what the mount
+// names as the mount checks its own: a directory of its user, mode 0700,
+// and a peer of its user or root.
+
+// statusXattr is the extended attribute of a mount's root whose value is
+// the path of its status socket.
+const statusXattr = "user.cramfs.status_socket"
+
+// mountStatus is what a mount reports: itself, its cache and its files.
+type mountStatus struct {
+	Src       string       `json:"src"`
+	Mnt       string       `json:"mnt"`
+	PID       int          `json:"pid"`
+	Started   time.Time    `json:"started"`
+	Threads   int          `json:"threads"`
+	Level     int          `json:"level"`
+	CacheSize int64        `json:"cache_size"`
+	Cache     cache.Stats  `json:"cache"`
+	Files     []fileStatus `json:"files"`
+	Scans     []scanStatus `json:"scans"`
+}
+
+// scanStatus is a layout scan in progress: the first access of a file
+// whose layout is not yet known waits for it.
+type scanStatus struct {
+	Path  string `json:"path"`
+	Done  int    `json:"containers_done"`
+	Total int    `json:"containers"`
+}
+
+// scansOf returns the scans in progress of mgr.
+func scansOf(mgr *engine.Manager) []scanStatus {
+	scans := mgr.Scans()
+	out := make([]scanStatus, len(scans))
+	for i, sc := range scans {
+		out[i] = scanStatus{Path: sc.File, Done: sc.Done, Total: sc.Total}
+	}
+	return out
+}
+
+// fileStatus is one CRAM file the mount was asked for (its newest version).
+type fileStatus struct {
+	Path      string `json:"path"`
+	Size      int64  `json:"bam_size"` // 0 until opened
+	Index     string `json:"index"`
+	Segments  int    `json:"segments"`
+	Reads     int64  `json:"reads"`
+	BytesRead int64  `json:"bytes_read"`
+	// The failure that still holds (see failure): what, when, and the
+	// BAM offset of the read that failed (none for a failed open).
+	Error       string    `json:"error,omitempty"`
+	ErrorTime   time.Time `json:"error_time,omitzero"`
+	ErrorOffset *int64    `json:"error_offset,omitempty"`
+}
+
+// snapshot returns the files' states, sorted by path.
+func (n *fileStates) snapshot() []fileStatus {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]fileStatus, 0, len(n.files))
+	for _, st := range n.files {
+		f := fileStatus{Path: n.name(st.key), Size: st.size, Index: st.indexExt, Segments: st.segments,
+			Reads: st.reads.Load(), BytesRead: st.bytesRead.Load(), Error: st.fail.msg, ErrorTime: st.fail.at}
+		if st.fail.msg != "" && st.fail.off != openFailed {
+			f.ErrorOffset = &st.fail.off
+		}
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b fileStatus) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// statusDir is the directory of the status sockets: $XDG_RUNTIME_DIR/cramfs,
+// else the run directory of the cache directory.
+func statusDir(cacheDir string) string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "cramfs")
+	}
+	if cacheDir == "" {
+		cacheDir = engine.DefaultCacheDir()
+	}
+	return filepath.Join(cacheDir, "run")
+}
+
+// statusSocket is the socket path of the mount at mnt: named by a hash of
+// the host name and the mount point's absolute, resolved path (a unix
+// socket path is short). The host is in it because, without
+// XDG_RUNTIME_DIR, the socket is in the cache directory, which the nodes
+// of a cluster may share, each mounting on the same path.
+func statusSocket(cacheDir, mnt string) string {
+	abs, err := filepath.Abs(mnt)
+	if err != nil {
+		abs = mnt
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(host + "\x00" + abs))
+	// Absolute, as the mount names it to clients running elsewhere.
+	dir := statusDir(cacheDir)
+	if d, err := filepath.Abs(dir); err == nil {
+		dir = d
+	}
+	return filepath.Join(dir, "status-"+hex.EncodeToString(sum[:8])+".sock")
+}
+
+// findStatusSocket returns the path of the status socket of the mount at
+// mnt: in the directory cacheDir gives when given or when the socket is
+// there, else the one the mount's root names, once checked.
+func findStatusSocket(cacheDir, mnt string) (string, error) {
+	path := statusSocket(cacheDir, mnt)
+	if cacheDir != "" {
+		return path, nil
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return path, nil
+	}
+	named, err := mountXattr(mnt, statusXattr)
+	if err != nil {
+		// Not a cramfs mount, or one of an earlier cramfs: the dial says
+		// there is no socket.
+		return path, nil
+	}
+	if err := trustedSocket(named, filepath.Base(path)); err != nil {
+		return "", fmt.Errorf("the mount at %s names status socket %s, refused: %w", mnt, named, err)
+	}
+	return named, nil
+}
+
+// xattrWait bounds how long the client waits for a mount to answer the
+// getxattr of its root (a hung FUSE server never does).
+const xattrWait = 5 * time.Second
+
+// mountXattr returns the extended attribute name of mnt, given up on after
+// xattrWait.
+func mountXattr(mnt, name string) (string, error) {
+	type answer struct {
+		v   string
+		err error
+	}
+	ch := make(chan answer, 1) // the getxattr may outlive the wait
+	go func() {
+		buf := make([]byte, 4096)
+		n, err := unix.Getxattr(mnt, name, buf)
+		if err != nil {
+			ch <- answer{err: err}
+			return
+		}
+		ch <- answer{v: string(buf[:n])}
+	}()
+	select {
+	case a := <-ch:
+		return a.v, a.err
+	case <-time.After(xattrWait):
+		return "", fmt.Errorf("getxattr %s %s: no answer in %v", mnt, name, xattrWait)
+	}
+}
+
+// trustedSocket checks the status socket path a mount named: an absolute
+// path with the name the client derives for the mount point (base), a
+// socket in a directory that is not a link, of mode 0700, both owned by
+// this user (any user's, for root).
+func trustedSocket(path, base string) error {
+	if !filepath.IsAbs(path) || filepath.Base(path) != base {
+		return fmt.Errorf("want an absolute path to a socket named %s", base)
+	}
+	dir := filepath.Dir(path)
+	for _, p := range []string{dir, path} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		switch {
+		case !ok:
+			return fmt.Errorf("%s: no owner known", p)
+		case !trustedUID(int(st.Uid)):
+			return fmt.Errorf("%s is owned by user %d, not by you", p, st.Uid)
+		case p == dir && !fi.IsDir():
+			return fmt.Errorf("%s is not a directory", p)
+		case p == dir && fi.Mode().Perm()&0o077 != 0:
+			return fmt.Errorf("%s has mode %v, want 0700", p, fi.Mode().Perm())
+		case p == path && fi.Mode().Type() != os.ModeSocket:
+			return fmt.Errorf("%s is not a socket", p)
+		}
+	}
+	return nil
+}
+
+// trustedUID reports whether a file or peer of user uid is trusted by the
+// status client: its own, or root's; root trusts every user's.
+func trustedUID(uid int) bool {
+	return uid == os.Geteuid() || uid == 0 || os.Geteuid() == 0
+}
+
+// statusServer answers status requests of one mount.
+type statusServer struct {
+	// dependencies
+	ln     *net.UnixListener
+	states *fileStates
+	mgr    *engine.Manager
+	log    *slog.Logger
+	dir    *socketDir // the socket's, held open: addr leads through it
+	// constant
+	path string
+	addr string      // path's address through dir
+	base mountStatus // the mount's own fields; Cache and Files are filled per request
+}
+
+// newStatusServer listens on path, whatever its length (see socketDir);
+// a socket left by a dead mount is replaced.
+func newStatusServer(path string, base mountStatus, states *fileStates, mgr *engine.Manager, log *slog.Logger) (*statusServer, error) {
+	dir, err := openPrivateDir(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	s := &statusServer{states: states, mgr: mgr, log: log, dir: dir, path: path, base: base}
+	if err := s.listen(); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	go s.serve()
+	return s, nil
+}
+
+// listen binds the socket s.path (mode 0600) through s.dir.
+func (s *statusServer) listen() error {
+	addr, err := s.dir.addr(filepath.Base(s.path))
+	if err != nil {
+		return err
+	}
+	if c, err := net.Dial("unix", addr); err == nil {
+		c.Close()
+		return fmt.Errorf("%s is in use by another cramfs mount of the same mount point", s.path)
+	}
+	os.Remove(addr)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("status socket %s: %w", s.path, err)
+	}
+	// Removed by Close through s.dir, which closing the listener would
+	// not: it would unlink addr once s.dir may be closed.
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(addr, 0o600); err != nil {
+		ln.Close()
+		os.Remove(addr)
+		return err
+	}
+	s.ln, s.addr = ln, addr
+	return nil
+}
+
+func (s *statusServer) serve() {
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			return // closed
+		}
+		s.answer(c)
+	}
+}
+
+// answer writes the status to one peer of this user (or root) and closes.
+func (s *statusServer) answer(c *net.UnixConn) {
+	defer c.Close()
+	uid, err := peerUID(c)
+	if err != nil || uid != os.Geteuid() && uid != 0 {
+		s.log.Warn("status request refused", "peer_uid", uid, "err", err)
+		return
+	}
+	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	st := s.base
+	st.Cache = s.mgr.CacheStats()
+	st.Files = s.states.snapshot()
+	st.Scans = scansOf(s.mgr)
+	if err := json.NewEncoder(c).Encode(st); err != nil {
+		s.log.Debug("status reply", "err", err)
+	}
+}
+
+// peerUID is the user id of the process at the other end of c.
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return -1, err
+	}
+	if cerr != nil {
+		return -1, cerr
+	}
+	return int(cred.Uid), nil
+}
+
+// Close stops answering and removes the socket.
+func (s *statusServer) Close() {
+	s.ln.Close()
+	os.Remove(s.addr)
+	s.dir.Close()
+}
+
+// QueryStatus asks the running mount at mnt for its status and returns
+// it as the mount sent it (JSON). cacheDir is the mount's --cache-dir,
+// needed only for a mount made by an earlier cramfs (the mount's root
+// names its socket). The socket and the process answering are checked
+// to be the user's (or root's).
+func QueryStatus(mnt, cacheDir string) ([]byte, error) {
+	path, err := findStatusSocket(cacheDir, mnt)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := dialStatus(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("no cramfs mount of yours is running at %s (no status socket %s)", mnt, path)
+		}
+		return nil, fmt.Errorf("cannot reach the status of %s: %w", mnt, err)
+	}
+	defer conn.Close()
+	if uid, err := peerUID(conn.(*net.UnixConn)); err != nil || !trustedUID(uid) {
+		return nil, fmt.Errorf("the status socket %s of %s is served by user %d, not by you or root (%v)", path, mnt, uid, err)
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	raw, err := io.ReadAll(conn)
+	if err != nil {
+		return nil, fmt.Errorf("reading the status of %s: %w", mnt, err)
+	}
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("the mount at %s refused to tell its status (not your mount?)", mnt)
+	}
+	return raw, nil
+}
+
+// WriteStatus prints the status raw of the mount at mnt, as QueryStatus
+// returned it, for people.
+func WriteStatus(w io.Writer, mnt string, raw []byte) error {
+	var st mountStatus
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return fmt.Errorf("the status of %s is not what this cramfs reads (another version?): %w", mnt, err)
+	}
+	writeStatus(w, st)
+	return nil
+}
+
+// dialStatus connects to the status socket path, whatever its length,
+// through its directory (see socketDir).
+func dialStatus(path string) (net.Conn, error) {
+	dir, err := openSocketDir(filepath.Dir(path), false)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close() // once connected, the address is no longer needed
+	addr, err := dir.addr(filepath.Base(path))
+	if err != nil {
+		return nil, err
+	}
+	return net.DialTimeout("unix", addr, 5*time.Second)
+}
+
+// writeStatus prints a status for people.
+func writeStatus(w io.Writer, st mountStatus) {
+	fmt.Fprintf(w, "cramfs mount of %s at %s: pid %d, up %s, %d threads, level %d\n",
+		st.Src, st.Mnt, st.PID, time.Since(st.Started).Round(time.Second), st.Threads, st.Level)
+	cs := st.Cache
+	fmt.Fprintf(w, "cache: %s of %s in %d segments (%s reserved); %d hits, %d misses, %d evictions\n",
+		humanBytes(cs.Bytes), humanBytes(cs.MaxBytes), cs.Entries, humanBytes(cs.Reserved), cs.Hits, cs.Misses, cs.Evictions)
+	for _, sc := range st.Scans {
+		fmt.Fprintf(w, "scanning %s: %d of %d containers\n", sc.Path, sc.Done, sc.Total)
+	}
+	if len(st.Files) == 0 {
+		fmt.Fprintln(w, "no file opened yet")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FILE\tBAM SIZE\tINDEX\tSEGMENTS\tREADS\tREAD\tSTATE")
+	for _, f := range st.Files {
+		state := "ok"
+		if f.Error != "" {
+			at := "at open"
+			if f.ErrorOffset != nil {
+				at = fmt.Sprintf("read at byte %d", *f.ErrorOffset)
+			}
+			state = fmt.Sprintf("failing: %s (%s, since %s)", f.Error, at, f.ErrorTime.Local().Format(time.DateTime))
+		}
+		index := strings.TrimPrefix(f.Index, ".")
+		if index == "" {
+			index = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", f.Path, humanBytes(f.Size), index, f.Segments, f.Reads, humanBytes(f.BytesRead), state)
+	}
+	tw.Flush()
+}
+
+// humanBytes formats a byte count for people: bytes, KiB, MiB or GiB.
+func humanBytes(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
