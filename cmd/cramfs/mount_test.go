@@ -33,8 +33,9 @@ import (
 // directories and read them with samtools, comparing with what samtools
 // itself makes of the same CRAM files.
 
-// samtoolsEnv keeps samtools from looking for references anywhere but -T.
-var samtoolsEnv = append(os.Environ(), "REF_PATH=/nonexistent", "REF_CACHE=/nonexistent")
+// samtoolsEnv keeps samtools from looking for references anywhere but -T:
+// the environment TestMain set up.
+var samtoolsEnv []string
 
 // requireMount is requireFUSE for tests that also read mounts with
 // samtools.
@@ -189,7 +190,7 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := reference.Open(ef.refs, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent", NoEnv: true})
+	store, err := reference.Open(ef.refs, reference.Options{NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -211,7 +211,7 @@ func TestRefPathAndCache(t *testing.T) {
 		m5, want                string
 		wantErr                 error
 	}{
-		{"pattern %2s/%2s/%s", "/nonexistent:" + dir + "/path/%2s/%2s/%s", "", m5, seq, nil},
+		{"pattern %2s/%2s/%s", dir + "/absent:" + dir + "/path/%2s/%2s/%s", "", m5, seq, nil},
 		{"URL elements ignored", "http://example.invalid:8080/%s:https://example.invalid/x/%s:" + dir + "/path/%2s/%2s/%s:ftp://h/%s", "", m5, seq, nil},
 		{"pattern without rest", "URL=http://example.invalid/%s:" + dir + "/path/%2s/%2s", "", m5, seq, nil},
 		{"cache %2s/%s", "", dir + "/cache/%2s/%s", cm5, cacheSeq, nil},
