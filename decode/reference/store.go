@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -216,22 +217,14 @@ func loadFasta(fn string) (*mapping, []*Contig, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("reference FASTA: %w", err)
 	}
-	var entries []entry
-	if fai, ferr := os.ReadFile(fn + ".fai"); ferr == nil {
-		if len(m.data) >= 2 && m.data[0] == 0x1f && m.data[1] == 0x8b {
-			return m, nil, fmt.Errorf("%s: %w: compressed (gzip/bgzip) FASTA; decompress it first", fn, ErrUnsupported)
-		}
-		entries, err = parseFai(fai, m.data)
-		if err != nil {
-			return m, nil, fmt.Errorf("%s.fai: %w", fn, err)
-		}
-	} else if errors.Is(ferr, os.ErrNotExist) {
-		entries, err = scanFasta(m.data)
-		if err != nil {
-			return m, nil, fmt.Errorf("%s: %w", fn, err)
-		}
-	} else {
-		return m, nil, fmt.Errorf("reference index: %w", ferr)
+	fai, err := os.ReadFile(fn + ".fai")
+	haveFai := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return m, nil, fmt.Errorf("reference index: %w", err)
+	}
+	entries, err := indexFasta(m, fai, haveFai)
+	if err != nil {
+		return m, nil, err
 	}
 	contigs := make([]*Contig, len(entries))
 	for i, e := range entries {
@@ -239,6 +232,36 @@ func loadFasta(fn string) (*mapping, []*Contig, error) {
 	}
 	return m, contigs, nil
 }
+
+// indexFasta indexes the FASTA file mapped in m, from its .fai index fai
+// when haveFai, else by scanning it; a fault reading the mapping is an
+// ErrChanged error (fault.go).
+func indexFasta(m *mapping, fai []byte, haveFai bool) (entries []entry, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); faulted(r) {
+			entries, err = nil, changed(m.path, "indexing the FASTA")
+		}
+	}()
+	if !haveFai {
+		entries, err = scanFasta(m.data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.path, err)
+		}
+		return entries, nil
+	}
+	if isGzip(m.data) {
+		return nil, fmt.Errorf("%s: %w: compressed (gzip/bgzip) FASTA; decompress it first", m.path, ErrUnsupported)
+	}
+	entries, err = parseFai(fai, m.data)
+	if err != nil {
+		return nil, fmt.Errorf("%s.fai: %w", m.path, err)
+	}
+	return entries, nil
+}
+
+// isGzip reports whether b starts with the gzip magic (as bgzip does).
+func isGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }
 
 // Close unmaps every file. Contigs from the Store return ErrClosed after.
 func (s *Store) Close() error {
@@ -369,22 +392,16 @@ func (s *Store) lookupM5File(m5 string, mismatch *[]string) (*Contig, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reference %s: %w", fn, err)
 		}
-		data := m.data
-		if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+		c, err := m5Contig(m, m5)
+		var got string
+		if err == nil {
+			got, err = c.digest()
+		}
+		if err != nil {
 			m.unmap()
-			return nil, fmt.Errorf("%s: %w: compressed M5 sequence file", fn, ErrUnsupported)
+			return nil, err
 		}
-		// Raw sequence: no header, no line ends; a final line end is
-		// tolerated and not counted.
-		n := int64(len(data))
-		for n > 0 && (data[n-1] == '\n' || data[n-1] == '\r') {
-			n--
-		}
-		c := &Contig{name: m5, length: n, m: m}
-		if n > 0 {
-			c.runs = []run{{lineBases: n, lineWidth: n, n: n}}
-		}
-		if got := c.MD5(); got != m5 {
+		if got != m5 {
 			m.unmap()
 			*mismatch = append(*mismatch, fmt.Sprintf("%s has M5 %s", fn, got))
 			continue
@@ -393,6 +410,32 @@ func (s *Store) lookupM5File(m5 string, mismatch *[]string) (*Contig, error) {
 		return c, nil
 	}
 	return nil, nil
+}
+
+// m5Contig makes the contig named name of the M5-named sequence file
+// mapped in m: raw sequence, no header, no line ends; a final line end is
+// tolerated and not counted. A compressed file is an ErrUnsupported error,
+// a fault reading the mapping an ErrChanged one (fault.go).
+func m5Contig(m *mapping, name string) (c *Contig, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); faulted(r) {
+			c, err = nil, changed(m.path, "reading the M5-named sequence file")
+		}
+	}()
+	data := m.data
+	if isGzip(data) {
+		return nil, fmt.Errorf("%s: %w: compressed M5 sequence file", m.path, ErrUnsupported)
+	}
+	n := int64(len(data))
+	for n > 0 && (data[n-1] == '\n' || data[n-1] == '\r') {
+		n--
+	}
+	c = &Contig{name: name, length: n, m: m}
+	if n > 0 {
+		c.runs = []run{{lineBases: n, lineWidth: n, n: n}}
+	}
+	return c, nil
 }
 
 // isMD5 reports whether s is 32 lower-case hex digits.
