@@ -18,8 +18,9 @@ type SQ struct {
 }
 
 // MissingError says that no usable sequence was found for an @SQ line,
-// and what was tried. It wraps ErrNotFound, or ErrMismatch when sequences
-// of that name were found with another MD5 or length.
+// and what was tried. It wraps ErrNotFound, or ErrMismatch when the
+// M5-named file found has another MD5 or the UR: FASTA's contig another
+// length.
 type MissingError struct {
 	SQ
 	Tried []string // one clause per place looked in, saying what was found
@@ -60,7 +61,8 @@ type urFasta struct {
 //     (which samtools does not take), the contig whose MD5 is the M5, else
 //     the first file's;
 //   - for a name the -T files lack, the first file named by the M5 under
-//     REF_CACHE, then each REF_PATH element, when its MD5 is the M5;
+//     REF_CACHE, then each REF_PATH element (one whose content has another
+//     MD5 is refused, not passed over for a later one);
 //   - then the contig of that name in the FASTA file that UR: names, when
 //     it is a local path or a file: URL.
 //

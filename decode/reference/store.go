@@ -22,8 +22,8 @@ import (
 var (
 	// ErrNotFound: no FASTA contig or M5-named file holds the sequence.
 	ErrNotFound = errors.New("reference: sequence not found")
-	// ErrMismatch: a sequence was found by name but its MD5 or length
-	// differs from the @SQ line's.
+	// ErrMismatch: the M5-named file found has another MD5, or the UR:
+	// FASTA's contig of that name another length, than the @SQ line says.
 	ErrMismatch = errors.New("reference: sequence does not match @SQ")
 	// ErrCorrupt: a FASTA file or .fai index is malformed.
 	ErrCorrupt = errors.New("reference: malformed FASTA or index")
