@@ -20,7 +20,7 @@ type storeRef struct {
 func newStoreRef(b testing.TB, s *reference.Store, refs []decode.RefSeq) *storeRef {
 	r := &storeRef{refs: refs}
 	for _, q := range refs {
-		c, err := s.Lookup(q.Name, q.Length, q.M5)
+		c, err := s.Resolve(reference.SQ{Name: q.Name, Length: q.Length, M5: q.M5})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -397,7 +397,7 @@ func TestContainerShapesShortReference(t *testing.T) {
 	defer store.Close()
 	ref := &shortRef{}
 	for _, q := range f.Refs {
-		c, err := store.Lookup(q.Name, q.Length, q.M5)
+		c, err := store.Resolve(reference.SQ{Name: q.Name, Length: q.Length, M5: q.M5})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,8 +50,7 @@ func readManifest(t *testing.T, path string) []manifestEntry {
 // returns its MD5.
 func convertMD5(t *testing.T, path string, fastas []string, noMD bool) (string, error) {
 	t.Helper()
-	env := reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"}
-	store, err := reference.Open(fastas, env)
+	store, err := reference.Open(fastas, reference.Options{NoEnv: true})
 	if err != nil {
 		return "", err
 	}

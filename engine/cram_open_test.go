@@ -205,7 +205,7 @@ func TestManagerPinsCRAMByDescriptor(t *testing.T) {
 	src := t.TempDir()
 	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "x.cram"))
 	root := openTestRoot(t, src)
-	c, err := OpenCRAMAt(root, "x.cram", "/nonexistent/x.cram", CRAMOptions{})
+	c, err := OpenCRAMAt(root, "x.cram", filepath.Join(t.TempDir(), "absent", "x.cram"), CRAMOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

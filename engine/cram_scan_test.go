@@ -24,7 +24,7 @@ import (
 // the full build. It returns the records compared.
 func compareLeanLayout(t *testing.T, path string, fastas []string, noMD bool) int {
 	t.Helper()
-	store, err := reference.Open(fastas, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+	store, err := reference.Open(fastas, reference.Options{NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,9 @@ func TestScanLayoutLeanReferenceN(t *testing.T) {
 		corpus.Missing(t, "scramble: %v", err)
 	}
 	multi := filepath.Join(dir, "multi.cram")
-	if out, err := exec.Command(scr, "-r", fasta, "-O", "cram", "-s", "40", "-M", sam, multi).CombinedOutput(); err != nil {
+	cmd := exec.Command(scr, "-r", fasta, "-O", "cram", "-s", "40", "-M", sam, multi)
+	cmd.Env = corpus.NoRefEnv(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("scramble: %v\n%s", err, out)
 	}
 	for _, noMD := range []bool{false, true} {
@@ -434,7 +436,7 @@ func TestScanLayoutLeanReferenceMD5(t *testing.T) {
 	if err := os.WriteFile(bad, wrong, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	store, err := reference.Open([]string{bad}, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+	store, err := reference.Open([]string{bad}, reference.Options{NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}

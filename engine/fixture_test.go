@@ -41,7 +41,9 @@ func needSamtools(tb testing.TB) string {
 // samtools runs samtools with args, failing the test on error.
 func samtools(tb testing.TB, args ...string) []byte {
 	tb.Helper()
-	out, err := exec.Command(needSamtools(tb), args...).CombinedOutput()
+	cmd := exec.Command(needSamtools(tb), args...)
+	cmd.Env = corpus.NoRefEnv(tb)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		tb.Fatalf("samtools %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

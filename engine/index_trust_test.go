@@ -145,7 +145,7 @@ func chmodT(t *testing.T, p string, mode os.FileMode) {
 // openCRAMWith opens a CRAM with the reference FASTA ref and opts.
 func openCRAMWith(t *testing.T, path, ref string, opts CRAMOptions) *CRAM {
 	t.Helper()
-	store, err := reference.Open([]string{ref}, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+	store, err := reference.Open([]string{ref}, reference.Options{NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}

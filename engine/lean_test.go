@@ -188,7 +188,7 @@ func TestLeanScanEqualsFullScanCRAM(t *testing.T) {
 				if e.ref != "" {
 					fastas = []string{filepath.Join(set.dir, e.ref)}
 				}
-				store, err := reference.Open(fastas, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+				store, err := reference.Open(fastas, reference.Options{NoEnv: true})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -44,7 +44,7 @@ func otherReference(t *testing.T) string {
 
 func openTestCRAM(t *testing.T, name, ref string) *CRAM {
 	t.Helper()
-	store, err := reference.Open([]string{ref}, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+	store, err := reference.Open([]string{ref}, reference.Options{NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestScanIndexEqualsRecordByRecord(t *testing.T) {
 				if e.ref != "" {
 					fastas = []string{filepath.Join(d.dir, e.ref)}
 				}
-				store, err := reference.Open(fastas, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+				store, err := reference.Open(fastas, reference.Options{NoEnv: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -106,7 +106,7 @@ func TestScanConsumerMergesFragments(t *testing.T) {
 	})
 	t.Run("cram", func(t *testing.T) {
 		dir := filepath.Join(corpus.Root(), "testdata")
-		store, err := reference.Open([]string{filepath.Join(dir, "ref", "ce.fa")}, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+		store, err := reference.Open([]string{filepath.Join(dir, "ref", "ce.fa")}, reference.Options{NoEnv: true})
 		if err != nil {
 			corpus.Missing(t, "testdata reference: %v", err)
 		}

@@ -719,7 +719,7 @@ func TestToErrno(t *testing.T) {
 	cancel()
 	dctx, dcancel := context.WithTimeout(context.Background(), 0)
 	defer dcancel()
-	_, statErr := os.Stat("/nonexistent/cramfs")
+	_, statErr := os.Stat(filepath.Join(t.TempDir(), "absent"))
 	for _, tc := range []struct {
 		err  error
 		want syscall.Errno

@@ -99,8 +99,8 @@ func TestConvertErrors(t *testing.T) {
 		{"bad level", []string{"convert", "--level", "12", "-T", testdata("ref", "ce.fa"), "-o", filepath.Join(dir, "f.bam"), testdata("cram", "ce_1000.3.0.cram")}, 2, []string{"level"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			t.Setenv("REF_PATH", "/nonexistent")
-			t.Setenv("REF_CACHE", "/nonexistent")
+			t.Setenv("REF_PATH", filepath.Join(t.TempDir(), "path"))
+			t.Setenv("REF_CACHE", filepath.Join(t.TempDir(), "cache"))
 			rc, stderr, _ := runCmd(t, c.args...)
 			if rc != c.rc {
 				t.Fatalf("exit %d, want %d; stderr: %s", rc, c.rc, stderr)

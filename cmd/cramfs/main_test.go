@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"testing"
 
 	"github.com/cramfs/cramfs/internal/clitest"
@@ -17,6 +16,7 @@ var (
 	requireMount    = clitest.RequireMount
 	copyFile        = clitest.CopyFile
 	poll            = clitest.Poll
+	mustSamtools    = clitest.MustSamtools
 	must            = clitest.Must
 	isMounted       = clitest.IsMounted
 	buildCramfs     = clitest.Binary
@@ -38,9 +38,5 @@ func runCmd(t *testing.T, args ...string) (int, string, []byte) {
 	return rc, stderr.String(), stdout.Bytes()
 }
 
-// TestMain removes the binary the tests built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	clitest.Cleanup()
-	os.Exit(code)
-}
+// TestMain: see clitest.Main.
+func TestMain(m *testing.M) { clitest.Main(m) }

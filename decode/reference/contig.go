@@ -23,6 +23,7 @@ type Contig struct {
 
 	md5Once sync.Once
 	md5     string
+	md5Err  error // why md5 could not be computed
 }
 
 // Name returns the contig's name: the FASTA header's first word, or the M5
@@ -41,16 +42,11 @@ func (c *Contig) Len() int64 { return c.length }
 // Bases of a file truncated while mapped are an ErrChanged error: the
 // memory fault (SIGBUS) of reading them is caught, not fatal.
 func (c *Contig) Bases(dst []byte, start, end int64) (out []byte, err error) {
-	// A fault on a mapping is the one panic recovered here: bounds are
-	// checked against the mapping's length, but the file behind it can
-	// shrink at any time and no check can rule that out.
+	// A fault on the mapping is an error (fault.go).
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
-		if r := recover(); r != nil {
-			if _, ok := r.(interface{ Addr() uintptr }); !ok {
-				panic(r)
-			}
-			out, err = dst, fmt.Errorf("%w: %s: reading bases [%d,%d) of %s faulted: the file was truncated while mapped", ErrChanged, c.m.path, start, end, c.name)
+		if r := recover(); faulted(r) {
+			out, err = dst, changed(c.m.path, fmt.Sprintf("reading bases [%d,%d) of %s", start, end, c.name))
 		}
 	}()
 	return c.bases(dst, start, end)
@@ -160,22 +156,27 @@ const md5Chunk = 1 << 20
 // MD5 returns the lower-case hex MD5 of the uppercased sequence, with any
 // byte outside '!'..'~' left out (SAMv1 §1.3.2). It is computed on first
 // use and cached; it returns "" when the sequence cannot be read (its
-// Store closed).
+// Store closed, its file truncated).
 func (c *Contig) MD5() string {
+	m5, _ := c.digest()
+	return m5
+}
+
+// digest is MD5 with the error that kept it from being computed.
+func (c *Contig) digest() (string, error) {
 	c.md5Once.Do(func() {
 		h := md5.New()
 		buf := make([]byte, 0, min(c.length, md5Chunk))
 		for pos := int64(0); pos < c.length; pos += md5Chunk {
-			var err error
-			buf, err = c.Bases(buf[:0], pos, min(pos+md5Chunk, c.length))
-			if err != nil {
+			buf, c.md5Err = c.Bases(buf[:0], pos, min(pos+md5Chunk, c.length))
+			if c.md5Err != nil {
 				return
 			}
 			h.Write(printable(buf))
 		}
 		c.md5 = hex.EncodeToString(h.Sum(nil))
 	})
-	return c.md5
+	return c.md5, c.md5Err
 }
 
 // printable drops in place the bytes outside '!'..'~' and returns the rest.

@@ -44,7 +44,7 @@ func isBase(c byte) bool { return c >= '!' && c <= '~' }
 // Names are the header text up to the first blank. Lines may end in \n or
 // \r\n; the last line may lack its newline.
 func scanFasta(data []byte) ([]entry, error) {
-	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+	if isGzip(data) {
 		return nil, fmt.Errorf("%w: compressed (gzip/bgzip) FASTA; decompress it first", ErrUnsupported)
 	}
 	var (

@@ -33,6 +33,11 @@ func write(t testing.TB, path, content string) string {
 	return path
 }
 
+// resolve is Resolve of an @SQ line without UR:.
+func resolve(s *Store, name string, length int64, m5 string) (*Contig, error) {
+	return s.Resolve(SQ{Name: name, Length: length, M5: m5})
+}
+
 func open(t testing.TB, fastas []string, opts Options) *Store {
 	t.Helper()
 	opts.NoEnv = true
@@ -86,9 +91,9 @@ func TestIrregularFastaWithoutFai(t *testing.T) {
 		t.Fatalf("%d contigs, want %d", got, len(irregularSeqs))
 	}
 	for name, want := range irregularSeqs {
-		c, err := s.Lookup(name, int64(len(want)), "")
+		c, err := resolve(s, name, int64(len(want)), "")
 		if err != nil {
-			t.Fatalf("Lookup(%s): %v", name, err)
+			t.Fatalf("Resolve(%s): %v", name, err)
 		}
 		if c.Len() != int64(len(want)) {
 			t.Errorf("%s: Len %d, want %d", name, c.Len(), len(want))
@@ -109,8 +114,8 @@ func TestIrregularFastaWithoutFai(t *testing.T) {
 			t.Errorf("%s: MD5 %s, want %s", name, got, md5hex(want))
 		}
 		// Found again by its M5.
-		if c2, err := s.Lookup(name, int64(len(want)), strings.ToUpper(md5hex(want))); err != nil || c2 != c {
-			t.Errorf("Lookup(%s) by M5: %v, %v", name, c2, err)
+		if c2, err := resolve(s, name, int64(len(want)), strings.ToUpper(md5hex(want))); err != nil || c2 != c {
+			t.Errorf("Resolve(%s) by M5: %v, %v", name, c2, err)
 		}
 	}
 }
@@ -165,11 +170,11 @@ func TestFixtureFaiAndScanAgree(t *testing.T) {
 	}
 	for _, l := range sq {
 		n, _ := strconv.ParseInt(l[1], 10, 64)
-		a, err := withFai.Lookup(l[0], n, l[2])
+		a, err := resolve(withFai, l[0], n, l[2])
 		if err != nil {
 			t.Fatalf("with .fai: %v", err)
 		}
-		b, err := scanned.Lookup(l[0], n, l[2])
+		b, err := resolve(scanned, l[0], n, l[2])
 		if err != nil {
 			t.Fatalf("scanned: %v", err)
 		}
@@ -211,7 +216,7 @@ func TestRefPathAndCache(t *testing.T) {
 		m5, want                string
 		wantErr                 error
 	}{
-		{"pattern %2s/%2s/%s", "/nonexistent:" + dir + "/path/%2s/%2s/%s", "", m5, seq, nil},
+		{"pattern %2s/%2s/%s", dir + "/absent:" + dir + "/path/%2s/%2s/%s", "", m5, seq, nil},
 		{"URL elements ignored", "http://example.invalid:8080/%s:https://example.invalid/x/%s:" + dir + "/path/%2s/%2s/%s:ftp://h/%s", "", m5, seq, nil},
 		{"pattern without rest", "URL=http://example.invalid/%s:" + dir + "/path/%2s/%2s", "", m5, seq, nil},
 		{"cache %2s/%s", "", dir + "/cache/%2s/%s", cm5, cacheSeq, nil},
@@ -222,10 +227,10 @@ func TestRefPathAndCache(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t, []string{fa}, Options{RefPath: tt.refPath, RefCache: tt.refCache})
-			c, err := s.Lookup("chrQ", int64(len(tt.want)), tt.m5)
+			c, err := resolve(s, "chrQ", int64(len(tt.want)), tt.m5)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("Lookup: %v, want %v", err, tt.wantErr)
+					t.Fatalf("Resolve: %v, want %v", err, tt.wantErr)
 				}
 				if !strings.Contains(err.Error(), "chrQ") || !strings.Contains(err.Error(), tt.m5) {
 					t.Errorf("error %q does not name the contig and M5", err)
@@ -233,7 +238,7 @@ func TestRefPathAndCache(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("Lookup: %v", err)
+				t.Fatalf("Resolve: %v", err)
 			}
 			got, err := c.Bases(nil, 0, c.Len())
 			if err != nil || string(got) != tt.want {
@@ -242,9 +247,9 @@ func TestRefPathAndCache(t *testing.T) {
 			if c.MD5() != tt.m5 {
 				t.Errorf("MD5 %s, want %s", c.MD5(), tt.m5)
 			}
-			again, err := s.Lookup("other", 0, tt.m5)
+			again, err := resolve(s, "other", 0, tt.m5)
 			if err != nil || again != c {
-				t.Errorf("second Lookup: %p %v, want the cached %p", again, err, c)
+				t.Errorf("second Resolve: %p %v, want the cached %p", again, err, c)
 			}
 		})
 	}
@@ -262,7 +267,7 @@ func TestEnvironmentDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Lookup("g", 7, m5); err != nil {
+	if _, err := resolve(s, "g", 7, m5); err != nil {
 		t.Fatalf("REF_CACHE from the environment: %v", err)
 	}
 	s2, err := Open(nil, Options{NoEnv: true})
@@ -270,12 +275,16 @@ func TestEnvironmentDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if _, err := s2.Lookup("g", 7, m5); !errors.Is(err, ErrNotFound) {
+	if _, err := resolve(s2, "g", 7, m5); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("NoEnv: %v, want ErrNotFound", err)
 	}
 }
 
-func TestLookupOutcomes(t *testing.T) {
+// TestResolveOutcomes checks what an @SQ line resolves to, as in htslib:
+// the -T contig of that name whatever its M5 and length, M5-named files
+// only for names the -T files lack, and never another -T contig, not even
+// one with the M5.
+func TestResolveOutcomes(t *testing.T) {
 	dir := t.TempDir()
 	fa := write(t, filepath.Join(dir, "a.fa"), ">chr1\nACGTACGT\n>alias\nCCCCGGGG\n>chr2\nTTTT\n")
 	bad := "AAAACCCC"
@@ -295,21 +304,21 @@ func TestLookupOutcomes(t *testing.T) {
 		{"by name", "chr1", 8, "", "chr1", nil},
 		{"by name, no length", "chr2", 0, "", "chr2", nil},
 		{"by name and M5", "chr1", 8, md5hex("ACGTACGT"), "chr1", nil},
-		{"by M5 under another name", "1", 8, md5hex("CCCCGGGG"), "alias", nil},
-		{"name matches, MD5 differs, other contig has it", "chr1", 8, md5hex("CCCCGGGG"), "alias", nil},
-		{"MD5 mismatch", "chr2", 4, md5hex("TTTA"), "", ErrMismatch},
+		{"by name, other M5", "chr2", 4, md5hex("TTTA"), "chr2", nil},
+		{"by name, another contig has the M5", "chr1", 8, md5hex("CCCCGGGG"), "chr1", nil},
+		{"by name, other length", "chr2", 5, "", "chr2", nil},
+		{"no -T contig of the name, another has the M5", "1", 8, md5hex("CCCCGGGG"), "", ErrNotFound},
 		{"M5 file with other content", "chrX", 8, badM5, "", ErrMismatch},
-		{"length mismatch without M5", "chr2", 5, "", "", ErrMismatch},
 		{"missing", "chrZ", 10, md5hex("ACGTACGTAC"), "", ErrNotFound},
 		{"missing without M5", "chrZ", 10, "", "", ErrNotFound},
-		{"malformed M5", "chr1", 8, "../../etc/passwd", "", ErrNotFound},
+		{"malformed M5", "chrZ", 8, "../../etc/passwd", "", ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := s.Lookup(tt.sqName, tt.length, tt.m5)
+			c, err := resolve(s, tt.sqName, tt.length, tt.m5)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("Lookup: %v, want %v", err, tt.wantErr)
+					t.Fatalf("Resolve: %v, %v; want %v", c, err, tt.wantErr)
 				}
 				if !strings.Contains(err.Error(), tt.sqName) {
 					t.Errorf("error %q does not name %s", err, tt.sqName)
@@ -317,10 +326,10 @@ func TestLookupOutcomes(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("Lookup: %v", err)
+				t.Fatalf("Resolve: %v", err)
 			}
-			if c.Name() != tt.want {
-				t.Fatalf("found %s, want %s", c.Name(), tt.want)
+			if c.Name() != tt.want || c.Path() != fa {
+				t.Fatalf("found %s of %s, want %s of %s", c.Name(), c.Path(), tt.want, fa)
 			}
 		})
 	}
@@ -329,7 +338,7 @@ func TestLookupOutcomes(t *testing.T) {
 func TestBasesRange(t *testing.T) {
 	fa := write(t, filepath.Join(t.TempDir(), "r.fa"), ">r\nACGTA\nCG\n")
 	s := open(t, []string{fa}, Options{})
-	c, err := s.Lookup("r", 7, "")
+	c, err := resolve(s, "r", 7, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +401,7 @@ func TestCloseAndConcurrency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Lookup("one", 0, "")
+	c, err := resolve(s, "one", 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +424,7 @@ func TestCloseAndConcurrency(t *testing.T) {
 					errs <- errors.New("MD5 differs")
 					return
 				}
-				if _, err := s.Lookup("two", 0, md5hex(irregularSeqs["two"])); err != nil {
+				if _, err := resolve(s, "two", 0, md5hex(irregularSeqs["two"])); err != nil {
 					errs <- err
 					return
 				}
@@ -436,8 +445,8 @@ func TestCloseAndConcurrency(t *testing.T) {
 	if _, err := c.Bases(nil, 0, 1); !errors.Is(err, ErrClosed) {
 		t.Errorf("Bases after Close: %v, want ErrClosed", err)
 	}
-	if _, err := s.Lookup("one", 0, ""); !errors.Is(err, ErrClosed) {
-		t.Errorf("Lookup after Close: %v, want ErrClosed", err)
+	if _, err := resolve(s, "one", 0, ""); !errors.Is(err, ErrClosed) {
+		t.Errorf("Resolve after Close: %v, want ErrClosed", err)
 	}
 }
 
@@ -492,7 +501,7 @@ func BenchmarkBases(b *testing.B) {
 		corpus.Missing(b, "fixture %s: %v", ref, err)
 	}
 	s := open(b, []string{ref}, Options{})
-	c, err := s.Lookup("CHROMOSOME_I", 1009800, "")
+	c, err := resolve(s, "CHROMOSOME_I", 1009800, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -523,7 +532,7 @@ func BenchmarkMD5(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		s := open(b, []string{ref}, Options{})
-		c, err := s.Lookup("CHROMOSOME_I", 1009800, "")
+		c, err := resolve(s, "CHROMOSOME_I", 1009800, "")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -553,36 +562,37 @@ func TestUpper(t *testing.T) {
 	}
 }
 
-// TestUnambiguous checks which @SQ lines a name and length alone resolve,
-// and that resolving them reads no bases (no whole-contig MD5).
-func TestUnambiguous(t *testing.T) {
+// TestFastaContigByName checks which -T contig a name resolves to: the
+// first of each file; of several files', the one with the M5, else the
+// first file's; and that a name in one file alone costs no MD5.
+func TestFastaContigByName(t *testing.T) {
 	dir := t.TempDir()
-	a := write(t, filepath.Join(dir, "a.fa"), ">chr1\nACGTACGT\n>alias\nCCCCGGGG\n>chr2\nTTTT\n>dup\nAC\n")
-	b := write(t, filepath.Join(dir, "b.fa"), ">dup\nGG\n>chr3\nACGTA\n")
+	a := write(t, filepath.Join(dir, "a.fa"), ">chr1\nACGTACGT\n>dup\nAC\n>rep\nAA\n>rep\nCC\n")
+	b := write(t, filepath.Join(dir, "b.fa"), ">dup\nGG\n>rep\nTT\n")
 	s := open(t, []string{a, b}, Options{})
 	for _, tt := range []struct {
-		name   string
-		length int64
-		want   string // "" for nil
+		name, m5   string
+		want, path string // bases of the contig found, and its file
 	}{
-		{"chr2", 4, "chr2"},
-		{"chr3", 5, "chr3"},
-		{"chr3", 0, "chr3"},
-		{"chr1", 8, ""}, // alias has the same length
-		{"chr2", 5, ""}, // length differs
-		{"dup", 2, ""},  // two FASTA contigs of that name
-		{"chrZ", 4, ""},
+		{"chr1", md5hex("TTTTTTTT"), "ACGTACGT", a},
+		{"chr1", "", "ACGTACGT", a},
+		{"dup", md5hex("GG"), "GG", b},
+		{"dup", md5hex("AC"), "AC", a},
+		{"dup", md5hex("TT"), "AC", a},
+		{"dup", "", "AC", a},
+		{"rep", md5hex("CC"), "AA", a}, // CC is a's second rep: not a candidate
+		{"rep", md5hex("TT"), "TT", b},
 	} {
-		c := s.Unambiguous(tt.name, tt.length)
-		got := ""
-		if c != nil {
-			got = c.Name()
-			if c.md5 != "" {
-				t.Errorf("Unambiguous(%s, %d) hashed the contig", tt.name, tt.length)
-			}
+		c, err := resolve(s, tt.name, 0, tt.m5)
+		if err != nil {
+			t.Fatalf("Resolve(%s, M5 %q): %v", tt.name, tt.m5, err)
 		}
-		if got != tt.want {
-			t.Errorf("Unambiguous(%s, %d) = %q, want %q", tt.name, tt.length, got, tt.want)
+		if tt.name == "chr1" && c.md5 != "" {
+			t.Errorf("Resolve(chr1, M5 %q) hashed the contig", tt.m5)
+		}
+		got, err := c.Bases(nil, 0, c.Len())
+		if err != nil || string(got) != tt.want || c.Path() != tt.path {
+			t.Errorf("Resolve(%s, M5 %q) = %q of %s, %v; want %q of %s", tt.name, tt.m5, got, c.Path(), err, tt.want, tt.path)
 		}
 	}
 }

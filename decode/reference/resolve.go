@@ -18,8 +18,9 @@ type SQ struct {
 }
 
 // MissingError says that no usable sequence was found for an @SQ line,
-// and what was tried. It wraps ErrNotFound, or ErrMismatch when sequences
-// of that name were found with another MD5 or length.
+// and what was tried. It wraps ErrNotFound, or ErrMismatch when the
+// M5-named file found has another MD5 or the UR: FASTA's contig another
+// length.
 type MissingError struct {
 	SQ
 	Tried []string // one clause per place looked in, saying what was found
@@ -48,27 +49,47 @@ type urFasta struct {
 	err    error // why it could not be used
 }
 
-// Resolve finds the sequence for an @SQ line the way htslib 1.16 does
-// without a network: the -T FASTA contigs (by name, checked by M5 when
-// that contig could be confused with another, else by the slice MD5s the
-// decoder checks), the M5-named files of REF_CACHE and REF_PATH, then the
-// FASTA file that UR: names when it is a local path or a file: URL, and
-// finally, as htslib does with -T, the FASTA contig of that name whatever
-// its MD5 (the slice MD5s still guard every base used). The error is a
-// *MissingError.
+// Resolve finds the sequence for an @SQ line as htslib 1.16 does without
+// a network (refs_load_fai, cram_get_ref, cram_populate_ref):
+//
+//   - a contig of that name in the -T FASTA files, whatever its MD5 and
+//     length: htslib takes the -T contigs by name and checks nothing more,
+//     so an M5-named file is never used instead (the decoder checks every
+//     slice's reference MD5 against the bases used, and refuses the file
+//     where they differ, as samtools does). Of a name repeated within one
+//     file the first counts, as in a .fai; of a name in several -T files
+//     (which samtools does not take), the contig whose MD5 is the M5, else
+//     the first file's;
+//   - for a name the -T files lack, the first file named by the M5 under
+//     REF_CACHE, then each REF_PATH element (one whose content has another
+//     MD5 is refused, not passed over for a later one);
+//   - then the contig of that name in the FASTA file that UR: names, when
+//     it is a local path or a file: URL.
+//
+// The error is a *MissingError, or one wrapping ErrClosed, ErrUnsupported
+// or ErrChanged.
 func (s *Store) Resolve(q SQ) (*Contig, error) {
-	if c := s.Unambiguous(q.Name, q.Length); c != nil {
+	if s.isClosed() {
+		return nil, fmt.Errorf("%w: looking up %s", ErrClosed, q.Name)
+	}
+	if c := s.fastaContig(q); c != nil {
 		return c, nil
 	}
-	c, err := s.Lookup(q.Name, q.Length, q.M5)
-	if err == nil {
-		return c, nil
+	tried := []string{s.fastaClause(q.Name)}
+	mismatch := false
+	if m5 := strings.ToLower(q.M5); isMD5(m5) {
+		c, other, err := s.lookupM5File(m5)
+		if c != nil || err != nil {
+			return c, err
+		}
+		clause := s.m5Clause()
+		if other != "" {
+			clause, mismatch = other, true
+		}
+		tried = append(tried, clause)
+	} else {
+		tried = append(tried, "no M5 to look up in REF_CACHE or REF_PATH")
 	}
-	if errors.Is(err, ErrClosed) || errors.Is(err, ErrUnsupported) {
-		return nil, err
-	}
-	mismatch := errors.Is(err, ErrMismatch)
-	tried := []string{s.fastaClause(q), s.m5Clause(q)}
 	if q.UR != "" {
 		c, clause, bad := s.fromUR(q)
 		if c != nil {
@@ -77,9 +98,6 @@ func (s *Store) Resolve(q SQ) (*Contig, error) {
 		mismatch = mismatch || bad
 		tried = append(tried, clause)
 	}
-	if cs := s.byName[q.Name]; len(cs) > 0 {
-		return cs[0], nil
-	}
 	me := &MissingError{SQ: q, Tried: tried, Err: ErrNotFound}
 	if mismatch {
 		me.Err = ErrMismatch
@@ -87,27 +105,34 @@ func (s *Store) Resolve(q SQ) (*Contig, error) {
 	return nil, me
 }
 
-// fastaClause says what the -T FASTA files hold under q's name.
-func (s *Store) fastaClause(q SQ) string {
+// fastaContig returns the -T FASTA contig for q as Resolve chooses it, or
+// nil when no -T file has a contig of its name. Only a name found in
+// several files costs an MD5 of those contigs.
+func (s *Store) fastaContig(q SQ) *Contig {
+	cs := s.byName[q.Name]
+	if len(cs) == 0 {
+		return nil
+	}
+	if m5 := strings.ToLower(q.M5); len(cs) > 1 && isMD5(m5) {
+		for _, c := range cs {
+			if c.MD5() == m5 {
+				return c
+			}
+		}
+	}
+	return cs[0]
+}
+
+// fastaClause says that the -T FASTA files lack the contig name.
+func (s *Store) fastaClause(name string) string {
 	if len(s.maps) == 0 {
 		return "no -T FASTA given"
 	}
-	cs := s.byName[q.Name]
-	if len(cs) == 0 {
-		return fmt.Sprintf("no contig %s in the -T FASTA files", q.Name)
-	}
-	var parts []string
-	for _, c := range cs {
-		parts = append(parts, fmt.Sprintf("%s in %s has %d bases and M5 %s", c.name, c.m.path, c.length, c.MD5()))
-	}
-	return strings.Join(parts, ", ")
+	return fmt.Sprintf("no contig %s in the -T FASTA files", name)
 }
 
 // m5Clause says where M5-named files were looked for.
-func (s *Store) m5Clause(q SQ) string {
-	if !isMD5(strings.ToLower(q.M5)) {
-		return "no M5 to look up in REF_CACHE or REF_PATH"
-	}
+func (s *Store) m5Clause() string {
 	var where []string
 	if s.cache != "" {
 		where = append(where, "REF_CACHE "+s.cache)

@@ -64,24 +64,41 @@ func TestResolveThroughUR(t *testing.T) {
 	}
 }
 
-// TestResolveOrder checks that -T FASTA contigs and M5-named files come
-// before the UR: file, as in htslib, and that a -T contig of that name is
-// the last resort whatever its MD5.
+// TestResolveOrder checks htslib's order: a -T contig of that name first,
+// whatever its MD5, and before any M5-named file; M5-named files (REF_CACHE
+// before REF_PATH, the first found whatever its content) before the UR:
+// file, for names the -T files lack.
 func TestResolveOrder(t *testing.T) {
 	dir := t.TempDir()
 	seq := "ACGTTGCA"
+	m5 := md5hex(seq)
 	ur := write(t, filepath.Join(dir, "ur.fa"), ">c\n"+seq+"\n")
 	m5dir := filepath.Join(dir, "m5")
-	write(t, filepath.Join(m5dir, md5hex(seq)), seq)
+	write(t, filepath.Join(m5dir, m5), seq)
 	s := open(t, nil, Options{RefPath: m5dir})
-	c, err := s.Resolve(SQ{Name: "c", Length: 8, M5: md5hex(seq), UR: ur})
-	if err != nil || c.Path() != filepath.Join(m5dir, md5hex(seq)) {
+	c, err := s.Resolve(SQ{Name: "c", Length: 8, M5: m5, UR: ur})
+	if err != nil || c.Path() != filepath.Join(m5dir, m5) {
 		t.Errorf("Resolve = %v, %v; want the REF_PATH file before the UR: file", c, err)
 	}
-	other := write(t, filepath.Join(dir, "t.fa"), ">c\nTTTTTTTT\n")
-	s = open(t, []string{other}, Options{})
-	c, err = s.Resolve(SQ{Name: "c", Length: 8, M5: md5hex(seq), UR: filepath.Join(dir, "gone.fa")})
-	if err != nil || c.Path() != other {
-		t.Errorf("Resolve = %v, %v; want the -T contig of that name as the last resort", c, err)
+
+	other := write(t, filepath.Join(dir, "t.fa"), ">c\nTTTTTTTT\n>alias\n"+seq+"\n")
+	s = open(t, []string{other}, Options{RefPath: m5dir, RefCache: m5dir})
+	c, err = s.Resolve(SQ{Name: "c", Length: 8, M5: m5, UR: ur})
+	if err != nil || c.Path() != other || c.Name() != "c" {
+		t.Errorf("Resolve = %v, %v; want the -T contig c before the M5-named file and UR:", c, err)
+	}
+	c, err = s.Resolve(SQ{Name: "d", Length: 8, M5: m5})
+	if err != nil || c.Path() != filepath.Join(m5dir, m5) {
+		t.Errorf("Resolve = %v, %v; want the M5-named file for a name -T lacks, not the -T contig alias", c, err)
+	}
+
+	// The first M5-named file found is the one used: REF_CACHE's, of
+	// other content, is refused, not passed over for REF_PATH's.
+	cache := filepath.Join(dir, "cache")
+	write(t, filepath.Join(cache, m5), "GGGGGGGG")
+	s = open(t, nil, Options{RefPath: m5dir, RefCache: cache})
+	c, err = s.Resolve(SQ{Name: "c", Length: 8, M5: m5, UR: filepath.Join(dir, "gone.fa")})
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), filepath.Join(cache, m5)+", named by the M5, has M5 "+md5hex("GGGGGGGG")) {
+		t.Errorf("Resolve = %v, %v; want ErrMismatch naming the REF_CACHE file", c, err)
 	}
 }

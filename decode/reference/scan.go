@@ -22,11 +22,8 @@ func (c *Contig) Scan(start, end int64, h hash.Hash, runs [][2]int64) (out [][2]
 	// error, not a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
-		if r := recover(); r != nil {
-			if _, ok := r.(interface{ Addr() uintptr }); !ok {
-				panic(r)
-			}
-			out, err = runs, fmt.Errorf("%w: %s: reading bases [%d,%d) of %s faulted: the file was truncated while mapped", ErrChanged, c.m.path, start, end, c.name)
+		if r := recover(); faulted(r) {
+			out, err = runs, changed(c.m.path, fmt.Sprintf("reading bases [%d,%d) of %s", start, end, c.name))
 		}
 	}()
 	if start < 0 || end < start || end > c.length {

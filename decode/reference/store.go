@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -21,8 +22,8 @@ import (
 var (
 	// ErrNotFound: no FASTA contig or M5-named file holds the sequence.
 	ErrNotFound = errors.New("reference: sequence not found")
-	// ErrMismatch: a sequence was found by name but its MD5 or length
-	// differs from the @SQ line's.
+	// ErrMismatch: the M5-named file found has another MD5, or the UR:
+	// FASTA's contig of that name another length, than the @SQ line says.
 	ErrMismatch = errors.New("reference: sequence does not match @SQ")
 	// ErrCorrupt: a FASTA file or .fai index is malformed.
 	ErrCorrupt = errors.New("reference: malformed FASTA or index")
@@ -130,8 +131,7 @@ func (m *mapping) unmap() error {
 // safe for concurrent use.
 type Store struct {
 	fastas []*Contig            // all FASTA contigs, in file order
-	byName map[string][]*Contig // FASTA contigs by name, in file order
-	byLen  map[int64][]*Contig  // FASTA contigs by length
+	byName map[string][]*Contig // by name, the first contig of each file, in file order
 	maps   []*mapping
 	path   []string // local REF_PATH templates
 	cache  string   // REF_CACHE template
@@ -148,7 +148,6 @@ type Store struct {
 func Open(fastas []string, opts Options) (*Store, error) {
 	s := &Store{
 		byName: make(map[string][]*Contig),
-		byLen:  make(map[int64][]*Contig),
 		byM5:   make(map[string]*Contig),
 		byUR:   make(map[string]*urFasta),
 	}
@@ -200,10 +199,15 @@ func (s *Store) addFasta(fn string) error {
 	if err != nil {
 		return err
 	}
+	seen := make(map[string]bool, len(contigs))
 	for _, c := range contigs {
 		s.fastas = append(s.fastas, c)
-		s.byName[c.name] = append(s.byName[c.name], c)
-		s.byLen[c.length] = append(s.byLen[c.length], c)
+		if !seen[c.name] {
+			// A name repeated within the file: the first counts, as in
+			// the .fai samtools builds and in htslib's reading of one.
+			seen[c.name] = true
+			s.byName[c.name] = append(s.byName[c.name], c)
+		}
 	}
 	return nil
 }
@@ -216,22 +220,14 @@ func loadFasta(fn string) (*mapping, []*Contig, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("reference FASTA: %w", err)
 	}
-	var entries []entry
-	if fai, ferr := os.ReadFile(fn + ".fai"); ferr == nil {
-		if len(m.data) >= 2 && m.data[0] == 0x1f && m.data[1] == 0x8b {
-			return m, nil, fmt.Errorf("%s: %w: compressed (gzip/bgzip) FASTA; decompress it first", fn, ErrUnsupported)
-		}
-		entries, err = parseFai(fai, m.data)
-		if err != nil {
-			return m, nil, fmt.Errorf("%s.fai: %w", fn, err)
-		}
-	} else if errors.Is(ferr, os.ErrNotExist) {
-		entries, err = scanFasta(m.data)
-		if err != nil {
-			return m, nil, fmt.Errorf("%s: %w", fn, err)
-		}
-	} else {
-		return m, nil, fmt.Errorf("reference index: %w", ferr)
+	fai, err := os.ReadFile(fn + ".fai")
+	haveFai := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return m, nil, fmt.Errorf("reference index: %w", err)
+	}
+	entries, err := indexFasta(m, fai, haveFai)
+	if err != nil {
+		return m, nil, err
 	}
 	contigs := make([]*Contig, len(entries))
 	for i, e := range entries {
@@ -239,6 +235,36 @@ func loadFasta(fn string) (*mapping, []*Contig, error) {
 	}
 	return m, contigs, nil
 }
+
+// indexFasta indexes the FASTA file mapped in m, from its .fai index fai
+// when haveFai, else by scanning it; a fault reading the mapping is an
+// ErrChanged error (fault.go).
+func indexFasta(m *mapping, fai []byte, haveFai bool) (entries []entry, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); faulted(r) {
+			entries, err = nil, changed(m.path, "indexing the FASTA")
+		}
+	}()
+	if !haveFai {
+		entries, err = scanFasta(m.data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.path, err)
+		}
+		return entries, nil
+	}
+	if isGzip(m.data) {
+		return nil, fmt.Errorf("%s: %w: compressed (gzip/bgzip) FASTA; decompress it first", m.path, ErrUnsupported)
+	}
+	entries, err = parseFai(fai, m.data)
+	if err != nil {
+		return nil, fmt.Errorf("%s.fai: %w", m.path, err)
+	}
+	return entries, nil
+}
+
+// isGzip reports whether b starts with the gzip magic (as bgzip does).
+func isGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }
 
 // Close unmaps every file. Contigs from the Store return ErrClosed after.
 func (s *Store) Close() error {
@@ -270,90 +296,26 @@ func (s *Store) Close() error {
 // Contigs returns the FASTA contigs, in file order.
 func (s *Store) Contigs() []*Contig { return append([]*Contig(nil), s.fastas...) }
 
-// Unambiguous returns the FASTA contig named name when no other FASTA
-// contig has that name, and, for length > 0, it has that length and no
-// other FASTA contig does; nil otherwise. It reads no bases: unlike Lookup
-// it does not check an M5, so it is for callers that check every base
-// they use (CRAM slices carry the MD5 of their reference span), where it
-// saves hashing whole contigs (a human chromosome 1 takes about 0.4 s).
-func (s *Store) Unambiguous(name string, length int64) *Contig {
-	cs := s.byName[name]
-	if len(cs) != 1 {
-		return nil
-	}
-	c := cs[0]
-	if length > 0 && (c.length != length || len(s.byLen[length]) != 1) {
-		return nil
-	}
-	return c
-}
-
-// Lookup finds the sequence for an @SQ line (CRAMv3 §11). With an M5 it
-// tries, in order, the FASTA contigs with that name, the other FASTA
-// contigs of that length, then files named by the M5 under RefCache and
-// each RefPath element, and returns the first whose MD5 is m5: ErrMismatch
-// when only sequences with another MD5 were found, ErrNotFound when none.
-// Without an M5 it returns the first FASTA contig with that name, checking
-// its length when length > 0.
-func (s *Store) Lookup(name string, length int64, m5 string) (*Contig, error) {
+// isClosed reports whether the Store was closed.
+func (s *Store) isClosed() bool {
 	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil, fmt.Errorf("%w: looking up %s", ErrClosed, name)
-	}
-	if m5 == "" {
-		cs := s.byName[name]
-		if len(cs) == 0 {
-			return nil, fmt.Errorf("%w: %s (no M5) is not in the FASTA files", ErrNotFound, name)
-		}
-		if c := cs[0]; length > 0 && c.length != length {
-			return nil, fmt.Errorf("%w: %s has %d bases in %s, @SQ says %d", ErrMismatch, name, c.length, c.m.path, length)
-		}
-		return cs[0], nil
-	}
-	want := strings.ToLower(m5)
-	if !isMD5(want) {
-		return nil, fmt.Errorf("%w: %s: M5 %q is not 32 hex digits", ErrNotFound, name, m5)
-	}
-	var mismatch []string
-	for _, c := range s.byName[name] {
-		got := c.MD5()
-		if got == want {
-			return c, nil
-		}
-		mismatch = append(mismatch, fmt.Sprintf("%s in %s has M5 %s", c.name, c.m.path, got))
-	}
-	if length > 0 {
-		for _, c := range s.byLen[length] {
-			if c.name != name && c.MD5() == want {
-				return c, nil
-			}
-		}
-	}
-	c, err := s.lookupM5File(want, &mismatch)
-	if err != nil {
-		return nil, err
-	}
-	if c != nil {
-		return c, nil
-	}
-	if len(mismatch) > 0 {
-		return nil, fmt.Errorf("%w: %s (M5 %s): %s", ErrMismatch, name, want, strings.Join(mismatch, "; "))
-	}
-	return nil, fmt.Errorf("%w: %s (M5 %s) is not in the FASTA files, REF_CACHE or REF_PATH", ErrNotFound, name, want)
+	defer s.mu.Unlock()
+	return s.closed
 }
 
-// lookupM5File searches REF_CACHE then REF_PATH for a file named by m5 and
-// maps it. Files whose content has another MD5 are noted in mismatch.
-func (s *Store) lookupM5File(m5 string, mismatch *[]string) (*Contig, error) {
+// lookupM5File returns the sequence of the first file named by m5 under
+// REF_CACHE then REF_PATH, as htslib takes the first it finds, mapped on
+// first use and shared. A file found whose content has another MD5 is not
+// used (nor any later one): its name and MD5 are returned instead, for the
+// caller to report.
+func (s *Store) lookupM5File(m5 string) (c *Contig, other string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, fmt.Errorf("%w: looking up M5 %s", ErrClosed, m5)
+		return nil, "", fmt.Errorf("%w: looking up M5 %s", ErrClosed, m5)
 	}
 	if c, ok := s.byM5[m5]; ok {
-		return c, nil
+		return c, "", nil
 	}
 	templates := s.path
 	if s.cache != "" {
@@ -367,32 +329,51 @@ func (s *Store) lookupM5File(m5 string, mismatch *[]string) (*Contig, error) {
 		}
 		m, err := mapFile(fn)
 		if err != nil {
-			return nil, fmt.Errorf("reference %s: %w", fn, err)
+			return nil, "", fmt.Errorf("reference %s: %w", fn, err)
 		}
-		data := m.data
-		if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+		c, err := m5Contig(m, m5)
+		var got string
+		if err == nil {
+			got, err = c.digest()
+		}
+		if err != nil {
 			m.unmap()
-			return nil, fmt.Errorf("%s: %w: compressed M5 sequence file", fn, ErrUnsupported)
+			return nil, "", err
 		}
-		// Raw sequence: no header, no line ends; a final line end is
-		// tolerated and not counted.
-		n := int64(len(data))
-		for n > 0 && (data[n-1] == '\n' || data[n-1] == '\r') {
-			n--
-		}
-		c := &Contig{name: m5, length: n, m: m}
-		if n > 0 {
-			c.runs = []run{{lineBases: n, lineWidth: n, n: n}}
-		}
-		if got := c.MD5(); got != m5 {
+		if got != m5 {
 			m.unmap()
-			*mismatch = append(*mismatch, fmt.Sprintf("%s has M5 %s", fn, got))
-			continue
+			return nil, fmt.Sprintf("%s, named by the M5, has M5 %s", fn, got), nil
 		}
 		s.byM5[m5] = c
-		return c, nil
+		return c, "", nil
 	}
-	return nil, nil
+	return nil, "", nil
+}
+
+// m5Contig makes the contig named name of the M5-named sequence file
+// mapped in m: raw sequence, no header, no line ends; a final line end is
+// tolerated and not counted. A compressed file is an ErrUnsupported error,
+// a fault reading the mapping an ErrChanged one (fault.go).
+func m5Contig(m *mapping, name string) (c *Contig, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); faulted(r) {
+			c, err = nil, changed(m.path, "reading the M5-named sequence file")
+		}
+	}()
+	data := m.data
+	if isGzip(data) {
+		return nil, fmt.Errorf("%s: %w: compressed M5 sequence file", m.path, ErrUnsupported)
+	}
+	n := int64(len(data))
+	for n > 0 && (data[n-1] == '\n' || data[n-1] == '\r') {
+		n--
+	}
+	c = &Contig{name: name, length: n, m: m}
+	if n > 0 {
+		c.runs = []run{{lineBases: n, lineWidth: n, n: n}}
+	}
+	return c, nil
 }
 
 // isMD5 reports whether s is 32 lower-case hex digits.

@@ -32,6 +32,7 @@ func run(tb testing.TB, name string, args ...string) []byte {
 	tb.Helper()
 	var stderr bytes.Buffer
 	cmd := exec.Command(name, args...)
+	cmd.Env = corpus.NoRefEnv(tb)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {

@@ -111,7 +111,9 @@ func Samtools(tb testing.TB) string {
 // Run runs a command, failing the test with its output when it fails.
 func Run(tb testing.TB, name string, args ...string) {
 	tb.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
+	cmd := exec.Command(name, args...)
+	cmd.Env = corpus.NoRefEnv(tb)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		tb.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}

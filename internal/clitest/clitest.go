@@ -43,8 +43,10 @@ func CorpusFile(rel string) string {
 	return p
 }
 
-// SamtoolsEnv keeps samtools from looking for references anywhere but -T.
-var SamtoolsEnv = append(os.Environ(), "REF_PATH=/nonexistent", "REF_CACHE=/nonexistent")
+// SamtoolsEnv is the environment of the tools the tests run, samtools
+// first: the process's, under which Main made samtools look for
+// references nowhere but -T.
+func SamtoolsEnv() []string { return os.Environ() }
 
 // RequireMount is corpus.RequireFUSE for tests that also read mounts with
 // samtools.
@@ -60,7 +62,7 @@ func RequireMount(tb testing.TB) {
 // non-zero exit is an error carrying the standard error text.
 func Samtools(args ...string) ([]byte, error) {
 	cmd := exec.Command("samtools", args...)
-	cmd.Env = SamtoolsEnv
+	cmd.Env = SamtoolsEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -192,11 +194,27 @@ func Binary(t *testing.T) string {
 	return bin
 }
 
-// Cleanup removes the binary Binary built; TestMain calls it.
-func Cleanup() {
+// Main is the TestMain of the packages whose tests run cramfs and
+// samtools: it gives the tests, and every tool they run (samtools, pysam,
+// the cramfs binary, commands run in-process), REF_PATH and REF_CACHE
+// settings of the run's own under which no M5-named file is found or
+// written (corpus.SetNoRefEnv); a test that wants M5-named files sets its
+// own under its t.TempDir(). It removes the binary Binary built.
+func Main(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cramfs-test-")
+	if err == nil {
+		err = corpus.SetNoRefEnv(dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "TestMain:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // Exec runs the binary bin with args and returns its exit code, its
@@ -271,7 +289,7 @@ func StartMountAt(t *testing.T, bin, src, mnt string, extra ...string) *MountPro
 // unmounted at cleanup.
 func StartMountProc(t *testing.T, bin, mnt string, args ...string) *MountProc {
 	t.Helper()
-	return StartMountEnv(t, bin, mnt, SamtoolsEnv, args...)
+	return StartMountEnv(t, bin, mnt, SamtoolsEnv(), args...)
 }
 
 // StartMountEnv is StartMountProc in the environment env.

@@ -56,7 +56,7 @@ func pysamPython(t *testing.T) string {
 func runClient(t *testing.T, dir, prog string, args ...string) []byte {
 	t.Helper()
 	cmd := exec.Command(prog, args...)
-	cmd.Env = samtoolsEnv
+	cmd.Env = samtoolsEnv()
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -87,7 +87,7 @@ func TestClusterSharedCache(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			cmd := exec.Command(bin, append([]string{"index", "--shared-cache", "--digests", "--cache-dir", cache, "-T", ref, "-@", "1"}, files...)...)
-			cmd.Env = samtoolsEnv
+			cmd.Env = samtoolsEnv()
 			cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
 			errs[i] = cmd.Run()
 		}()
@@ -145,7 +145,7 @@ func TestClusterSharedCache(t *testing.T) {
 // the variables named.
 func envWithout(names ...string) []string {
 	var out []string
-	for _, kv := range samtoolsEnv {
+	for _, kv := range samtoolsEnv() {
 		if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(kv, n+"=") }) {
 			out = append(out, kv)
 		}

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"os"
 	"testing"
 
 	"github.com/cramfs/cramfs/internal/clitest"
@@ -40,9 +39,5 @@ type (
 	mountProc  = clitest.MountProc
 )
 
-// TestMain removes the binary the tests built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	clitest.Cleanup()
-	os.Exit(code)
-}
+// TestMain: see clitest.Main.
+func TestMain(m *testing.M) { clitest.Main(m) }

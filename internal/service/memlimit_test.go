@@ -29,7 +29,7 @@ func TestMemoryLimitFollowsDecoders(t *testing.T) {
 		t.Fatalf("limit before any decoding %d, want %d", got, want)
 	}
 
-	store, err := reference.Open([]string{testdata("ref", "ce.fa")}, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent"})
+	store, err := reference.Open([]string{testdata("ref", "ce.fa")}, reference.Options{NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,7 @@ func mountT(t *testing.T, src string, cfg mountConfig) *mounted {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := reference.Open(opts.References, reference.Options{RefPath: "/nonexistent", RefCache: "/nonexistent", NoEnv: true})
+	store, err := reference.Open(opts.References, reference.Options{NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,11 @@ import (
 	"github.com/cramfs/cramfs/fs"
 )
 
-// referenceRemedy tells the user how to give cramfs a reference.
-const referenceRemedy = "give the reference FASTA with -T FASTA (repeatable), or M5-named sequence files with REF_PATH/REF_CACHE, as for samtools"
+// referenceRemedy tells the user how to give cramfs a reference, and that
+// (as in htslib) a -T contig of the @SQ name is used, whatever its bases,
+// before any M5-named file: for a contig -T has with other bases, M5-named
+// files do not help.
+const referenceRemedy = "give the reference FASTA with -T FASTA (repeatable), or M5-named sequence files with REF_PATH/REF_CACHE, as for samtools; a -T contig of the @SQ name is used before any M5-named file"
 
 // referenceProblem returns the user-facing sentence for an error caused by
 // a missing or mismatching reference, and false for any other error.
@@ -151,7 +154,7 @@ const (
 )
 
 // mountRemedy is what a running mount does about a reference given later.
-const mountRemedy = "this mount finds M5-named files added under REF_PATH/REF_CACHE later (a failed open is tried again after 30 s); another -T or UR: FASTA needs a new mount"
+const mountRemedy = "this mount finds M5-named files added under REF_PATH/REF_CACHE later, for contigs the -T FASTA lacks (a failed open is tried again after 30 s); another -T or UR: FASTA needs a new mount"
 
 // report records err, at BAM offset off (or openFailed), as the failure
 // of st and prints msg once when isRef, saying what fails. The caller

@@ -50,8 +50,8 @@ func headerM5s(t *testing.T, cram string) []string {
 // needs no -T when the @SQ UR: field names a local FASTA, and writes what
 // samtools writes.
 func TestConvertFindsReferenceThroughUR(t *testing.T) {
-	t.Setenv("REF_PATH", "/nonexistent")
-	t.Setenv("REF_CACHE", "/nonexistent")
+	t.Setenv("REF_PATH", filepath.Join(t.TempDir(), "path"))
+	t.Setenv("REF_CACHE", filepath.Join(t.TempDir(), "cache"))
 	dir := t.TempDir()
 	cram, _ := cramNamingRef(t, dir, "x", "ce_5b.3.0", testdata("ref", "ce.fa"))
 	rc, stderr, out := runCmd(t, "convert", "--level", "0", cram)
@@ -72,8 +72,9 @@ func TestConvertFindsReferenceThroughUR(t *testing.T) {
 // conversion whose reference is nowhere: the file, the container, the
 // contig and its M5, what was looked at, and the remedy.
 func TestConvertMissingReferenceSaysWhatToDo(t *testing.T) {
-	t.Setenv("REF_PATH", "/nonexistent")
-	t.Setenv("REF_CACHE", "/nonexistent")
+	refPath := filepath.Join(t.TempDir(), "path")
+	t.Setenv("REF_PATH", refPath)
+	t.Setenv("REF_CACHE", filepath.Join(t.TempDir(), "cache"))
 	dir := t.TempDir()
 	cram, refCopy := cramNamingRef(t, dir, "x", "ce_1000.3.0", testdata("ref", "ce.fa"))
 	m5s := headerM5s(t, cram)
@@ -85,7 +86,7 @@ func TestConvertMissingReferenceSaysWhatToDo(t *testing.T) {
 		t.Fatalf("exit %d, want 1; stderr: %s", rc, stderr)
 	}
 	for _, w := range []string{"cramfs convert: " + cram, "container at byte", "reference CHROMOSOME_I", m5s[0], "not found",
-		"UR:" + refCopy + ": no such file", "REF_PATH /nonexistent", "-T FASTA"} {
+		"UR:" + refCopy + ": no such file", "REF_PATH " + refPath, "-T FASTA"} {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("stderr %q does not say %q", stderr, w)
 		}
