@@ -18,6 +18,7 @@ type convertCmd struct {
 	refs       []string
 	threads    int
 	level      int
+	raw        bool // -u
 	out        string
 	noMD       bool
 	allowTrunc bool
@@ -27,7 +28,8 @@ type convertCmd struct {
 func (c *convertCmd) flags(fs *pflag.FlagSet) {
 	registerRefs(fs, &c.refs)
 	registerThreads(fs, &c.threads)
-	fs.IntVar(&c.level, "level", 6, "BGZF compression `LEVEL`, 0 (uncompressed) to 9")
+	fs.IntVarP(&c.level, "level", "l", 6, "BGZF compression `LEVEL`, 0 (uncompressed) to 9")
+	fs.BoolVarP(&c.raw, "uncompressed", "u", false, "uncompressed BAM (--level 0), as samtools view -u")
 	fs.StringVarP(&c.out, "output", "o", "-", "write the BAM to `FILE`, - for standard output")
 	fs.BoolVar(&c.noMD, "no-md", false, "do not generate MD and NM tags (htslib decode_md=0)")
 	fs.BoolVar(&c.allowTrunc, "allow-missing-eof", false, "accept a CRAM without its EOF container")
@@ -42,6 +44,10 @@ func (c *convertCmd) run(pos []string, e *env) error {
 	if err := checkLevel(c.level); err != nil {
 		return err
 	}
+	level := c.level
+	if c.raw {
+		level = 0
+	}
 	in := pos[0]
 	if c.cpuProfile != "" {
 		stop, err := startCPUProfile(c.cpuProfile)
@@ -50,10 +56,18 @@ func (c *convertCmd) run(pos []string, e *env) error {
 		}
 		defer stop()
 	}
-	if c.out != "-" {
+	if c.out != "-" && in != "-" {
 		if a, b := absPath(in), absPath(c.out); a == b {
 			return usageError{"output would overwrite the input"}
 		}
+	}
+	if in == "-" {
+		stdin, done, err := stdinCRAM()
+		if err != nil {
+			return err
+		}
+		defer done()
+		in = stdin
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -69,7 +83,7 @@ func (c *convertCmd) run(pos []string, e *env) error {
 	}
 	// Convert writes in pieces of engine.WritePiece: no bufio.Writer,
 	// which would copy every piece.
-	opts := service.ConvertOptions{References: c.refs, Threads: max(c.threads, 1), Level: c.level, NoMD: c.noMD, AllowMissingEOF: c.allowTrunc}
+	opts := service.ConvertOptions{References: c.refs, Threads: max(c.threads, 1), Level: level, NoMD: c.noMD, AllowMissingEOF: c.allowTrunc}
 	if err := service.Convert(ctx, in, w, opts); err != nil {
 		return err
 	}
@@ -155,4 +169,25 @@ func absPath(p string) string {
 		return r
 	}
 	return a
+}
+
+// stdinCRAM returns a path to read the CRAM on standard input from, and
+// what to call once done. The decoder reads containers at any offset, in
+// parallel: a regular file redirected to standard input is read in place
+// (/dev/stdin), a pipe is first copied to a temporary file ($TMPDIR), as
+// large as the CRAM, removed at the end.
+func stdinCRAM() (string, func(), error) {
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode().IsRegular() {
+		return "/dev/stdin", func() {}, nil
+	}
+	tmp, err := os.CreateTemp("", "cramfs-stdin-*.cram")
+	if err != nil {
+		return "", nil, fmt.Errorf("standard input: %w", err)
+	}
+	done := func() { tmp.Close(); os.Remove(tmp.Name()) }
+	if _, err := io.Copy(tmp, os.Stdin); err != nil {
+		done()
+		return "", nil, fmt.Errorf("standard input: copying to %s: %w", tmp.Name(), err)
+	}
+	return tmp.Name(), done, nil
 }

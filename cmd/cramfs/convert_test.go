@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -194,4 +195,63 @@ func TestConvertOutputNotRegular(t *testing.T) {
 		}
 		check(t, b)
 	})
+}
+
+// TestConvertStdinAndShortForms: `cramfs convert -` reads the CRAM from
+// standard input, redirected from a file or through a pipe, and -u and
+// -l LEVEL are samtools' forms of --level 0 and --level LEVEL: the same
+// bytes as the long forms with the CRAM named.
+func TestConvertStdinAndShortForms(t *testing.T) {
+	bin := buildCramfs(t)
+	cram, ref := testdata("cram", "ce_1000.3.0.cram"), testdata("ref", "ce.fa")
+	run := func(stdin func(*exec.Cmd), args ...string) []byte {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"convert", "-T", ref}, args...)...)
+		stdin(cmd)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("cramfs convert %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+		}
+		return out
+	}
+	named := func(*exec.Cmd) {}
+	redirected := func(cmd *exec.Cmd) {
+		f, err := os.Open(cram)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		cmd.Stdin = f
+	}
+	piped := func(cmd *exec.Cmd) {
+		b, err := os.ReadFile(cram)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdin = bytes.NewReader(b) // exec copies it through a pipe
+	}
+	level0 := run(named, "--level", "0", cram)
+	level1 := run(named, "--level", "1", cram)
+	for name, got := range map[string][]byte{
+		"-u -":                   run(redirected, "-u", "-"),
+		"-u - (pipe)":            run(piped, "-u", "-"),
+		"--level 0 - (pipe)":     run(piped, "--level", "0", "-o", "-", "-"),
+		"-u -l 5 (-u wins) CRAM": run(named, "-u", "-l", "5", cram),
+	} {
+		if !bytes.Equal(got, level0) {
+			t.Errorf("cramfs convert %s: %d bytes, not those of --level 0 (%d)", name, len(got), len(level0))
+		}
+	}
+	if got := run(piped, "-l", "1", "-"); !bytes.Equal(got, level1) {
+		t.Errorf("cramfs convert -l 1 - (pipe): not the bytes of --level 1")
+	}
+	raw, err := bgzftest.DecompressAll(level0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md5 := md5Hex(raw); md5 != wantMD5(t, "ce_1000.3.0") {
+		t.Errorf("uncompressed stream md5 %s, want samtools' %s", md5, wantMD5(t, "ce_1000.3.0"))
+	}
 }

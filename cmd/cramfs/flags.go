@@ -52,6 +52,13 @@ func findCommand(name string) (command, bool) {
 // errHelp asks for the command's help on standard output (exit 0).
 var errHelp = errors.New("help requested")
 
+// reportedError is a failure already reported to the user by other means
+// (a background mount's starter prints it): exit 1, nothing printed.
+type reportedError struct{ err error }
+
+func (e reportedError) Error() string { return e.err.Error() }
+func (e reportedError) Unwrap() error { return e.err }
+
 // usageError is a command line mistake (exit code 2).
 type usageError struct{ msg string }
 

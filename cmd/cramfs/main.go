@@ -15,10 +15,36 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "mount" {
+	args := os.Args[1:]
+	if isHelperName(os.Args[0]) {
+		args = append([]string{helperCommand}, args...)
+	}
+	if len(args) > 0 && (args[0] == "mount" || isHelperForm(args)) {
 		raiseTimerSlack()
 	}
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(args, os.Stdout, os.Stderr))
+}
+
+// helperCommand stands first in the arguments of a program called as a
+// mount helper (mount.fuse.cramfs SRC MNT -o OPTIONS).
+const helperCommand = "mount.fuse.cramfs"
+
+// isHelperForm reports whether args are a mount helper's: called so, or
+// SRC MNT ... where no command is named (mount.fuse3 runs `cramfs SRC MNT
+// -o OPTIONS`) and SRC is a path (a directory, or a name with a slash),
+// so that a mistyped command is still said to be one.
+func isHelperForm(args []string) bool {
+	if args[0] == helperCommand {
+		return true
+	}
+	if _, isCommand := findCommand(args[0]); isCommand || len(args) < 2 || strings.HasPrefix(args[0], "-") {
+		return false
+	}
+	if strings.Contains(args[0], "/") {
+		return true
+	}
+	fi, err := os.Stat(args[0])
+	return err == nil && fi.IsDir()
 }
 
 // env is what a command writes to.
@@ -52,6 +78,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "--version", "-V":
 		args = []string{"version"}
 	}
+	if isHelperForm(args) {
+		return runHelper(args, stdout, stderr)
+	}
 	c, ok := findCommand(args[0])
 	if !ok {
 		fmt.Fprintf(stderr, "cramfs: unknown command %q\nRun 'cramfs --help' for the list of commands.\n", args[0])
@@ -66,9 +95,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = sub.run(operands, e)
 	}
 	var ue usageError
+	var re reportedError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &re):
+		return exitError
 	case errors.Is(err, errHelp):
 		c.writeHelp(stdout, fs)
 		return exitOK
@@ -88,4 +120,18 @@ func errorLine(cmd string, err error) string {
 	msg := strings.TrimPrefix(err.Error(), cfs.ErrMount.Error()+": ")
 	// Some messages of go-fuse end in a newline of their own.
 	return "cramfs " + cmd + ": " + strings.TrimRight(msg, "\n")
+}
+
+// runHelper runs the mount helper's command line as `cramfs mount`.
+func runHelper(args []string, stdout, stderr io.Writer) int {
+	if args[0] == helperCommand {
+		args = args[1:]
+	}
+	c, _ := findCommand("mount")
+	margs, err := helperArgs(args, c.flagSet(c.make()))
+	if err != nil {
+		fmt.Fprintf(stderr, "%s\nRun 'cramfs mount --help' for the options (each is an -o option too).\n", errorLine("mount", err))
+		return exitUsage
+	}
+	return run(append([]string{"mount"}, margs...), stdout, stderr)
 }

@@ -24,6 +24,10 @@ var (
 	wantMD5         = clitest.WantMD5
 	checkOneMessage = clitest.CheckOneMessage
 	startMount      = clitest.StartMount
+	startMountEnv   = clitest.StartMountEnv
+	startMountProc  = clitest.StartMountProc
+	unmountProc     = clitest.UnmountProc
+	md5Hex          = clitest.MD5Hex
 	startMountAt    = clitest.StartMountAt
 )
 

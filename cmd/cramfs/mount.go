@@ -1,19 +1,20 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
 
 	cfs "github.com/cramfs/cramfs/fs"
 	"github.com/cramfs/cramfs/internal/service"
+	"github.com/cramfs/cramfs/internal/service/sdnotify"
 )
 
 // engineFlags are the options shared by mount and index.
@@ -63,11 +64,16 @@ func checkLevel(level int) error {
 }
 
 // mountCmd is `cramfs mount`: it mounts SRC at MNT and serves it until
-// unmounted or signalled.
+// unmounted or signalled (SIGINT, SIGTERM), in the foreground or, with
+// --daemon, in the background once the mount answers. Started by systemd
+// (Type=notify), it says READY=1 once mounted and STOPPING=1 when it
+// unmounts. SIGHUP reopens the --log-file.
 type mountCmd struct {
 	ef           engineFlags
+	lf           logFlags
 	allowOther   bool
 	indexOnMount bool
+	daemon       bool
 	debug        bool
 	memProfile   string
 	cpuProfile   string
@@ -77,6 +83,8 @@ func (c *mountCmd) flags(fs *pflag.FlagSet) {
 	c.ef.register(fs)
 	fs.BoolVar(&c.allowOther, "allow-other", false, "let other users access the mount (needs user_allow_other in /etc/fuse.conf unless root)")
 	fs.BoolVar(&c.indexOnMount, "index-on-mount", false, "scan every CRAM in the background at mount time")
+	fs.BoolVar(&c.daemon, "daemon", false, "run in the background once the mount answers (exit 0), or exit 1 saying why it failed")
+	c.lf.register(fs)
 	fs.BoolVar(&c.debug, "debug", false, "log every FUSE request")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a Go heap profile to this file at unmount")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole mount to this file")
@@ -85,11 +93,35 @@ func (c *mountCmd) flags(fs *pflag.FlagSet) {
 }
 
 func (c *mountCmd) run(pos []string, e *env) error {
-	log := e.log
 	if len(pos) != 2 {
 		return usageError{fmt.Sprintf("want SRC and MNT, got %d arguments", len(pos))}
 	}
-	src, mnt := pos[0], pos[1]
+	ready := openReadyPipe()
+	if c.daemon && ready == nil {
+		if _, err := c.ef.options(nil); err != nil {
+			return err // a wrong command line is said here, not by the mount
+		}
+		return startBackground(c.lf.file)
+	}
+	err := c.serve(pos[0], pos[1], e, ready)
+	if err != nil && ready != nil {
+		// The starter says it: this process's standard error may be
+		// the same.
+		ready.failed(strings.TrimPrefix(errorLine("mount", err), "cramfs mount: "))
+		return reportedError{err}
+	}
+	return err
+}
+
+// serve mounts src at mnt and serves it until unmounted or signalled,
+// telling ready (nil in the foreground) and systemd once it answers.
+func (c *mountCmd) serve(src, mnt string, e *env, ready *readyPipe) error {
+	plog, err := c.lf.open(e.stderr)
+	if err != nil {
+		return err
+	}
+	defer plog.close()
+	log := plog.log
 	opts, err := c.ef.options(log)
 	if err != nil {
 		return err
@@ -113,25 +145,44 @@ func (c *mountCmd) run(pos []string, e *env) error {
 		return err
 	}
 	defer svc.Close()
-	m, err := svc.Mount(src, mnt, service.MountOptions{AllowOther: c.allowOther, IndexOnMount: c.indexOnMount,
-		Debug: c.debug, Notices: e.stderr})
+	m, err := svc.Mount(src, mnt, service.MountOptions{AllowOther: c.allowOther, IndexOnMount: c.indexOnMount, Debug: c.debug})
 	if err != nil {
 		return err
 	}
-	log.Info("mounted", "src", src, "mnt", mnt, "threads", opts.Threads, "cache_size", c.ef.cacheSize, "level", opts.Level)
+	log.Info("mounted", "src", absPath(src), "mnt", absPath(mnt), "threads", opts.Threads, "cache_size", c.ef.cacheSize, "level", opts.Level)
+	ready.ready()
+	notify(log, sdnotify.Ready)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
-	select {
-	case <-m.Done():
-		c.writeHeapProfile(log)
-		log.Info("unmounted", "mnt", mnt)
-		return nil
-	case <-ctx.Done():
+	stopSignals := make(chan os.Signal, 1)
+	signal.Notify(stopSignals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(stopSignals)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-m.Done():
+			notify(log, sdnotify.Stopping)
+			c.writeHeapProfile(log)
+			log.Info("unmounted", "mnt", absPath(mnt))
+			return nil
+		case <-hup:
+			plog.reopen()
+			continue
+		case sig := <-stopSignals:
+			notify(log, sdnotify.Stopping)
+			c.writeHeapProfile(log)
+			log.Info("signal received, unmounting", "signal", sig.String(), "mnt", absPath(mnt))
+			return m.Unmount()
+		}
 	}
-	c.writeHeapProfile(log)
-	log.Info("signal received, unmounting", "mnt", mnt)
-	return m.Unmount()
+}
+
+// notify tells systemd the mount's state, when systemd started it.
+func notify(log *slog.Logger, state string) {
+	if _, err := sdnotify.Notify(state); err != nil {
+		log.Warn("systemd notification not sent", "state", state, "err", err)
+	}
 }
 
 // startCPUProfile profiles the process into path until the returned

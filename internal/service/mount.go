@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"io"
 	"os"
 	"time"
 
@@ -17,10 +16,6 @@ type MountOptions struct {
 	IndexOnMount bool
 	// Debug logs every FUSE request.
 	Debug bool
-	// Notices receives the one-line notices of files that cannot be
-	// served for want of their reference (standard error, for a person
-	// watching the mount); nil discards them.
-	Notices io.Writer
 }
 
 // Mount is a running mount of a source tree: the FUSE server, the file
@@ -45,12 +40,8 @@ func (s *Service) Mount(src, mnt string, o MountOptions) (*Mount, error) {
 			return nil, err
 		}
 	}
-	notices := o.Notices
-	if notices == nil {
-		notices = io.Discard
-	}
 	op := newOpener(s.mgr, s.refs, s.copt, s.log)
-	op.states = newFileStates(notices, src)
+	op.states = newFileStates(s.log, src)
 	op.onOpen = s.noteLayout
 	sock := statusSocket(s.opts.CacheDir, mnt)
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: o.AllowOther, Logger: s.log, Debug: o.Debug,

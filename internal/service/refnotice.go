@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path"
 	"path/filepath"
 	"strings"
@@ -44,17 +45,17 @@ func referenceProblem(err error) (string, bool) {
 }
 
 // fileStates follows each CRAM file the mount was asked for: the state
-// of its newest version, for `cramfs status`, and, once per version, on
-// standard error, that its BAM cannot be served for want of its
+// of its newest version, for `cramfs status`, and, once per version, in
+// the log (a warning), that its BAM cannot be served for want of its
 // reference. The FUSE layer still answers every failing request with EIO
 // and logs it; the notice says why in a sentence that names the file, the
 // contig, its M5 and what to do.
 type fileStates struct {
 	// dependencies
-	w   io.Writer
+	log *slog.Logger
 	src string // the mount's source directory, which file keys are relative to
 
-	mu    sync.Mutex // guards files and the writes to w
+	mu    sync.Mutex // guards files
 	files map[string]*fileState
 }
 
@@ -102,8 +103,8 @@ func (n *fileStates) name(k fileKey) string {
 	return filepath.Join(n.src, filepath.FromSlash(k.rel))
 }
 
-func newFileStates(w io.Writer, src string) *fileStates {
-	return &fileStates{w: w, src: src, files: map[string]*fileState{}}
+func newFileStates(log *slog.Logger, src string) *fileStates {
+	return &fileStates{log: log, src: src, files: map[string]*fileState{}}
 }
 
 // state returns the state of k, a new one when k is another version of
@@ -170,7 +171,7 @@ func (n *fileStates) report(st *fileState, err error, off int64, msg string, isR
 	}
 	st.noticed = true
 	bam := strings.TrimSuffix(path.Base(st.key.rel), ".cram") + ".bam"
-	fmt.Fprintf(n.w, "cramfs mount: %s: cannot serve %s, %s: %s; %s\n", n.name(st.key), bam, fails, msg, mountRemedy)
+	n.log.Warn(fmt.Sprintf("cannot serve %s, %s: %s; %s", bam, fails, msg, mountRemedy), "file", n.name(st.key))
 }
 
 // setFailure makes f the failure of st (the zero failure: none). The

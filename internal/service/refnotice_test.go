@@ -97,12 +97,12 @@ func TestConvertMissingReferenceSaysWhatToDo(t *testing.T) {
 	}
 }
 
-// noticeLines returns the lines of the mount's standard error that report
-// a reference problem of cram.
+// noticeLines returns the lines of the mount's log that report a
+// reference problem of cram: warnings that cannot serve its BAM.
 func noticeLines(stderr, cram string) []string {
 	var out []string
 	for _, l := range strings.Split(stderr, "\n") {
-		if strings.HasPrefix(l, "cramfs mount: "+cram+": cannot serve ") {
+		if strings.Contains(l, `level=WARN msg="cannot serve `) && strings.HasSuffix(l, " file="+cram) {
 			out = append(out, l)
 		}
 	}

@@ -100,7 +100,7 @@ func killReadersMidRead(t *testing.T, bam string, n int) {
 // reads succeed meanwhile; a cancelled read neither fails it nor counts;
 // a failure to open holds until an open succeeds, not a read.
 func TestFileFailureHoldsUntilItsBytesRead(t *testing.T) {
-	n := newFileStates(io.Discard, "/src")
+	n := newFileStates(slog.New(slog.DiscardHandler), "/src")
 	k := fileKey{rel: "x.cram"}
 	n.mu.Lock()
 	st := n.state(k)
