@@ -19,6 +19,7 @@ type convertCmd struct {
 	threads    int
 	level      int
 	raw        bool // -u
+	verbosity  int
 	out        string
 	noMD       bool
 	allowTrunc bool
@@ -33,6 +34,7 @@ func (c *convertCmd) flags(fs *pflag.FlagSet) {
 	fs.StringVarP(&c.out, "output", "o", "-", "write the BAM to `FILE`, - for standard output")
 	fs.BoolVar(&c.noMD, "no-md", false, "do not generate MD and NM tags (htslib decode_md=0)")
 	fs.BoolVar(&c.allowTrunc, "allow-missing-eof", false, "accept a CRAM without its EOF container")
+	fs.IntVar(&c.verbosity, "verbosity", 3, "`N`, as samtools: below 3 no progress bar, 3 (default) and more one on a terminal")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a Go CPU profile to this file")
 	fs.MarkHidden("cpuprofile")
 }
@@ -43,6 +45,9 @@ func (c *convertCmd) run(pos []string, e *env) error {
 	}
 	if err := checkLevel(c.level); err != nil {
 		return err
+	}
+	if c.verbosity < 0 {
+		return usageError{fmt.Sprintf("--verbosity %d: want 0 or more", c.verbosity)}
 	}
 	level := c.level
 	if c.raw {
@@ -84,6 +89,13 @@ func (c *convertCmd) run(pos []string, e *env) error {
 	// Convert writes in pieces of engine.WritePiece: no bufio.Writer,
 	// which would copy every piece.
 	opts := service.ConvertOptions{References: c.refs, Threads: max(c.threads, 1), Level: level, NoMD: c.noMD, AllowMissingEOF: c.allowTrunc}
+	if bar := progressBar(e.stderr, c.verbosity, "converting", "containers"); bar != nil {
+		opts.Progress = func(done, total int) {
+			bar.ChangeMax(total)
+			bar.Set(done)
+		}
+		defer bar.Finish()
+	}
 	if err := service.Convert(ctx, in, w, opts); err != nil {
 		return err
 	}

@@ -1,9 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
+	"os"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"github.com/spf13/pflag"
 
@@ -77,20 +80,13 @@ func (p processLog) close() {
 	}
 }
 
-// verbosityLevel is the log level of samtools' --verbosity N: 0 nothing,
-// 1 errors, 2 warnings, 3 (the default) information, 4 and more debug.
-func verbosityLevel(n int) (slog.Level, error) {
-	switch {
-	case n < 0:
-		return 0, usageError{fmt.Sprintf("--verbosity %d: want 0 or more", n)}
-	case n == 0:
-		return slog.LevelError + 4, nil
-	case n == 1:
-		return slog.LevelError, nil
-	case n == 2:
-		return slog.LevelWarn, nil
-	case n == 3:
-		return slog.LevelInfo, nil
+// progressBar is a progress bar of units on w when w is a terminal and
+// verbosity (samtools' --verbosity) is 3 or more; nil otherwise.
+func progressBar(w io.Writer, verbosity int, what, units string) *progressbar.ProgressBar {
+	f, ok := w.(*os.File)
+	if !ok || verbosity < 3 || !term.IsTerminal(int(f.Fd())) {
+		return nil
 	}
-	return slog.LevelDebug, nil
+	return progressbar.NewOptions(-1, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionSetItsString(units), progressbar.OptionClearOnFinish())
 }

@@ -21,6 +21,9 @@ type ConvertOptions struct {
 	NoMD bool
 	// AllowMissingEOF accepts a CRAM without its EOF container.
 	AllowMissingEOF bool
+	// Progress, when set, is called after each container is written with
+	// the number written so far and the total.
+	Progress func(done, total int)
 }
 
 // Convert writes the BAM of the CRAM file in to w: the bytes a mount
@@ -44,7 +47,7 @@ func Convert(ctx context.Context, in string, w io.Writer, opts ConvertOptions) e
 		return err
 	}
 	defer src.Close()
-	if err := engine.Convert(ctx, src, w, engine.ConvertOptions{Threads: opts.Threads, Level: level}); err != nil {
+	if err := engine.Convert(ctx, src, w, engine.ConvertOptions{Threads: opts.Threads, Level: level, Progress: opts.Progress}); err != nil {
 		return WithReferenceHelp(err)
 	}
 	return nil
