@@ -157,7 +157,8 @@ type IndexKnower interface {
 type Options struct {
 	// AllowOther lets other users access the mount (needs
 	// user_allow_other in /etc/fuse.conf for non-root users). Access is
-	// still checked against the source files' modes (default_permissions).
+	// still checked by the kernel against the source's modes, owners and
+	// POSIX ACLs (default_permissions).
 	AllowOther bool
 	// Logger receives one line per failed operation; nil discards.
 	Logger *slog.Logger
@@ -174,8 +175,9 @@ type Options struct {
 	MaxRead, MaxReadAhead int
 	// RootXattrs are extended attributes of the mount's root directory,
 	// by name, for clients that find the mount's services from the mount
-	// point alone (`cramfs status MNT` its status socket). Nil: the mount
-	// answers no xattr request (the kernel then stops sending them).
+	// point alone (`cramfs status MNT` its status socket). Every node
+	// answers its POSIX ACLs besides (system.posix_acl_access and
+	// _default), and no other attribute.
 	RootXattrs map[string]string
 }
 
@@ -258,11 +260,12 @@ func Mount(src, mnt string, op Opener, opts Options) (*Server, error) {
 			MaxWrite:           maxRead,
 			MaxReadAhead:       readAhead,
 			DisableReadDirPlus: true, // plain ls must not scan every CRAM
-			DisableXAttrs:      len(opts.RootXattrs) == 0,
-			// Answered without a call into the tree: none has them.
-			IgnoreSecurityLabels: true,
-			DisableSplice:        true, // data is in memory; 1 MiB replies overflow a pipe
-			Debug:                opts.Debug,
+			// The kernel checks the source's POSIX ACLs, which the nodes
+			// serve (getxattr, see acl.go); IgnoreSecurityLabels would
+			// answer their getxattr without asking the nodes.
+			EnableAcl:     true,
+			DisableSplice: true, // data is in memory; 1 MiB replies overflow a pipe
+			Debug:         opts.Debug,
 		},
 	}
 	if opts.Debug {

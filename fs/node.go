@@ -273,13 +273,19 @@ func inoOf(d *dirNode, name string, e *entry) uint64 {
 	return ino
 }
 
-// fillAttr sets a from the source stat st, minus write permission.
+// fillAttr sets a from the source stat st, minus write permission. Group
+// bits that are write only stay: with an ACL they are its mask, and the
+// kernel consults the ACL only when some group bit is set (without it,
+// nobody's own ACL entry would be skipped for the other bits).
 func fillAttr(a *fuse.Attr, st *syscall.Stat_t, size int64, ino uint64) {
 	a.Ino = ino
 	a.Size = uint64(max(size, 0))
 	a.Blocks = (a.Size + 511) / 512
 	a.Blksize = 1 << 16
 	a.Mode = st.Mode &^ 0o222
+	if a.Mode&0o070 == 0 {
+		a.Mode |= st.Mode & 0o070
+	}
 	a.Nlink = 1
 	if isDir(st) {
 		a.Nlink = uint32(max(st.Nlink, 2))
@@ -349,7 +355,7 @@ var (
 )
 
 // rootDir is the mount's root directory when it has extended attributes
-// (Options.RootXattrs); every other node answers none (ENODATA).
+// (Options.RootXattrs) besides its ACL.
 type rootDir struct {
 	dirNode
 	xattrs map[string]string // constant
@@ -358,12 +364,13 @@ type rootDir struct {
 var _ fusefs.NodeGetxattrer = (*rootDir)(nil)
 
 // Getxattr implements fs.NodeGetxattrer: the attribute attr, copied into
-// dest when it fits, or its size when dest is empty.
+// dest when it fits, or its size when dest is empty; the directory's ACL
+// as every directory's.
 func (r *rootDir) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	v, ok := r.xattrs[attr]
 	switch {
 	case !ok:
-		return 0, syscall.ENODATA
+		return r.dirNode.Getxattr(ctx, attr, dest)
 	case len(dest) == 0:
 		return uint32(len(v)), 0
 	case len(dest) < len(v):
