@@ -3,10 +3,13 @@ package fs
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,6 +107,78 @@ func checkNobody(t *testing.T, where, dir string, can map[string][]byte, cannot 
 	}
 }
 
+// TestSharedMountLinks: a link in a public directory to a CRAM (or file,
+// or directory) of a 0700 one gives nobody nothing through the mount, as
+// in the source; links are shown as links, their text rewritten to name
+// the synthetic files, and absolute links below the source made relative.
+// A link to a CRAM nobody may read is read through the mount.
+func TestSharedMountLinks(t *testing.T) {
+	requireNobody(t)
+	top := sharedTemp(t)
+	src := filepath.Join(top, "src")
+	for name, content := range map[string]string{
+		"priv/p.cram": "CRAM p", "priv/q.cram": "CRAM q", "priv/secret.txt": "secret",
+		"shared/s.cram": "CRAM s", "pub/own.txt": "own",
+	} {
+		writeFile(t, filepath.Join(src, name), content)
+	}
+	must(t, os.Chmod(filepath.Join(src, "priv"), 0o700))
+	real, err := filepath.EvalSymlinks(src)
+	must(t, err)
+	for link, target := range map[string]string{
+		"link.cram": "../priv/p.cram", "abs.cram": filepath.Join(real, "priv", "q.cram"),
+		"dlink": "../priv", "plain.txt": "../priv/secret.txt", "ok.cram": "../shared/s.cram",
+		"chain.cram": "link.cram", "blob.cram": "own.txt",
+	} {
+		must(t, os.Symlink(target, filepath.Join(src, "pub", link)))
+	}
+	_, mnt := sharedMount(t, top, src, &fakeOpener{}, Options{})
+	p, q, s := expectedBAM(t, filepath.Join(src, "priv", "p.cram")), expectedBAM(t, filepath.Join(src, "priv", "q.cram")), expectedBAM(t, filepath.Join(src, "shared", "s.cram"))
+
+	checkNobody(t, "source", src, map[string][]byte{"pub/ok.cram": []byte("CRAM s")}, []string{"pub/link.cram", "pub/abs.cram", "pub/dlink/p.cram", "pub/plain.txt"})
+	// Root reads them all through the mount (which opens the CRAMs: their
+	// indexes are then known and listed).
+	for name, want := range map[string][]byte{
+		"pub/link.bam": p.data, "pub/link.bam.bai": p.index, "pub/link.bai": p.index, "pub/chain.bam": p.data,
+		"pub/abs.bam": q.data, "pub/abs.bai": q.index, "pub/dlink/p.bam": p.data, "pub/plain.txt": []byte("secret"),
+		"pub/ok.bam": s.data, "pub/ok.bai": s.index,
+	} {
+		got, err := os.ReadFile(filepath.Join(mnt, name))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("root reads %s: %d bytes, %v; want %d bytes", name, len(got), err, len(want))
+		}
+	}
+	checkNobody(t, "mount", mnt, map[string][]byte{"pub/ok.bam": s.data, "pub/ok.bai": s.index, "pub/own.txt": []byte("own")},
+		[]string{"pub/link.bam", "pub/link.bam.bai", "pub/link.bai", "pub/chain.bam", "pub/abs.bam", "pub/abs.bam.bai", "pub/abs.bai", "pub/dlink/p.bam", "pub/plain.txt"})
+
+	for name, want := range map[string]string{
+		"link.bam": "../priv/p.bam", "link.bam.bai": "../priv/p.bam.bai", "link.bai": "../priv/p.bai",
+		"abs.bam": "../priv/q.bam", "abs.bai": "../priv/q.bai", "dlink": "../priv", "plain.txt": "../priv/secret.txt",
+		"chain.bam": "link.bam",
+	} {
+		got, err := os.Readlink(filepath.Join(mnt, "pub", name))
+		if err != nil || got != want {
+			t.Errorf("readlink %s = %q, %v; want %q", name, got, err, want)
+		}
+		fi, err := os.Lstat(filepath.Join(mnt, "pub", name))
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 || fi.Size() != int64(len(want)) {
+			t.Errorf("lstat %s = %v, %v; want a link of %d bytes", name, fi, err, len(want))
+		}
+	}
+	// blob.cram leads to own.txt, whose name gives no synthetic name to
+	// lead to: hidden.
+	want := []string{"abs.bai", "abs.bam", "abs.bam.bai", "chain.bai", "chain.bam", "chain.bam.bai", "dlink",
+		"link.bai", "link.bam", "link.bam.bai", "ok.bai", "ok.bam", "ok.bam.bai", "own.txt", "plain.txt"}
+	if got := readDirNames(t, filepath.Join(mnt, "pub")); !slices.Equal(got, want) {
+		t.Errorf("listing of pub %q, want %q", got, want)
+	}
+	for _, name := range []string{"blob.bam", "blob.bai", "link.cram"} {
+		if _, err := os.Lstat(filepath.Join(mnt, "pub", name)); !errors.Is(err, syscall.ENOENT) {
+			t.Errorf("lstat %s: %v, want ENOENT", name, err)
+		}
+	}
+}
+
 // aclAccess reads the access ACL of path (an error when it has none).
 func aclAccess(path string) ([]byte, error) {
 	buf := make([]byte, 4096)
@@ -189,5 +264,65 @@ func TestSharedMountACL(t *testing.T) {
 			t.Fatalf("nobody still reads later.txt 10 s after its ACL refused them (%v)", err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestShadowedNames: a real entry of the source named like a synthetic
+// file (a directory v.bam beside v.cram, a real x.bam, x.bam.bai and
+// x.bai, a link y.bai) is shown instead of the synthetic file; each is
+// logged once and listed by Server.Shadowed.
+func TestShadowedNames(t *testing.T) {
+	corpus.RequireFUSE(t)
+	src := t.TempDir()
+	for name, content := range map[string]string{
+		"v.cram": "CRAM v", "v.bam/inner.txt": "inner", "x.cram": "CRAM x", "x.bam": "real x.bam",
+		"x.bam.bai": "real x.bam.bai", "x.bai": "real x.bai", "y.cram": "CRAM y", "elsewhere.txt": "elsewhere",
+	} {
+		writeFile(t, filepath.Join(src, name), content)
+	}
+	must(t, os.Symlink("elsewhere.txt", filepath.Join(src, "y.bai")))
+	var logBuf syncBuffer
+	log := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	mnt := t.TempDir()
+	s, err := Mount(src, mnt, &fakeOpener{}, Options{Logger: log})
+	must(t, err)
+	defer func() { must(t, s.Unmount()) }()
+	for range 2 {
+		for name, want := range map[string]string{
+			"v.bam/inner.txt": "inner", "x.bam": "real x.bam", "x.bam.bai": "real x.bam.bai", "x.bai": "real x.bai", "y.bai": "elsewhere",
+		} {
+			got, err := os.ReadFile(filepath.Join(mnt, name))
+			if err != nil || string(got) != want {
+				t.Errorf("%s = %d bytes %q..., %v; want the real entry's %q", name, len(got), got[:min(len(got), 12)], err, want)
+			}
+		}
+		readDirNames(t, mnt)
+	}
+	if fi, err := os.Stat(filepath.Join(mnt, "v.bam")); err != nil || !fi.IsDir() {
+		t.Errorf("v.bam: %v, %v; want the directory", fi, err)
+	}
+	got, truncated := s.Shadowed()
+	slices.SortFunc(got, func(a, b Shadow) int { return strings.Compare(a.Name, b.Name) })
+	want := []Shadow{
+		{Dir: ".", Name: "v.bam", Kind: "directory", CRAM: "v.cram"},
+		{Dir: ".", Name: "x.bai", Kind: "file", CRAM: "x.cram"},
+		{Dir: ".", Name: "x.bam", Kind: "file", CRAM: "x.cram"},
+		{Dir: ".", Name: "x.bam.bai", Kind: "file", CRAM: "x.cram"},
+		{Dir: ".", Name: "y.bai", Kind: "symbolic link", CRAM: "y.cram"},
+	}
+	if !slices.Equal(got, want) || truncated {
+		t.Errorf("Shadowed() = %+v, %v; want %+v", got, truncated, want)
+	}
+	lines := strings.Split(strings.TrimSpace(logBuf.String()), "\n")
+	for _, w := range want {
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, "level=WARN") && strings.Contains(l, "name="+w.Name+" ") && strings.Contains(l, "cram="+w.CRAM) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s is logged %d times, want once; log:\n%s", w.Name, n, logBuf.String())
+		}
 	}
 }
