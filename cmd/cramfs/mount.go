@@ -198,7 +198,7 @@ func (c *mountCmd) run(pos []string, e *env) error {
 	log.Info("mounted", "src", src, "mnt", mnt, "threads", ef.threads, "cache_size", ef.cacheSize, "level", ef.level)
 	base := mountStatus{Src: src, Mnt: mnt, PID: os.Getpid(), Started: time.Now(), Threads: mgr.Options().Threads,
 		Level: ef.level, CacheSize: mgr.Options().CacheSize}
-	if ss, err := newStatusServer(sock, base, op.states, mgr, log); err != nil {
+	if ss, err := newStatusServer(sock, base, op.states, mgr, log, srv); err != nil {
 		log.Warn("cramfs status will not answer for this mount", "err", err)
 	} else {
 		defer ss.Close()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cramfs/cramfs/cache"
 	"github.com/cramfs/cramfs/engine"
+	cfs "github.com/cramfs/cramfs/fs"
 )
 
 // A running mount answers `cramfs status MNT` on a unix socket in a
@@ -49,6 +50,48 @@ type mountStatus struct {
 	Cache     cache.Stats  `json:"cache"`
 	Files     []fileStatus `json:"files"`
 	Scans     []scanStatus `json:"scans"`
+	// Shadowed are the real entries of SRC found hiding a synthetic
+	// name, at most fs.MaxShadowed; ShadowedMore says that more were.
+	Shadowed     []shadowStatus `json:"shadowed,omitempty"`
+	ShadowedMore bool           `json:"shadowed_more,omitempty"`
+}
+
+// shadowStatus is a real entry of SRC shown instead of the synthetic file
+// of the same name (fs.Shadow).
+type shadowStatus struct {
+	Dir  string `json:"dir"`
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	CRAM string `json:"cram"`
+}
+
+// shadowLister lists a mount's shadowed names (fs.Server).
+type shadowLister interface {
+	Shadowed() ([]cfs.Shadow, bool)
+}
+
+// shadowedOf returns the shadowed names of l (none when l is nil).
+func shadowedOf(l shadowLister) ([]shadowStatus, bool) {
+	if l == nil {
+		return nil, false
+	}
+	list, more := l.Shadowed()
+	out := make([]shadowStatus, len(list))
+	for i, s := range list {
+		out[i] = shadowStatus{Dir: s.Dir, Name: s.Name, Kind: s.Kind, CRAM: s.CRAM}
+	}
+	return out, more
+}
+
+// writeShadowed prints the shadowed names of a status for people.
+func writeShadowed(w io.Writer, st mountStatus) {
+	for _, s := range st.Shadowed {
+		fmt.Fprintf(w, "shadowed: %s (%s) is shown instead of the synthetic file of %s\n",
+			filepath.Join(s.Dir, s.Name), s.Kind, filepath.Join(s.Dir, s.CRAM))
+	}
+	if st.ShadowedMore {
+		fmt.Fprintf(w, "shadowed: more names than the %d kept (see the mount's log)\n", len(st.Shadowed))
+	}
 }
 
 // scanStatus is a layout scan in progress: the first access of a file
@@ -242,10 +285,11 @@ func trustedUID(uid int) bool {
 // statusServer answers status requests of one mount.
 type statusServer struct {
 	// dependencies
-	ln     *net.UnixListener
-	states *fileStates
-	mgr    *engine.Manager
-	log    *slog.Logger
+	ln      *net.UnixListener
+	states  *fileStates
+	mgr     *engine.Manager
+	log     *slog.Logger
+	shadows shadowLister // nil: none
 	// constant
 	path string
 	base mountStatus // the mount's own fields; Cache and Files are filled per request
@@ -253,7 +297,7 @@ type statusServer struct {
 
 // newStatusServer listens on path; a socket left by a dead mount is
 // replaced.
-func newStatusServer(path string, base mountStatus, states *fileStates, mgr *engine.Manager, log *slog.Logger) (*statusServer, error) {
+func newStatusServer(path string, base mountStatus, states *fileStates, mgr *engine.Manager, log *slog.Logger, shadows shadowLister) (*statusServer, error) {
 	if err := privateDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
@@ -270,7 +314,7 @@ func newStatusServer(path string, base mountStatus, states *fileStates, mgr *eng
 		ln.Close()
 		return nil, err
 	}
-	s := &statusServer{ln: ln, states: states, mgr: mgr, log: log, path: path, base: base}
+	s := &statusServer{ln: ln, states: states, mgr: mgr, log: log, shadows: shadows, path: path, base: base}
 	go s.serve()
 	return s, nil
 }
@@ -298,6 +342,7 @@ func (s *statusServer) answer(c *net.UnixConn) {
 	st.Cache = s.mgr.CacheStats()
 	st.Files = s.states.snapshot()
 	st.Scans = scansOf(s.mgr)
+	st.Shadowed, st.ShadowedMore = shadowedOf(s.shadows)
 	if err := json.NewEncoder(c).Encode(st); err != nil {
 		s.log.Debug("status reply", "err", err)
 	}
@@ -376,6 +421,7 @@ func (c *statusCmd) run(pos []string, e *env) error {
 		return fmt.Errorf("the status of %s is not what this cramfs reads (another version?): %w", mnt, err)
 	}
 	writeStatus(e.stdout, st)
+	writeShadowed(e.stdout, st)
 	return nil
 }
 

@@ -40,7 +40,7 @@ func TestStatusShowsScans(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	mgr := engine.NewManager(engine.Options{Threads: 2, CacheDir: cache}, log)
 	defer mgr.Close()
-	ss, err := newStatusServer(statusSocket(cache, mnt), mountStatus{Mnt: mnt}, newFileStates(io.Discard, t.TempDir()), mgr, log)
+	ss, err := newStatusServer(statusSocket(cache, mnt), mountStatus{Mnt: mnt}, newFileStates(io.Discard, t.TempDir()), mgr, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
