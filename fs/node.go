@@ -277,8 +277,8 @@ func inoOf(d *dirNode, name string, e *entry) uint64 {
 
 // fillAttr sets a from the source stat st, minus write permission. Group
 // bits that are write only stay: with an ACL they are its mask, and the
-// kernel consults the ACL only when some group bit is set (without it,
-// nobody's own ACL entry would be skipped for the other bits).
+// kernel consults the ACL only when some group bit is set (without it, a
+// named user's entry would be skipped in favour of the other bits).
 func fillAttr(a *fuse.Attr, st *syscall.Stat_t, size int64, ino uint64) {
 	a.Ino = ino
 	a.Size = uint64(max(size, 0))
