@@ -298,6 +298,10 @@ func Mount(src, mnt string, op Opener, opts Options) (*Server, error) {
 		root.Close()
 		return nil, fmt.Errorf("%w: mounting %s on %s: %w", ErrMount, src, mnt, err)
 	}
+	if srv.KernelSettings().Flags64()&fuse.CAP_POSIX_ACL == 0 {
+		logger.Warn("cramfs: this kernel does not check POSIX ACLs on FUSE (Linux before 4.9): through the mount only modes and owners are checked, not the source's ACLs",
+			"mnt", mntReal)
+	}
 	if err := setReadAhead(mntReal, readAhead); err != nil {
 		logger.Debug("cramfs: read-ahead left at the kernel default", "mnt", mntReal, "err", err)
 	}
