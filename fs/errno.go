@@ -41,6 +41,7 @@ func toErrno(err error) syscall.Errno {
 // srcReal).
 func newMountFS(root *os.Root, srcReal string, op Opener, log *slog.Logger) *mountFS {
 	m := &mountFS{root: root, srcReal: srcReal, op: op, log: log}
+	m.shadows.seen.max, m.notes.max = MaxShadowed, maxNotes
 	// ".." escapes any root, and is refused without a system call.
 	if _, err := root.Lstat(".."); err != nil {
 		m.escapes = errors.Unwrap(err)

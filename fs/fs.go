@@ -5,11 +5,10 @@
 //
 // Name mapping, per source directory:
 //
-//   - x.cram (a regular file, or a symbolic link to one inside the source
-//     tree) appears as x.bam, and its index as x.bam.bai and x.bai, the
-//     names htslib, Picard, GATK and IGV look for (x.bam.csi and x.csi
-//     when it is a CSI; none when the records are not sorted by
-//     coordinate); the .cram itself is not shown.
+//   - x.cram (a regular file) appears as x.bam, and its index as x.bam.bai
+//     and x.bai, the names htslib, Picard, GATK and IGV look for
+//     (x.bam.csi and x.csi when it is a CSI; none when the records are not
+//     sorted by coordinate); the .cram itself is not shown.
 //   - A listing reads no CRAM: it names x.bam at once, and the index only
 //     once the Opener knows it (IndexKnower: the CRAM was opened, by a
 //     lookup or --index-on-mount). A lookup of x.bam.bai or x.bai works by
@@ -17,17 +16,36 @@
 //   - A synthetic name longer than 255 bytes (NAME_MAX) is neither listed
 //     nor looked up: a 255-byte x.cram shows x.bam and x.bai only.
 //   - .crai files are hidden.
-//   - A real x.bam, x.bam.bai or x.bai next to x.cram is hidden: the
-//     synthetic file wins, and x.bam.bai is x.cram's index before it is
+//   - A real entry of the source always wins over a synthetic name: a
+//     directory v.bam beside v.cram, a real x.bam, x.bam.bai or x.bai (or
+//     a link so named) beside x.cram is shown as it is, and the synthetic
+//     file of that name is not. Each such name is logged once per mount
+//     (a warning naming the directory, the name and the CRAM) and listed
+//     by Server.Shadowed (`cramfs status`), up to MaxShadowed of them.
+//     Among synthetic names, x.bam.bai is x.cram's index before it is
 //     x.bam.cram's x.bai.
 //   - Directories and every other regular file pass through unchanged,
 //     read-only, read from the source.
-//   - Symbolic links are resolved by the filesystem itself, through the
-//     source root, one component at a time: a link is followed when its
-//     target lies inside the source tree (an absolute target must name a
-//     path below the source's real path), and hidden otherwise, as is a
-//     directory link that loops back onto one of its own ancestors.
-//     FIFOs, sockets and devices, and links to them, are hidden.
+//   - Symbolic links are shown as symbolic links, so that the kernel
+//     resolves them through the mount and checks every directory on the
+//     way as in the source. A link is shown when, resolved through the
+//     mount, it leads to what it leads to in the source: a directory or
+//     pass-through file. Its text is kept, except that an absolute target
+//     below the source's real path is made relative. A link x.cram (to a
+//     CRAM) is not shown; its x.bam, x.bam.bai and x.bai are links to its
+//     target with the last component's .cram replaced (x.bam ->
+//     ../priv/p.bam), shown when they lead to that CRAM's synthetic file.
+//     A link x.cram whose target's name does not end in .cram gives no
+//     name to lead to: it is hidden, with a warning. Links leading outside
+//     the source, dangling, looping (more than 40 links), to a FIFO,
+//     socket or device, or to a .cram under another name, are hidden.
+//     FIFOs, sockets and devices are hidden.
+//   - Modes, owners and POSIX ACLs are the source's (a synthetic file has
+//     its CRAM's), minus write permission; the kernel checks them
+//     (default_permissions), the ACLs too (see acl.go), so that with
+//     AllowOther a user reads through the mount what they may read in
+//     the source. The source's own ancestors are not checked: the mount's
+//     root is the source.
 //
 // Nothing outside the source is ever opened or stat-followed: every file
 // and directory is opened through an os.Root of the source, with
@@ -157,7 +175,9 @@ type IndexKnower interface {
 type Options struct {
 	// AllowOther lets other users access the mount (needs
 	// user_allow_other in /etc/fuse.conf for non-root users). Access is
-	// still checked against the source files' modes (default_permissions).
+	// still checked by the kernel against the source's modes, owners and
+	// POSIX ACLs (default_permissions), symbolic links included, which
+	// the mount shows as links.
 	AllowOther bool
 	// Logger receives one line per failed operation; nil discards.
 	Logger *slog.Logger
@@ -174,8 +194,9 @@ type Options struct {
 	MaxRead, MaxReadAhead int
 	// RootXattrs are extended attributes of the mount's root directory,
 	// by name, for clients that find the mount's services from the mount
-	// point alone (`cramfs status MNT` its status socket). Nil: the mount
-	// answers no xattr request (the kernel then stops sending them).
+	// point alone (`cramfs status MNT` its status socket). Every node
+	// answers its POSIX ACLs besides (system.posix_acl_access and
+	// _default), and no other attribute.
 	RootXattrs map[string]string
 }
 
@@ -240,9 +261,9 @@ func Mount(src, mnt string, op Opener, opts Options) (*Server, error) {
 	}
 
 	m := newMountFS(root, srcReal, op, logger)
-	var rootNode fusefs.InodeEmbedder = &dirNode{m: m, rel: ".", mpath: ".", chain: []string{"."}}
+	var rootNode fusefs.InodeEmbedder = &dirNode{m: m, rel: ".", mpath: "."}
 	if len(opts.RootXattrs) > 0 {
-		rootNode = &rootDir{dirNode: dirNode{m: m, rel: ".", mpath: ".", chain: []string{"."}}, xattrs: maps.Clone(opts.RootXattrs)}
+		rootNode = &rootDir{dirNode: dirNode{m: m, rel: ".", mpath: "."}, xattrs: maps.Clone(opts.RootXattrs)}
 	}
 	negTO := entryTO
 	fo := &fusefs.Options{
@@ -258,11 +279,12 @@ func Mount(src, mnt string, op Opener, opts Options) (*Server, error) {
 			MaxWrite:           maxRead,
 			MaxReadAhead:       readAhead,
 			DisableReadDirPlus: true, // plain ls must not scan every CRAM
-			DisableXAttrs:      len(opts.RootXattrs) == 0,
-			// Answered without a call into the tree: none has them.
-			IgnoreSecurityLabels: true,
-			DisableSplice:        true, // data is in memory; 1 MiB replies overflow a pipe
-			Debug:                opts.Debug,
+			// The kernel checks the source's POSIX ACLs, which the nodes
+			// serve (getxattr, see acl.go); IgnoreSecurityLabels would
+			// answer their getxattr without asking the nodes.
+			EnableAcl:     true,
+			DisableSplice: true, // data is in memory; 1 MiB replies overflow a pipe
+			Debug:         opts.Debug,
 		},
 	}
 	if opts.Debug {
@@ -275,6 +297,10 @@ func Mount(src, mnt string, op Opener, opts Options) (*Server, error) {
 	if err != nil {
 		root.Close()
 		return nil, fmt.Errorf("%w: mounting %s on %s: %w", ErrMount, src, mnt, err)
+	}
+	if srv.KernelSettings().Flags64()&fuse.CAP_POSIX_ACL == 0 {
+		logger.Warn("cramfs: this kernel does not check POSIX ACLs on FUSE (Linux before 4.9): through the mount only modes and owners are checked, not the source's ACLs",
+			"mnt", mntReal)
 	}
 	if err := setReadAhead(mntReal, readAhead); err != nil {
 		logger.Debug("cramfs: read-ahead left at the kernel default", "mnt", mntReal, "err", err)

@@ -186,7 +186,7 @@ func makeTree(t *testing.T) string {
 	writeFile(t, filepath.Join(src, "a.crai"), "index a2")
 	writeFile(t, filepath.Join(src, "readme.txt"), "hello, pass-through\n")
 	writeFile(t, filepath.Join(src, "sub", "b.cram"), "CRAM b content")
-	writeFile(t, filepath.Join(src, "sub", "b.bam"), "a real b.bam, shadowed by the synthetic one")
+	writeFile(t, filepath.Join(src, "sub", "b.bai"), "a real b.bai, shown instead of the synthetic one")
 	writeFile(t, filepath.Join(src, "sub", "deep", "c.txt"), "deep file")
 	writeFile(t, filepath.Join(src, "bad.cram"), "BROKEN cram")
 	must(t, os.Symlink("/etc/passwd", filepath.Join(src, "link-out")))
@@ -238,7 +238,7 @@ func TestMirror(t *testing.T) {
 	}{
 		// No CRAM was opened yet: no index is listed (see IndexKnower).
 		{".", []string{"a.bam", "bad.bam", "blink.bam", "link-in.txt", "readme.txt", "sub"}},
-		{"sub", []string{"b.bam", "deep", "deeplink"}},
+		{"sub", []string{"b.bai", "b.bam", "deep", "deeplink", "loop"}},
 		{"sub/deep", []string{"c.txt"}},
 		{"sub/deeplink", []string{"c.txt"}},
 	} {
@@ -247,9 +247,19 @@ func TestMirror(t *testing.T) {
 		}
 	}
 
-	for _, name := range []string{"a.cram", "a.cram.crai", "a.crai", "link-out", "rootlink", "fifo", "sub/loop", "sub/b.cram", "nope.bam", "nope.bam.bai"} {
+	// blink.bai would lead to the real sub/b.bai, not to b.cram's index.
+	for _, name := range []string{"a.cram", "a.cram.crai", "a.crai", "link-out", "rootlink", "fifo", "sub/b.cram", "nope.bam", "nope.bam.bai", "blink.bai", "blink.cram"} {
 		if _, err := os.Stat(filepath.Join(mnt, name)); !errors.Is(err, syscall.ENOENT) {
 			t.Errorf("Stat(%s) = %v, want ENOENT", name, err)
+		}
+	}
+
+	// Links are links, an absolute one below the source made relative.
+	for name, want := range map[string]string{
+		"blink.bam": "sub/b.bam", "blink.bam.bai": "sub/b.bam.bai", "link-in.txt": "readme.txt", "sub/loop": "..", "sub/deeplink": "deep",
+	} {
+		if got, err := os.Readlink(filepath.Join(mnt, name)); err != nil || got != want {
+			t.Errorf("Readlink(%s) = %q, %v; want %q", name, got, err, want)
 		}
 	}
 
@@ -298,8 +308,8 @@ func TestMirror(t *testing.T) {
 		dir  string
 		want []string
 	}{
-		{".", []string{"a.bai", "a.bam", "a.bam.bai", "bad.bam", "blink.bai", "blink.bam", "blink.bam.bai", "link-in.txt", "readme.txt", "sub"}},
-		{"sub", []string{"b.bai", "b.bam", "b.bam.bai", "deep", "deeplink"}},
+		{".", []string{"a.bai", "a.bam", "a.bam.bai", "bad.bam", "blink.bam", "blink.bam.bai", "link-in.txt", "readme.txt", "sub"}},
+		{"sub", []string{"b.bai", "b.bam", "b.bam.bai", "deep", "deeplink", "loop"}},
 	} {
 		if got := readDirNames(t, filepath.Join(mnt, tc.dir)); !slices.Equal(got, tc.want) {
 			t.Errorf("after opening, ReadDir(%s) = %q, want %q", tc.dir, got, tc.want)
@@ -317,7 +327,7 @@ func TestMirror(t *testing.T) {
 			}
 			t.Fatal(err)
 		}
-		st, err := os.Stat(filepath.Join(mnt, e.Name()))
+		st, err := os.Lstat(filepath.Join(mnt, e.Name()))
 		must(t, err)
 		if info.Sys().(*syscall.Stat_t).Ino != st.Sys().(*syscall.Stat_t).Ino {
 			t.Errorf("%s: inode changed between stats", e.Name())
@@ -327,7 +337,7 @@ func TestMirror(t *testing.T) {
 	// Pass-through files.
 	for _, tc := range []struct{ name, src string }{
 		{"readme.txt", "readme.txt"}, {"link-in.txt", "readme.txt"}, {"sub/deep/c.txt", "sub/deep/c.txt"},
-		{"sub/deeplink/c.txt", "sub/deep/c.txt"},
+		{"sub/deeplink/c.txt", "sub/deep/c.txt"}, {"sub/b.bai", "sub/b.bai"}, {"sub/loop/readme.txt", "readme.txt"},
 	} {
 		got, err := os.ReadFile(filepath.Join(mnt, tc.name))
 		must(t, err)

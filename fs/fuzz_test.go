@@ -37,7 +37,7 @@ func FuzzNameMapping(f *testing.F) {
 	must(f, err)
 	f.Cleanup(func() { root.Close() })
 	m := newMountFS(root, real, &fakeOpener{}, discardLogger())
-	d := &dirNode{m: m, rel: ".", mpath: ".", chain: []string{"."}}
+	d := &dirNode{m: m, rel: ".", mpath: "."}
 
 	ds, errno := d.Readdir(context.Background())
 	if errno != 0 {
@@ -67,12 +67,23 @@ func FuzzNameMapping(f *testing.F) {
 			}
 			return
 		}
-		// An index is listed only once the Opener knows it exists.
-		if !listed[name] && (e.kind != kindBAI || m.knownIndex(e)) {
+		// An index (or a link to one) is listed only once the Opener
+		// knows it exists.
+		idx, isIndex := e, e.kind == kindBAI
+		if e.kind == kindLink && e.want == kindBAI {
+			idx, isIndex = *e.dest, true
+		}
+		if !listed[name] && (!isIndex || m.knownIndex(idx)) {
 			t.Fatalf("%q resolves (%+v) but is not listed", name, e)
 		}
 		if e.rel == ".." || strings.HasPrefix(e.rel, "../") || path.IsAbs(e.rel) {
 			t.Fatalf("%q escapes the source: %q", name, e.rel)
+		}
+		if e.kind == kindLink {
+			if e.dest == nil || path.IsAbs(e.text) || e.dest.kind == kindLink || e.want != kindLink && e.dest.kind != e.want {
+				t.Fatalf("%q: link %+v leads to %+v", name, e, e.dest)
+			}
+			e = *e.dest
 		}
 		switch e.kind {
 		case kindBAM, kindBAI:
@@ -93,7 +104,8 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // fixture tree (with links of its own, and a directory outside it) and
 // resolves it as the mount does: the result never lies outside the source
 // and, when the link is followed, it is where the kernel's own resolution
-// leads (filepath.EvalSymlinks); a link that leaves the source is hidden.
+// leads (filepath.EvalSymlinks); a link that leaves the source is hidden;
+// a link shown has a relative text that leads there too.
 func FuzzResolveLink(f *testing.F) {
 	top, err := filepath.EvalSymlinks(f.TempDir())
 	must(f, err)
@@ -115,7 +127,8 @@ func FuzzResolveLink(f *testing.F) {
 		"../self", "l", ".", "deep/", "//" + src[1:] + "/y.txt"} {
 		f.Add(s)
 	}
-	link := filepath.Join(src, "sub", "l")
+	link, twin := filepath.Join(src, "sub", "l"), filepath.Join(src, "sub", "twin")
+	sub := &dirNode{m: m, rel: "sub", mpath: "sub"}
 	f.Fuzz(func(t *testing.T, target string) {
 		if target == "" || len(target) > 512 || strings.ContainsRune(target, 0) {
 			return
@@ -141,6 +154,20 @@ func FuzzResolveLink(f *testing.F) {
 		fi, err := root.Lstat(rel)
 		if err != nil || fi.Mode()&os.ModeSymlink != 0 || fi.Sys().(*syscall.Stat_t).Ino != st.Ino {
 			t.Fatalf("target %q: resolved %q is not the file stat'ed (%v)", target, rel, err)
+		}
+		// Shown, the link's text in the mount leads, in the source too,
+		// where the link leads.
+		e, err := m.child(sub, "l")
+		if err != nil {
+			return
+		}
+		if e.kind != kindLink || e.dest.rel != rel || path.IsAbs(e.text) {
+			t.Fatalf("target %q: shown as %+v, want a relative link to %q", target, e, rel)
+		}
+		os.Remove(twin)
+		must(t, os.Symlink(e.text, twin))
+		if got, err := filepath.EvalSymlinks(twin); err != nil || got != kernel {
+			t.Fatalf("target %q: shown as %q, which leads to %q (%v), not %q", target, e.text, got, err, kernel)
 		}
 	})
 }

@@ -29,7 +29,7 @@ func namesFS(t *testing.T, op Opener, build func(src, out string)) (*mountFS, *d
 	must(t, err)
 	t.Cleanup(func() { root.Close() })
 	m := newMountFS(root, src, op, discardLogger())
-	return m, &dirNode{m: m, rel: ".", mpath: ".", chain: []string{"."}}
+	return m, &dirNode{m: m, rel: ".", mpath: "."}
 }
 
 func listNames(t *testing.T, d *dirNode) []string {
@@ -75,8 +75,8 @@ func TestResolveLinks(t *testing.T) {
 		"abs-in.bam": "sub/a.cram", "deep.bam": "sub/a.cram", "chain.bam": "sub/a.cram", "subl": "sub",
 	} {
 		e, err := m.child(d, name)
-		if err != nil || e.rel != want {
-			t.Errorf("child %s = %q, %v; want %q", name, e.rel, err, want)
+		if err != nil || e.kind != kindLink || e.dest.rel != want {
+			t.Errorf("child %s = %+v, %v; want a link to %q", name, e, err, want)
 		}
 	}
 	for _, name := range []string{"abs-out.bam", "up.bam", "outdir", "via.bam", "loop1", "abs-out.cram"} {
@@ -88,8 +88,8 @@ func TestResolveLinks(t *testing.T) {
 
 // TestIndexNameMapping checks the names of a CRAM's index: x.bam.bai and
 // x.bai, listed only once the Opener knows them; x.bam.bai belongs to
-// x.cram before x.bam.cram; names over NAME_MAX are neither listed nor
-// resolved.
+// x.cram before x.bam.cram; a real x.bai wins; names over NAME_MAX are
+// neither listed nor resolved.
 func TestIndexNameMapping(t *testing.T) {
 	long := strings.Repeat("n", 250)
 	op := &fakeOpener{}
@@ -97,9 +97,9 @@ func TestIndexNameMapping(t *testing.T) {
 		writeFile(t, filepath.Join(src, "x.cram"), "x")
 		writeFile(t, filepath.Join(src, "x.bam.cram"), "x.bam")
 		writeFile(t, filepath.Join(src, long+".cram"), "long")
-		writeFile(t, filepath.Join(src, "x.bai"), "a real x.bai, shadowed")
+		writeFile(t, filepath.Join(src, "x.bai"), "a real x.bai, shown")
 	})
-	if got, want := listNames(t, d), []string{long + ".bam", "x.bam", "x.bam.bam"}; !slices.Equal(got, want) {
+	if got, want := listNames(t, d), []string{long + ".bam", "x.bai", "x.bam", "x.bam.bam"}; !slices.Equal(got, want) {
 		t.Errorf("listing before opening %q, want %q", got, want)
 	}
 	for _, name := range []string{"x.bam", "x.bam.bam", long + ".bam"} {
@@ -113,11 +113,14 @@ func TestIndexNameMapping(t *testing.T) {
 	if got := listNames(t, d); !slices.Equal(got, want) {
 		t.Errorf("listing after opening %q, want %q", got, want)
 	}
-	for name, cram := range map[string]string{"x.bai": "x.cram", "x.bam.bai": "x.cram", "x.bam.bam.bai": "x.bam.cram", long + ".bai": long + ".cram"} {
+	for name, cram := range map[string]string{"x.bam.bai": "x.cram", "x.bam.bam.bai": "x.bam.cram", long + ".bai": long + ".cram"} {
 		e, err := m.child(d, name)
 		if err != nil || e.kind != kindBAI || e.rel != cram {
 			t.Errorf("child %s = %+v, %v; want the index of %s", name, e, err, cram)
 		}
+	}
+	if e, err := m.child(d, "x.bai"); err != nil || e.kind != kindFile || e.rel != "x.bai" {
+		t.Errorf("child x.bai = %+v, %v; want the real x.bai", e, err)
 	}
 	if e, err := m.child(d, long+".bam.bai"); !errors.Is(err, iofs.ErrNotExist) {
 		t.Errorf("child of a %d-byte name = %+v, %v; want hidden", len(long)+8, e, err)

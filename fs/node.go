@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -29,6 +28,8 @@ type mountFS struct {
 	// not export it), as when a directory was swapped for a link out of
 	// the source since it was looked up.
 	escapes error
+	shadows shadowList // real entries that hide synthetic names
+	notes   onceSet    // what was said once (links not shown)
 }
 
 // kind is what a mount entry is made of.
@@ -39,15 +40,25 @@ const (
 	kindFile             // a source regular file, passed through
 	kindBAM              // the synthetic BAM of a CRAM
 	kindBAI              // the synthetic BAI of a CRAM
+	kindLink             // a symbolic link, shown as one
 )
 
 // entry is a resolved name in a mount directory: its kind and the source
-// object behind it (for kindBAM/kindBAI, the CRAM).
+// object behind it (for kindBAM/kindBAI, the CRAM; for kindLink, the
+// link, x.cram's for its x.bam).
 type entry struct {
 	kind kind
-	rel  string // slash path of the source object relative to the source root, symlinks resolved
+	rel  string // slash path of the source object relative to the source root, without links
 	st   syscall.Stat_t
-	ext  string // for kindBAI, the index extension named: ".bai" or ".csi"
+	ext  string // for kindBAI (and a link standing for one), the index extension named: ".bai" or ".csi"
+	// For kindLink: text is the link's text in the mount; want is what it
+	// must lead to there: kindLink for a link shown under its own name
+	// (the file or directory it leads to in the source), kindBAM or
+	// kindBAI for x.bam or x.bai of a link x.cram (that file of the CRAM
+	// it leads to); dest is what it leads to (set by checkLink).
+	text string
+	want kind
+	dest *entry
 }
 
 // indexExt is the extension of the index a BAMFile serves: what it says
@@ -107,6 +118,10 @@ func (m *mountFS) resolveSource(dirRel, name string) (string, syscall.Stat_t, er
 		todo = todo[1:]
 		switch c {
 		case "", ".":
+			// "f/" and "f/." of a file f fail (ENOTDIR), as in the kernel.
+			if !fi.IsDir() {
+				return "", st, fmt.Errorf("%w: %s is not a directory", errHidden, done)
+			}
 			continue
 		case "..":
 			if done == "." {
@@ -163,12 +178,26 @@ func (m *mountFS) resolveSource(dirRel, name string) (string, syscall.Stat_t, er
 // inside returns the absolute path abs relative to the source's real
 // path, when it lies below it (judged on the name alone: nothing outside
 // the source is looked at).
+//
+// The source's components are matched one by one and the rest is kept as
+// it is, not cleaned: ".." after a linked directory leads where the
+// kernel's resolution leads, and a ".." among the source's own components
+// passes outside it.
 func (m *mountFS) inside(abs string) (string, bool) {
-	abs = path.Clean(abs)
-	if !within(abs, m.srcReal) {
-		return "", false
+	rest := strings.Split(abs, "/")
+	for _, want := range strings.Split(strings.Trim(m.srcReal, "/"), "/") {
+		for len(rest) > 0 && (rest[0] == "" || rest[0] == ".") {
+			rest = rest[1:]
+		}
+		if want == "" {
+			break // the source is /
+		}
+		if len(rest) == 0 || rest[0] != want {
+			return "", false
+		}
+		rest = rest[1:]
 	}
-	r := strings.TrimPrefix(strings.TrimPrefix(abs, m.srcReal), "/")
+	r := strings.TrimLeft(strings.Join(rest, "/"), "/")
 	if r == "" {
 		r = "."
 	}
@@ -197,41 +226,14 @@ var synthetic = [...]struct {
 
 // child resolves name in directory d by the package's name mapping rules.
 // Names that do not exist or are not shown give an error matching
-// fs.ErrNotExist. It opens nothing: it decides from lstats.
+// fs.ErrNotExist. It opens nothing: it decides from lstats, and reads
+// the links it meets.
 func (m *mountFS) child(d *dirNode, name string) (entry, error) {
-	if name == "" || name == "." || name == ".." || len(name) > nameMax || strings.ContainsAny(name, "/\x00") {
-		return entry{}, errHidden
+	e, err := m.entryOf(d.rel, name)
+	if err != nil || e.kind != kindLink {
+		return e, err
 	}
-	for _, s := range synthetic {
-		base, ok := strings.CutSuffix(name, s.suffix)
-		if !ok || base == "" {
-			continue
-		}
-		rel, st, err := m.resolveSource(d.rel, base+".cram")
-		if err == nil && isReg(&st) {
-			return entry{kind: s.k, rel: rel, st: st, ext: s.ext}, nil
-		}
-		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
-			return entry{}, err
-		}
-	}
-	rel, st, err := m.resolveSource(d.rel, name)
-	if err != nil {
-		return entry{}, err
-	}
-	switch {
-	case isDir(&st):
-		if slices.Contains(d.chain, rel) {
-			return entry{}, fmt.Errorf("%w: symbolic link %s loops back to %s", errHidden, path.Join(d.rel, name), rel)
-		}
-		return entry{kind: kindDir, rel: rel, st: st}, nil
-	case isReg(&st):
-		if strings.HasSuffix(name, ".cram") || strings.HasSuffix(name, ".crai") {
-			return entry{}, errHidden
-		}
-		return entry{kind: kindFile, rel: rel, st: st}, nil
-	}
-	return entry{}, fmt.Errorf("%w: %s is not a regular file or directory", errHidden, rel)
+	return e, m.checkLink(d.rel, &e)
 }
 
 // inoOf derives the stable inode number of entry e named name in d. The
@@ -273,13 +275,19 @@ func inoOf(d *dirNode, name string, e *entry) uint64 {
 	return ino
 }
 
-// fillAttr sets a from the source stat st, minus write permission.
+// fillAttr sets a from the source stat st, minus write permission. Group
+// bits that are write only stay: with an ACL they are its mask, and the
+// kernel consults the ACL only when some group bit is set (without it, a
+// named user's entry would be skipped in favour of the other bits).
 func fillAttr(a *fuse.Attr, st *syscall.Stat_t, size int64, ino uint64) {
 	a.Ino = ino
 	a.Size = uint64(max(size, 0))
 	a.Blocks = (a.Size + 511) / 512
 	a.Blksize = 1 << 16
 	a.Mode = st.Mode &^ 0o222
+	if a.Mode&0o070 == 0 {
+		a.Mode |= st.Mode & 0o070
+	}
 	a.Nlink = 1
 	if isDir(st) {
 		a.Nlink = uint32(max(st.Nlink, 2))
@@ -332,13 +340,14 @@ func (m *mountFS) knownIndex(e entry) bool {
 	return ok && ext == e.ext
 }
 
-// dirNode is a mirrored source directory.
+// dirNode is a mirrored source directory. The mount's directories are the
+// source's own (a link to a directory is shown as a link), so its source
+// path has no links and is its path in the mount.
 type dirNode struct {
 	fusefs.Inode
 	m     *mountFS
-	rel   string   // resolved source path relative to the source root
-	mpath string   // path inside the mount, for logs and inode numbers
-	chain []string // rel of this directory and its ancestors, for loop checks
+	rel   string // source path relative to the source root
+	mpath string // path inside the mount, for logs and inode numbers
 }
 
 var (
@@ -349,7 +358,7 @@ var (
 )
 
 // rootDir is the mount's root directory when it has extended attributes
-// (Options.RootXattrs); every other node answers none (ENODATA).
+// (Options.RootXattrs) besides its ACL.
 type rootDir struct {
 	dirNode
 	xattrs map[string]string // constant
@@ -358,12 +367,13 @@ type rootDir struct {
 var _ fusefs.NodeGetxattrer = (*rootDir)(nil)
 
 // Getxattr implements fs.NodeGetxattrer: the attribute attr, copied into
-// dest when it fits, or its size when dest is empty.
+// dest when it fits, or its size when dest is empty; the directory's ACL
+// as every directory's.
 func (r *rootDir) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	v, ok := r.xattrs[attr]
 	switch {
 	case !ok:
-		return 0, syscall.ENODATA
+		return r.dirNode.Getxattr(ctx, attr, dest)
 	case len(dest) == 0:
 		return uint32(len(v)), 0
 	case len(dest) < len(v):
@@ -411,12 +421,19 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	if err != nil {
 		return nil, d.m.fail("lookup", mp, err)
 	}
-	ino := inoOf(d, name, &e)
+	ino := entryIno(d, name, &e)
 	switch e.kind {
 	case kindDir:
-		n := &dirNode{m: d.m, rel: e.rel, mpath: mp, chain: append(slices.Clip(d.chain), e.rel)}
+		n := &dirNode{m: d.m, rel: e.rel, mpath: mp}
 		fillAttr(&out.Attr, &e.st, e.st.Size, ino)
 		return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino}), 0
+	case kindLink:
+		if e.want == kindBAI && !d.m.indexMayBe(*e.dest) {
+			return nil, d.m.fail("lookup", mp, fmt.Errorf("%w: the index of %s is not %s", errHidden, e.dest.rel, e.ext))
+		}
+		n := &linkNode{text: []byte(e.text), st: e.st}
+		fillLinkAttr(&out.Attr, &e.st, len(e.text), ino)
+		return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino}), 0
 	case kindFile:
 		n := &fileNode{m: d.m, rel: e.rel, mpath: mp, id: identOf(&e.st)}
 		fillAttr(&out.Attr, &e.st, e.st.Size, ino)
@@ -505,14 +522,17 @@ func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno)
 			}
 			continue
 		}
-		if e.kind == kindBAI && !d.m.knownIndex(e) {
+		if e.kind == kindBAI && !d.m.knownIndex(e) || e.kind == kindLink && e.want == kindBAI && !d.m.knownIndex(*e.dest) {
 			continue
 		}
 		mode := uint32(syscall.S_IFREG)
-		if e.kind == kindDir {
+		switch e.kind {
+		case kindDir:
 			mode = syscall.S_IFDIR
+		case kindLink:
+			mode = syscall.S_IFLNK
 		}
-		out = append(out, fuse.DirEntry{Name: n, Mode: mode, Ino: inoOf(d, n, &e)})
+		out = append(out, fuse.DirEntry{Name: n, Mode: mode, Ino: entryIno(d, n, &e)})
 	}
 	return fusefs.NewListDirStream(out), 0
 }

@@ -53,7 +53,7 @@ func (s *Service) Mount(src, mnt string, o MountOptions) (*Mount, error) {
 	m := &Mount{srv: srv, op: op, mnt: mnt, done: make(chan struct{}), svc: s}
 	base := mountStatus{Src: src, Mnt: mnt, PID: os.Getpid(), Started: time.Now(), Threads: s.mgr.Options().Threads,
 		Level: s.opts.Level, CacheSize: s.mgr.Options().CacheSize}
-	if ss, err := newStatusServer(sock, base, op.states, s.mgr, s.log); err != nil {
+	if ss, err := newStatusServer(sock, base, op.states, s.mgr, s.log, srv); err != nil {
 		s.log.Warn("cramfs status will not answer for this mount", "err", err)
 	} else {
 		m.status = ss

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cramfs/cramfs/cache"
 	"github.com/cramfs/cramfs/engine"
+	cfs "github.com/cramfs/cramfs/fs"
 )
 
 // A running mount answers `cramfs status MNT` on a unix socket in a
@@ -48,6 +49,48 @@ type mountStatus struct {
 	Cache     cache.Stats  `json:"cache"`
 	Files     []fileStatus `json:"files"`
 	Scans     []scanStatus `json:"scans"`
+	// Shadowed are the real entries of SRC found hiding a synthetic
+	// name, at most fs.MaxShadowed; ShadowedMore says that more were.
+	Shadowed     []shadowStatus `json:"shadowed,omitempty"`
+	ShadowedMore bool           `json:"shadowed_more,omitempty"`
+}
+
+// shadowStatus is a real entry of SRC shown instead of the synthetic file
+// of the same name (fs.Shadow).
+type shadowStatus struct {
+	Dir  string `json:"dir"`
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	CRAM string `json:"cram"`
+}
+
+// shadowLister lists a mount's shadowed names (fs.Server).
+type shadowLister interface {
+	Shadowed() ([]cfs.Shadow, bool)
+}
+
+// shadowedOf returns the shadowed names of l (none when l is nil).
+func shadowedOf(l shadowLister) ([]shadowStatus, bool) {
+	if l == nil {
+		return nil, false
+	}
+	list, more := l.Shadowed()
+	out := make([]shadowStatus, len(list))
+	for i, s := range list {
+		out[i] = shadowStatus{Dir: s.Dir, Name: s.Name, Kind: s.Kind, CRAM: s.CRAM}
+	}
+	return out, more
+}
+
+// writeShadowed prints the shadowed names of a status for people.
+func writeShadowed(w io.Writer, st mountStatus) {
+	for _, s := range st.Shadowed {
+		fmt.Fprintf(w, "shadowed: %s (%s) is shown instead of the synthetic file of %s\n",
+			filepath.Join(s.Dir, s.Name), s.Kind, filepath.Join(s.Dir, s.CRAM))
+	}
+	if st.ShadowedMore {
+		fmt.Fprintf(w, "shadowed: more names than the %d kept (see the mount's log)\n", len(st.Shadowed))
+	}
 }
 
 // scanStatus is a layout scan in progress: the first access of a file
@@ -227,11 +270,12 @@ func trustedUID(uid int) bool {
 // statusServer answers status requests of one mount.
 type statusServer struct {
 	// dependencies
-	ln     *net.UnixListener
-	states *fileStates
-	mgr    *engine.Manager
-	log    *slog.Logger
-	dir    *socketDir // the socket's, held open: addr leads through it
+	ln      *net.UnixListener
+	states  *fileStates
+	mgr     *engine.Manager
+	log     *slog.Logger
+	shadows shadowLister // nil: none
+	dir     *socketDir   // the socket's, held open: addr leads through it
 	// constant
 	path string
 	addr string      // path's address through dir
@@ -240,12 +284,12 @@ type statusServer struct {
 
 // newStatusServer listens on path, whatever its length (see socketDir);
 // a socket left by a dead mount is replaced.
-func newStatusServer(path string, base mountStatus, states *fileStates, mgr *engine.Manager, log *slog.Logger) (*statusServer, error) {
+func newStatusServer(path string, base mountStatus, states *fileStates, mgr *engine.Manager, log *slog.Logger, shadows shadowLister) (*statusServer, error) {
 	dir, err := openPrivateDir(filepath.Dir(path))
 	if err != nil {
 		return nil, err
 	}
-	s := &statusServer{states: states, mgr: mgr, log: log, dir: dir, path: path, base: base}
+	s := &statusServer{states: states, mgr: mgr, log: log, shadows: shadows, dir: dir, path: path, base: base}
 	if err := s.listen(); err != nil {
 		dir.Close()
 		return nil, err
@@ -304,6 +348,7 @@ func (s *statusServer) answer(c *net.UnixConn) {
 	st.Cache = s.mgr.CacheStats()
 	st.Files = s.states.snapshot()
 	st.Scans = scansOf(s.mgr)
+	st.Shadowed, st.ShadowedMore = shadowedOf(s.shadows)
 	if err := json.NewEncoder(c).Encode(st); err != nil {
 		s.log.Debug("status reply", "err", err)
 	}
@@ -375,6 +420,7 @@ func WriteStatus(w io.Writer, mnt string, raw []byte) error {
 		return fmt.Errorf("the status of %s is not what this cramfs reads (another version?): %w", mnt, err)
 	}
 	writeStatus(w, st)
+	writeShadowed(w, st)
 	return nil
 }
 
