@@ -353,36 +353,47 @@ func (s *Server) close() { s.closeMu.Do(func() { s.m.root.Close() }) }
 // is mounted on, a mount of another file system type, and (for a user
 // other than root) another user's cramfs mount.
 func Unmount(mnt string) error {
+	_, err := UnmountOrDetach(mnt)
+	return err
+}
+
+// UnmountOrDetach is Unmount, reporting whether the mount was busy and
+// detached lazily: it is gone from the tree at once, and its process ends
+// when the last file open on it is closed.
+func UnmountOrDetach(mnt string) (detached bool, err error) {
 	abs, err := filepath.Abs(mnt)
 	if err != nil {
-		return fmt.Errorf("%w: unmounting %s: %w", ErrMount, mnt, err)
+		return false, fmt.Errorf("%w: unmounting %s: %w", ErrMount, mnt, err)
 	}
 	// A dead mount cannot be stat'ed: resolve links only when it can.
 	if r, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = r
 	}
 	if err := unmountable(abs, os.Geteuid()); err != nil {
-		return err
+		return false, err
 	}
 	bin, err := fusermount()
 	if err != nil {
-		if e := syscall.Unmount(mnt, syscall.MNT_DETACH); e != nil {
-			return fmt.Errorf("%w: unmounting %s: %w (and umount2: %w)", ErrMount, mnt, err, e)
+		if syscall.Unmount(mnt, 0) == nil {
+			return false, nil
 		}
-		return nil
+		if e := syscall.Unmount(mnt, syscall.MNT_DETACH); e != nil {
+			return false, fmt.Errorf("%w: unmounting %s: %w (and umount2: %w)", ErrMount, mnt, err, e)
+		}
+		return true, nil
 	}
 	out, err := exec.Command(bin, "-u", mnt).CombinedOutput()
 	if err == nil {
-		return nil
+		return false, nil
 	}
 	out2, err2 := exec.Command(bin, "-u", "-z", mnt).CombinedOutput()
 	if err2 == nil {
-		return nil
+		return true, nil
 	}
 	if e := syscall.Unmount(mnt, syscall.MNT_DETACH); e == nil {
-		return nil
+		return true, nil
 	}
-	return fmt.Errorf("%w: unmounting %s: %s -u: %v: %s; lazy: %v: %s", ErrMount, mnt, bin,
+	return false, fmt.Errorf("%w: unmounting %s: %s -u: %v: %s; lazy: %v: %s", ErrMount, mnt, bin,
 		err, strings.TrimSpace(string(out)), err2, strings.TrimSpace(string(out2)))
 }
 

@@ -204,11 +204,15 @@ type unmountCmd struct{}
 
 func (*unmountCmd) flags(*pflag.FlagSet) {}
 
-func (*unmountCmd) run(pos []string, _ *env) error {
+func (*unmountCmd) run(pos []string, e *env) error {
 	if len(pos) != 1 {
 		return usageError{fmt.Sprintf("want one mount point, got %d arguments", len(pos))}
 	}
-	return cfs.Unmount(pos[0])
+	detached, err := cfs.UnmountOrDetach(pos[0])
+	if detached {
+		fmt.Fprintf(e.stderr, "cramfs unmount: %s was busy (files open on it): detached now; its cramfs process ends when the last of them is closed\n", pos[0])
+	}
+	return err
 }
 
 // writeHeapProfile writes the Go heap profile asked for by --memprofile.

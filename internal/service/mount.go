@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"time"
 
 	cfs "github.com/cramfs/cramfs/fs"
@@ -41,7 +42,7 @@ func (s *Service) Mount(src, mnt string, o MountOptions) (*Mount, error) {
 		}
 	}
 	op := newOpener(s.mgr, s.refs, s.copt, s.log)
-	op.states = newFileStates(s.log, src)
+	op.states = newFileStates(s.log, absolute(src))
 	op.onOpen = s.noteLayout
 	sock := statusSocket(s.opts.CacheDir, mnt)
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: o.AllowOther, Logger: s.log, Debug: o.Debug,
@@ -51,7 +52,7 @@ func (s *Service) Mount(src, mnt string, o MountOptions) (*Mount, error) {
 		return nil, err
 	}
 	m := &Mount{srv: srv, op: op, mnt: mnt, done: make(chan struct{}), svc: s}
-	base := mountStatus{Src: src, Mnt: mnt, PID: os.Getpid(), Started: time.Now(), Threads: s.mgr.Options().Threads,
+	base := mountStatus{Src: absolute(src), Mnt: absolute(mnt), PID: os.Getpid(), Started: time.Now(), Threads: s.mgr.Options().Threads,
 		Level: s.opts.Level, CacheSize: s.mgr.Options().CacheSize}
 	if ss, err := newStatusServer(sock, base, op.states, s.mgr, s.log, srv); err != nil {
 		s.log.Warn("cramfs status will not answer for this mount", "err", err)
@@ -86,11 +87,20 @@ func (m *Mount) Done() <-chan struct{} { return m.done }
 // kernel then ends the mount when the last is closed), and waits for Done.
 func (m *Mount) Unmount() error {
 	if err := m.srv.Unmount(); err != nil {
-		m.svc.log.Warn("unmount failed, detaching lazily", "err", err)
-		if err := cfs.Unmount(m.mnt); err != nil {
+		if _, err := cfs.UnmountOrDetach(m.mnt); err != nil {
 			return err
 		}
+		m.svc.log.Warn("the mount was busy: detached; this process ends when the last file open on it is closed", "mnt", absolute(m.mnt), "err", err)
 	}
 	<-m.done
 	return nil
+}
+
+// absolute is p as an absolute path (p itself if there is none), for
+// what the status and the log report.
+func absolute(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

@@ -46,13 +46,32 @@ type mountStatus struct {
 	Threads   int          `json:"threads"`
 	Level     int          `json:"level"`
 	CacheSize int64        `json:"cache_size"`
-	Cache     cache.Stats  `json:"cache"`
+	Cache     cacheStatus  `json:"cache"`
 	Files     []fileStatus `json:"files"`
 	Scans     []scanStatus `json:"scans"`
 	// Shadowed are the real entries of SRC found hiding a synthetic
 	// name, at most fs.MaxShadowed; ShadowedMore says that more were.
 	Shadowed     []shadowStatus `json:"shadowed,omitempty"`
 	ShadowedMore bool           `json:"shadowed_more,omitempty"`
+}
+
+// cacheStatus is the block cache's counters (cache.Stats), named as the
+// rest of the status.
+type cacheStatus struct {
+	Hits      uint64 `json:"hits"`
+	Misses    uint64 `json:"misses"`
+	Adds      uint64 `json:"adds"`
+	Rejected  uint64 `json:"rejected"`
+	Evictions uint64 `json:"evictions"`
+	Entries   int    `json:"entries"`
+	Bytes     int64  `json:"bytes"`
+	Reserved  int64  `json:"reserved"`
+	MaxBytes  int64  `json:"max_bytes"`
+}
+
+func cacheStatusOf(c cache.Stats) cacheStatus {
+	return cacheStatus{Hits: c.Hits, Misses: c.Misses, Adds: c.Adds, Rejected: c.Rejected, Evictions: c.Evictions,
+		Entries: c.Entries, Bytes: c.Bytes, Reserved: c.Reserved, MaxBytes: c.MaxBytes}
 }
 
 // shadowStatus is a real entry of SRC shown instead of the synthetic file
@@ -345,7 +364,7 @@ func (s *statusServer) answer(c *net.UnixConn) {
 	}
 	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	st := s.base
-	st.Cache = s.mgr.CacheStats()
+	st.Cache = cacheStatusOf(s.mgr.CacheStats())
 	st.Files = s.states.snapshot()
 	st.Scans = scansOf(s.mgr)
 	st.Shadowed, st.ShadowedMore = shadowedOf(s.shadows)
@@ -386,6 +405,9 @@ func (s *statusServer) Close() {
 // names its socket). The socket and the process answering are checked
 // to be the user's (or root's).
 func QueryStatus(mnt, cacheDir string) ([]byte, error) {
+	if err := checkAlive(mnt); err != nil {
+		return nil, err
+	}
 	path, err := findStatusSocket(cacheDir, mnt)
 	if err != nil {
 		return nil, err
@@ -410,6 +432,21 @@ func QueryStatus(mnt, cacheDir string) ([]byte, error) {
 		return nil, fmt.Errorf("the mount at %s refused to tell its status (not your mount?)", mnt)
 	}
 	return raw, nil
+}
+
+// checkAlive refuses a dead mount point (its process killed: ENOTCONN),
+// saying how to clear it.
+func checkAlive(mnt string) error {
+	// A stat may be answered from the kernel's attribute cache; an open
+	// reaches the (dead) server.
+	f, err := os.Open(mnt)
+	if err == nil {
+		f.Close()
+	}
+	if errors.Is(err, unix.ENOTCONN) {
+		return fmt.Errorf("the mount at %s is dead: its cramfs process ended without unmounting (transport endpoint is not connected); clear it with `cramfs unmount %s`, then mount again", mnt, mnt)
+	}
+	return nil
 }
 
 // WriteStatus prints the status raw of the mount at mnt, as QueryStatus
