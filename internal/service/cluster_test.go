@@ -246,3 +246,93 @@ func TestStatusSocketPerNode(t *testing.T) {
 		}
 	}
 }
+
+// slurmShims are stand-ins for sbatch and sinfo on a cluster whose
+// smallest node has 2 CPUs: sinfo says so, and sbatch refuses a task
+// asking for more (on a real cluster it would wait forever), then runs the
+// array's tasks one after the other as Slurm would, in the root directory,
+// without TMPDIR, with a PATH of system directories only and
+// SLURM_ARRAY_TASK_ID and SLURM_CPUS_PER_TASK set, its output in the
+// --output pattern, and exits non-zero if any task failed (sbatch --wait).
+const slurmShims = `#!/bin/sh
+case $(basename "$0") in
+sinfo) printf '4\n2\n8\n'; exit 0 ;;
+esac
+wait=0; first=0; last=0; cpus=1; out=slurm-%A_%a.out; wrap=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--wait) wait=1 ;;
+	--array=*) r=${1#--array=}; first=${r%-*}; last=${r#*-} ;;
+	--cpus-per-task=*) cpus=${1#--cpus-per-task=} ;;
+	--output=*) out=${1#--output=} ;;
+	--wrap) shift; wrap=$1 ;;
+	--mem=*|--job-name=*) ;;
+	*) echo "sbatch shim: unexpected $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ $wait = 1 ] || { echo "sbatch shim: not waited for" >&2; exit 2; }
+[ "$cpus" -le 2 ] || { echo "sbatch shim: $cpus CPUs a task: no node has that many, pending forever" >&2; exit 3; }
+rc=0
+i=$first
+while [ $i -le $last ]; do
+	f=$(echo "$out" | sed "s/%A/42/; s/%a/$i/")
+	(cd / && env -i PATH=/usr/bin:/bin HOME=/nonexistent SLURM_ARRAY_TASK_ID=$i SLURM_CPUS_PER_TASK=$cpus sh -c "$wrap") >"$f" 2>&1 || rc=1
+	i=$((i + 1))
+done
+exit $rc
+`
+
+// TestClusterIndexRecipe runs docs/cluster/index-array.sh as written,
+// against the Slurm stand-ins (slurmShims), from a directory holding
+// the list under a relative name: every CRAM listed gets its index in the
+// cache, with 2 files a task, and the script says so; with a broken CRAM
+// in the list, it exits non-zero and does not say so.
+func TestClusterIndexRecipe(t *testing.T) {
+	bin := buildCramfs(t)
+	work, shims, cache := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, name := range []string{"sbatch", "sinfo"} {
+		must(t, os.WriteFile(filepath.Join(shims, name), []byte(slurmShims), 0o755))
+	}
+	binDir := t.TempDir()
+	copyFile(t, bin, filepath.Join(binDir, "cramfs"))
+	must(t, os.Chmod(filepath.Join(binDir, "cramfs"), 0o755))
+	crams := t.TempDir()
+	var list []string
+	for _, n := range []string{"ce_1000.3.0", "ce_5b.3.0", "ce_1000.3.1-small"} {
+		p := filepath.Join(crams, n+".cram")
+		copyFile(t, testdata("cram", n+".cram"), p)
+		list = append(list, p)
+	}
+	script := filepath.Join(corpus.Root(), "docs", "cluster", "index-array.sh")
+	run := func(listed []string) (string, error) {
+		must(t, os.WriteFile(filepath.Join(work, "crams.txt"), []byte(strings.Join(listed, "\n")+"\n"), 0o644))
+		cmd := exec.Command("sh", script, "crams.txt", cache, testdata("ref", "ce.fa"), "2")
+		cmd.Dir = work
+		cmd.Env = append(envWithout("PATH", "TMPDIR"), "PATH="+shims+":"+binDir+":/usr/bin:/bin")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run(list)
+	if err != nil || !strings.Contains(out, "are indexed in") {
+		logs, _ := filepath.Glob(filepath.Join(work, "slurm-*.out"))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			t.Logf("%s:\n%s", l, b)
+		}
+		t.Fatalf("index-array.sh: %v\n%s", err, out)
+	}
+	if idx, _ := filepath.Glob(filepath.Join(cache, "*.idx")); len(idx) != len(list) {
+		t.Errorf("%d index files in the cache, want %d", len(idx), len(list))
+	}
+	if logs, _ := filepath.Glob(filepath.Join(work, "slurm-42_*.out")); len(logs) != 2 {
+		t.Errorf("task outputs %q, want 2 tasks of 2 files", logs)
+	}
+
+	broken := filepath.Join(crams, "broken.cram")
+	must(t, os.WriteFile(broken, []byte("not a CRAM"), 0o644))
+	out, err = run(append(list, broken))
+	if err == nil || strings.Contains(out, "are indexed in") {
+		t.Errorf("index-array.sh with a broken CRAM: %v, %q; want a failure", err, out)
+	}
+}
