@@ -30,6 +30,7 @@ var commands = []command{
 	{"convert", "IN.cram", "write the BAM of one CRAM file", func() subcommand { return &convertCmd{} }},
 	{"index", "PATH...", "prepare the layout of CRAM files (or directories of them) ahead of a mount", func() subcommand { return &indexCmd{} }},
 	{"mount", "SRC MNT", "show the CRAM files under SRC as BAM files at MNT until unmounted", func() subcommand { return &mountCmd{} }},
+	{"serve", "SRC", "serve the CRAM files under SRC as BAM files over HTTP, where FUSE cannot go", func() subcommand { return &serveCmd{} }},
 	{"unmount", "MNT", "unmount a cramfs mount", func() subcommand { return &unmountCmd{} }},
 	{"status", "MNT", "show what a running mount serves: its files, their state, the cache", func() subcommand { return &statusCmd{} }},
 	{"version", "", "print the version and exit", func() subcommand { return &versionCmd{} }},

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	cfs "github.com/cramfs/cramfs/fs"
+	"github.com/cramfs/cramfs/internal/service"
 )
 
 func main() {
@@ -96,6 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var ue usageError
 	var re reportedError
+	var oe *service.OptionError
 	switch {
 	case err == nil:
 		return exitOK
@@ -104,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errHelp):
 		c.writeHelp(stdout, fs)
 		return exitOK
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &oe):
 		fmt.Fprintf(stderr, "%s\nRun 'cramfs %s --help' for the options.\n", errorLine(c.name, err), c.name)
 		return exitUsage
 	default:

@@ -1,0 +1,339 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// serveT serves src over HTTP on a free loopback port with the options of
+// mountT (-T refs, -@ 2, a temporary cache) and so, and stops at cleanup.
+func serveT(t *testing.T, src string, refs []string, so ServeOptions) *HTTPServer {
+	t.Helper()
+	svc, err := Open(Options{References: refs, CacheDir: t.TempDir(), CacheSize: 256 << 20, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if so.Listen == "" {
+		so.Listen = "127.0.0.1:0"
+	}
+	srv, err := svc.Serve(src, so)
+	if err != nil {
+		svc.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		svc.Close()
+	})
+	return srv
+}
+
+func urlOf(srv *HTTPServer, p string) string { return "http://" + srv.Addr().String() + "/" + p }
+
+// get sends a GET (or method) of url with the headers h and returns the
+// response with its body read.
+func get(t *testing.T, method, url string, h map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// TestServeSameBytesAsMount: cramfs serve sends the bytes of the mount,
+// for the BAM and its index under both names, whole and by range.
+func TestServeSameBytesAsMount(t *testing.T) {
+	requireMount(t)
+	src := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(src, "sub"), 0o755))
+	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "x.cram"))
+	copyFile(t, testdata("cram", "ce_1000.3.1-archive.cram"), filepath.Join(src, "sub", "y.cram"))
+	refs := []string{testdata("ref", "ce.fa")}
+	m := mountT(t, src, mountConfig{refs: refs})
+	srv := serveT(t, src, refs, ServeOptions{})
+	for _, p := range []string{"x.bam", "x.bam.bai", "x.bai", "sub/y.bam", "sub/y.bam.bai"} {
+		want, err := os.ReadFile(filepath.Join(m.mnt, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, got := get(t, "GET", urlOf(srv, p), nil)
+		if resp.StatusCode != 200 || !bytes.Equal(got, want) || resp.ContentLength != int64(len(want)) {
+			t.Errorf("GET %s: %d, %d bytes (Content-Length %d), want the mount's %d bytes", p, resp.StatusCode, len(got), resp.ContentLength, len(want))
+		}
+		if len(want) > 100 {
+			resp, got = get(t, "GET", urlOf(srv, p), map[string]string{"Range": "bytes=17-99"})
+			if resp.StatusCode != 206 || !bytes.Equal(got, want[17:100]) || resp.Header.Get("Content-Range") != fmt.Sprintf("bytes 17-99/%d", len(want)) {
+				t.Errorf("GET %s bytes=17-99: %d %q, %d bytes", p, resp.StatusCode, resp.Header.Get("Content-Range"), len(got))
+			}
+		}
+	}
+}
+
+// TestServeProtocol checks the HTTP corners: HEAD, 416, conditional
+// requests, a new ETag for a replaced CRAM, methods, paths with ..,
+// listings, links as redirects.
+func TestServeProtocol(t *testing.T) {
+	corpus := testdata("cram", "ce_5b.3.0.cram")
+	src := t.TempDir()
+	copyFile(t, corpus, filepath.Join(src, "x.cram"))
+	must(t, os.WriteFile(filepath.Join(src, "notes.txt"), []byte("a real file\n"), 0o644))
+	must(t, os.Symlink("x.cram", filepath.Join(src, "link.cram")))
+	srv := serveT(t, src, []string{testdata("ref", "ce.fa")}, ServeOptions{})
+	full, body := get(t, "GET", urlOf(srv, "x.bam"), nil)
+	etag := full.Header.Get("ETag")
+	if full.StatusCode != 200 || etag == "" || full.Header.Get("Accept-Ranges") != "bytes" || full.Header.Get("Last-Modified") == "" {
+		t.Fatalf("GET x.bam: %d, headers %v", full.StatusCode, full.Header)
+	}
+	head, hb := get(t, "HEAD", urlOf(srv, "x.bam"), nil)
+	if head.StatusCode != 200 || len(hb) != 0 || head.ContentLength != int64(len(body)) {
+		t.Errorf("HEAD x.bam: %d, %d body bytes, Content-Length %d, want %d", head.StatusCode, len(hb), head.ContentLength, len(body))
+	}
+	if r, _ := get(t, "GET", urlOf(srv, "x.bam"), map[string]string{"Range": fmt.Sprintf("bytes=%d-", len(body))}); r.StatusCode != 416 {
+		t.Errorf("a range past the end: %d, want 416", r.StatusCode)
+	}
+	if r, _ := get(t, "GET", urlOf(srv, "x.bam"), map[string]string{"If-None-Match": etag}); r.StatusCode != 304 {
+		t.Errorf("If-None-Match of the current ETag: %d, want 304", r.StatusCode)
+	}
+	if r, b := get(t, "GET", urlOf(srv, "x.bam"), map[string]string{"Range": "bytes=0-9", "If-Range": `"stale"`}); r.StatusCode != 200 || len(b) != len(body) {
+		t.Errorf("If-Range of another ETag: %d, %d bytes, want the whole file", r.StatusCode, len(b))
+	}
+	if r, b := get(t, "GET", urlOf(srv, "x.bam"), map[string]string{"Range": "bytes=0-9", "If-Range": etag}); r.StatusCode != 206 || len(b) != 10 {
+		t.Errorf("If-Range of the ETag: %d, %d bytes, want 10", r.StatusCode, len(b))
+	}
+	if r, b := get(t, "GET", urlOf(srv, "notes.txt"), nil); r.StatusCode != 200 || string(b) != "a real file\n" {
+		t.Errorf("GET notes.txt: %d %q", r.StatusCode, b)
+	}
+	for _, p := range []string{"x.cram", "nothing.bam", "x.crai"} {
+		if r, _ := get(t, "GET", urlOf(srv, p), nil); r.StatusCode != 404 {
+			t.Errorf("GET %s: %d, want 404", p, r.StatusCode)
+		}
+	}
+	if r, _ := get(t, "POST", urlOf(srv, "x.bam"), nil); r.StatusCode != 405 || r.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST: %d, Allow %q", r.StatusCode, r.Header.Get("Allow"))
+	}
+	for _, raw := range []string{"/../etc/passwd", "/sub/../x.bam", "/./x.bam"} {
+		if code := rawRequest(t, srv, raw); code != 400 {
+			t.Errorf("GET %s: %d, want 400", raw, code)
+		}
+	}
+	r, b := get(t, "GET", urlOf(srv, ""), nil)
+	var l struct {
+		Entries []struct{ Name, Type string }
+	}
+	if err := json.Unmarshal(b, &l); r.StatusCode != 200 || err != nil || !strings.Contains(string(b), `"x.bam"`) || strings.Contains(string(b), "x.cram") {
+		t.Errorf("listing: %d %v %s", r.StatusCode, err, b)
+	}
+	if r, b := get(t, "GET", urlOf(srv, ""), map[string]string{"Accept": "text/html,application/xhtml+xml"}); r.StatusCode != 200 || !strings.Contains(string(b), `<a href="/x.bam">`) {
+		t.Errorf("HTML listing: %d %s", r.StatusCode, b)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	lr, err := noRedirect.Get(urlOf(srv, "link.bam"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr.Body.Close()
+	if lr.StatusCode != 302 || lr.Header.Get("Location") != "/x.bam" {
+		t.Errorf("GET link.bam: %d Location %q, want a redirect to /x.bam", lr.StatusCode, lr.Header.Get("Location"))
+	}
+	if r, b := get(t, "GET", urlOf(srv, "link.bam"), nil); r.StatusCode != 200 || !bytes.Equal(b, body) {
+		t.Errorf("GET link.bam, redirect followed: %d, %d bytes", r.StatusCode, len(b))
+	}
+
+	// A CRAM replaced: a new ETag, and the new version's bytes whole.
+	copyFile(t, testdata("cram", "ce_1000.3.0.cram"), filepath.Join(src, "x.cram"))
+	r, nb := get(t, "GET", urlOf(srv, "x.bam"), nil)
+	if r.Header.Get("ETag") == etag || bytes.Equal(nb, body) {
+		t.Errorf("replaced CRAM: ETag %q (was %q), same bytes %v", r.Header.Get("ETag"), etag, bytes.Equal(nb, body))
+	}
+	if r, _ := get(t, "GET", urlOf(srv, "x.bam"), map[string]string{"If-None-Match": etag}); r.StatusCode != 200 {
+		t.Errorf("If-None-Match of the old version's ETag: %d, want 200", r.StatusCode)
+	}
+}
+
+// rawRequest sends GET path as written (no client-side cleaning) and
+// returns the status code.
+func rawRequest(t *testing.T, srv *HTTPServer, p string) int {
+	t.Helper()
+	c, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", p)
+	b, _ := io.ReadAll(c)
+	var code int
+	fmt.Sscanf(string(b), "HTTP/1.1 %d", &code)
+	return code
+}
+
+// TestServeToken: with a token, a request without it or with another is
+// refused (401); with it, served.
+func TestServeToken(t *testing.T) {
+	src := t.TempDir()
+	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "x.cram"))
+	srv := serveT(t, src, []string{testdata("ref", "ce.fa")}, ServeOptions{Token: "s3cret"})
+	for _, auth := range []string{"", "Bearer wrong", "Bearer s3cret2", "Basic s3cret"} {
+		if r, _ := get(t, "GET", urlOf(srv, "x.bam"), map[string]string{"Authorization": auth}); r.StatusCode != 401 || r.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("Authorization %q: %d, want 401 with WWW-Authenticate", auth, r.StatusCode)
+		}
+	}
+	if r, _ := get(t, "GET", urlOf(srv, "x.bam"), map[string]string{"Authorization": "Bearer s3cret"}); r.StatusCode != 200 {
+		t.Errorf("the right token: %d", r.StatusCode)
+	}
+}
+
+// TestServeListenNeedsAuth: an address other than loopback needs a token
+// or NoAuth; a certificate needs its key.
+func TestServeListenNeedsAuth(t *testing.T) {
+	for _, c := range []struct {
+		o  ServeOptions
+		ok bool
+	}{
+		{ServeOptions{Listen: "127.0.0.1:0"}, true},
+		{ServeOptions{Listen: "[::1]:0"}, true},
+		{ServeOptions{Listen: "localhost:0"}, true},
+		{ServeOptions{Listen: "0.0.0.0:8157"}, false},
+		{ServeOptions{Listen: ":8157"}, false},
+		{ServeOptions{Listen: "10.1.2.3:8157", Token: "t"}, true},
+		{ServeOptions{Listen: "0.0.0.0:8157", NoAuth: true}, true},
+		{ServeOptions{Listen: "127.0.0.1:0", TLSCert: "c.pem"}, false},
+		{ServeOptions{Listen: "nonsense"}, false},
+	} {
+		err := checkListen(c.o)
+		var oe *OptionError
+		if (err == nil) != c.ok || (err != nil && !errors.As(err, &oe)) {
+			t.Errorf("%+v: %v, want ok %v", c.o, err, c.ok)
+		}
+	}
+}
+
+// TestServeTLS serves HTTPS with a certificate made here; a client that
+// trusts it reads the BAM.
+func TestServeTLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t, dir)
+	src := t.TempDir()
+	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "x.cram"))
+	srv := serveT(t, src, []string{testdata("ref", "ce.fa")}, ServeOptions{TLSCert: certFile, TLSKey: keyFile})
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := c.Get("https://" + srv.Addr().String() + "/x.bam")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(b) == 0 || resp.TLS == nil {
+		t.Errorf("HTTPS GET x.bam: %d, %d bytes, TLS %v", resp.StatusCode, len(b), resp.TLS != nil)
+	}
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key into dir.
+func selfSigned(t *testing.T, dir string) (cert, key string, pool *x509.CertPool) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "cramfs test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	must(t, os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
+	must(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
+	c, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(c)
+	return cert, key, pool
+}
+
+// TestServeSamtools reads the served BAM with samtools over http, as a
+// user would: view, view REGION (through the served .bai), idxstats and
+// quickcheck give what samtools gives on the CRAM.
+func TestServeSamtools(t *testing.T) {
+	requireMount(t)
+	src := t.TempDir()
+	cram := filepath.Join(src, "x.cram")
+	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), cram)
+	ref := testdata("ref", "ce.fa")
+	mustSamtools(t, "index", cram) // x.cram.crai, for samtools' side; the tree hides it
+	t.Chdir(t.TempDir())           // htslib keeps a remote index in the working directory
+	srv := serveT(t, src, []string{ref}, ServeOptions{})
+	u := urlOf(srv, "x.bam")
+	for _, c := range []struct{ cmd, opts, region []string }{
+		{[]string{"view"}, []string{"-h", "--no-PG"}, nil},
+		{[]string{"view"}, []string{"--no-PG"}, []string{"CHROMOSOME_II:1-2000", "CHROMOSOME_I"}},
+	} {
+		line := func(file string, ref ...string) []string {
+			return append(append(append(append(c.cmd[:1:1], c.opts...), ref...), file), c.region...)
+		}
+		want := mustSamtools(t, line(cram, "-T", ref)...)
+		got, err := samtools(line(u)...)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("samtools %s over http: %v\n%s\nwant\n%s", strings.Join(line(u), " "), err, got, want)
+		}
+	}
+	// idxstats reads the index: that of samtools' own BAM of the CRAM.
+	local := filepath.Join(t.TempDir(), "x.bam")
+	mustSamtools(t, "view", "-b", "--no-PG", "-T", ref, "-o", local, cram)
+	mustSamtools(t, "index", local)
+	if got, err := samtools("idxstats", u); err != nil || !bytes.Equal(got, mustSamtools(t, "idxstats", local)) {
+		t.Errorf("samtools idxstats over http: %v\n%s", err, got)
+	}
+	if _, err := samtools("quickcheck", u); err != nil {
+		t.Errorf("samtools quickcheck over http: %v", err)
+	}
+	// pysam (htslib through Python) fetches a region through the served
+	// index, as many pipelines read BAM.
+	python := pysamPython(t)
+	script := "import pysam, sys\nf = pysam.AlignmentFile(sys.argv[1])\nprint(sum(1 for _ in f.fetch('CHROMOSOME_I')))\n"
+	out, err := exec.Command(python, "-c", script, u).CombinedOutput()
+	want := strings.TrimSpace(string(mustSamtools(t, "view", "-c", "-T", ref, cram, "CHROMOSOME_I")))
+	if err != nil || strings.TrimSpace(string(out)) != want {
+		t.Errorf("pysam fetch over http: %v %q, want %s records", err, out, want)
+	}
+}
