@@ -66,16 +66,39 @@ func heapInUse() int64 {
 	return int64(ms.HeapAlloc)
 }
 
+// fuseReaderBytes is what each go-fuse goroutine waiting for a request
+// holds: a buffer of the largest request (MaxWrite, the mount's
+// DefaultMaxRead, plus a header and alignment, in whole pages).
+const fuseReaderBytes = cfs.DefaultMaxRead + 8<<10
+
+// fuseReaders counts the goroutines waiting in go-fuse for a request.
+// go-fuse starts one more whenever none waits, up to GOMAXPROCS (2 to 16)
+// of them, and they stay: a burst of concurrent requests at any time
+// leaves a buffer of fuseReaderBytes more in the heap, which is the
+// mount's bounded cost, not what its files keep.
+func fuseReaders() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "go-fuse/v2/fuse.(*fuseFD).readRequest(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
 // heapKept is the live heap that m's block cache and file states do not
-// account for (they are bounded by their own budgets, checked apart),
-// the least of a few samples: what a goroutine still running allocates
-// (an asynchronous FUSE request, another test's leftovers, slow on a
-// loaded machine) is not what the mount keeps.
+// account for (they are bounded by their own budgets, checked apart), nor
+// the buffers of go-fuse's waiting readers: the least of a few samples,
+// since what a goroutine still running allocates (an asynchronous FUSE
+// request, another test's leftovers, slow on a loaded machine) is not what
+// the mount keeps.
 func heapKept(m *mounted) int64 {
 	least := int64(math.MaxInt64)
 	for range 5 {
 		cs := m.mgr.CacheStats()
-		least = min(least, heapInUse()-cs.Bytes-cs.Reserved)
+		readers := int64(fuseReaders())
+		least = min(least, heapInUse()-cs.Bytes-cs.Reserved-cs.Free-readers*fuseReaderBytes)
 		time.Sleep(20 * time.Millisecond)
 	}
 	return least
@@ -90,7 +113,12 @@ func heapKept(m *mounted) int64 {
 // between the first half (which fills the block cache and the file
 // states) and the second, so that what other tests of the process left
 // behind does not count; the cache and the states count apart, against
-// their bounds (heapKept).
+// their bounds, and so do go-fuse's request buffers (heapKept): a new
+// reader goroutine waiting for a request holds 1 MiB, 3.5 KB a file here,
+// and on a machine of more cores a burst of requests starts up to 16 of
+// them, which made a file seem to keep 10 KB. Measured: about 3 KB a file
+// (the opener's entry of its version, which it keeps for 4,096 paths, and
+// the two nodes).
 func TestMountManyBigHeadersStayBounded(t *testing.T) {
 	const n, maxOpen, cacheSize = 600, 32, 16 << 20
 	src := bigHeaderCRAMs(t, n)
@@ -98,10 +126,11 @@ func TestMountManyBigHeadersStayBounded(t *testing.T) {
 	fdBefore := openFDs(t)
 	var first [2][]byte
 	var heapMid int64
+	var readersMid int
 	maxFD := 0
 	for i := range n {
 		if i == n/2 {
-			heapMid = heapKept(m)
+			heapMid, readersMid = heapKept(m), fuseReaders()
 		}
 		for k, ext := range []string{".bam", ".bam.bai"} {
 			p := filepath.Join(m.mnt, fmt.Sprintf("f%d%s", i, ext))
@@ -125,22 +154,22 @@ func TestMountManyBigHeadersStayBounded(t *testing.T) {
 	}
 	grown := heapKept(m) - heapMid
 	bytesHeld, files := m.mgr.States().Stats()
-	t.Logf("files %d-%d: heap grew by %d KiB (%d bytes a file); states hold %d KiB and %d descriptors; at most %d more descriptors open",
-		n/2, n, grown>>10, grown/(n/2), bytesHeld>>10, files, maxFD)
+	t.Logf("files %d-%d: heap grew by %d KiB (%d bytes a file; go-fuse readers %d, then %d, apart); states hold %d KiB and %d descriptors; at most %d more descriptors open",
+		n/2, n, grown>>10, grown/(n/2), readersMid, fuseReaders(), bytesHeld>>10, files, maxFD)
 	if maxFD > maxOpen+4 {
 		t.Errorf("up to %d more descriptors open while reading, want at most %d CRAMs (+4)", maxFD, maxOpen)
 	}
 	if files > maxOpen {
 		t.Errorf("file states hold %d descriptors, more than %d", files, maxOpen)
 	}
-	if cs := m.mgr.CacheStats(); cs.Bytes+cs.Reserved > cacheSize {
-		t.Errorf("the cache holds %d bytes and reserves %d, more than its %d", cs.Bytes, cs.Reserved, cacheSize)
+	if cs := m.mgr.CacheStats(); cs.Bytes+cs.Reserved+cs.Free > cacheSize {
+		t.Errorf("the cache holds %d bytes, reserves %d and keeps %d free, more than its %d", cs.Bytes, cs.Reserved, cs.Free, cacheSize)
 	}
 	if limit := int64(8 << 20); bytesHeld > limit {
 		t.Errorf("file states hold %d bytes, more than their %d bound", bytesHeld, limit)
 	}
-	if perFile := grown / (n / 2); perFile > 8<<10 {
-		t.Errorf("heap grew by %d bytes over %d more files once the cache and the states were full: %d bytes a file", grown, n/2, perFile)
+	if perFile := grown / (n / 2); perFile > 4<<10 {
+		t.Errorf("heap grew by %d bytes over %d more files once the cache and the states were full: %d bytes a file, want about 3,000", grown, n/2, perFile)
 	}
 }
 
