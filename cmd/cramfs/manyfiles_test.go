@@ -173,6 +173,54 @@ func TestMountManyBigHeadersStayBounded(t *testing.T) {
 	}
 }
 
+// TestMountLookedUpNamesStayBounded looks up (stats) more small CRAMs
+// than the opener remembers: past that, what each name looked up keeps
+// while the kernel keeps it (until memory pressure makes it send FORGET)
+// is its node, a small constant: the BAM's size and the CRAM's stat, not
+// the BAM. A node held its BAM before, with the CRAM's parsed header and
+// container table, for every name ever looked up. Measured here: about
+// 500 bytes a name (the node with its go-fuse inode, go-fuse's tables,
+// the name), 1,730 before.
+func TestMountLookedUpNamesStayBounded(t *testing.T) {
+	const first, n = maxEntries + 500, maxEntries + 2500
+	_, dir, cram := cramFromSAM(t, "one", smallSAM)
+	b, err := os.ReadFile(cram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "many")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(src, fmt.Sprintf("f%d.cram", i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := mountT(t, src, mountConfig{})
+	var heapFirst int64
+	for i := range n {
+		if i == first {
+			heapFirst = heapKept(m)
+		}
+		p := filepath.Join(m.mnt, fmt.Sprintf("f%d.bam", i))
+		if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
+			t.Fatalf("stat %s: %v", p, err)
+		}
+	}
+	grown := heapKept(m) - heapFirst
+	perName := grown / (n - first)
+	t.Logf("names %d-%d: heap grew by %d KiB, %d bytes a name", first, n, grown>>10, perName)
+	if perName > 1<<10 {
+		t.Errorf("heap grew by %d bytes over %d more names looked up, %d bytes a name: want the node only (about 500)", grown, n-first, perName)
+	}
+}
+
+// smallSAM is a SAM file of a few reads on one reference.
+const smallSAM = "@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:chr1\tLN:100000\n" +
+	"r1\t0\tchr1\t100\t60\t10M\t*\t0\t0\tACGTACGTAC\tIIIIIIIIII\n" +
+	"r2\t0\tchr1\t200\t60\t10M\t*\t0\t0\tACGTACGTAC\tIIIIIIIIII\n"
+
 // TestMountMoreCRAMsThanDescriptors runs the mount binary with a limit of
 // 256 open descriptors (soft and hard, so raising the soft one gains
 // nothing) over 300 CRAMs, and looks up, lists and reads every BAM: the
