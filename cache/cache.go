@@ -31,6 +31,7 @@ type Stats struct {
 	Entries   int    // values held now
 	Bytes     int64  // bytes held now
 	Reserved  int64  // bytes reserved for values being built
+	Free      int64  // bytes of free storage of the Pool, kept for the next Allocs
 	MaxBytes  int64  // the byte bound
 }
 
@@ -234,6 +235,7 @@ func (c *Cache[K]) Stats() Stats {
 	s.Entries = c.lru.Len()
 	s.Bytes = c.bytes
 	s.Reserved = c.reserved
+	_, s.Free = c.pool.Free()
 	s.MaxBytes = c.maxBytes
 	return s
 }

@@ -74,6 +74,12 @@ func (v *VirtualBAM) Name() string { return v.src.Name() }
 // the new version, so callers that share VirtualBAMs should open anew.
 func (v *VirtualBAM) Stale() bool { return v.stale.Load() }
 
+// Tag names the bytes v serves (fs.Tagger): its layout's tag, of the
+// level, the segments' lengths and the generation of the file version's
+// layouts, so that a layout dropped and scanned again gets another. Two
+// VirtualBAMs of one file version with one tag serve the same bytes.
+func (v *VirtualBAM) Tag() string { return v.tag }
+
 // Size returns the exact size of the virtual BAM in bytes.
 func (v *VirtualBAM) Size() int64 { return v.size }
 

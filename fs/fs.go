@@ -128,6 +128,16 @@ type IndexExter interface {
 	IndexExt() string
 }
 
+// Tagger is implemented by BAMFiles of which one CRAM version may be
+// opened again into other bytes (its layout found wrong and scanned
+// again): Tag names the bytes served, the same for two BAMFiles of the
+// version only when they serve the same bytes. A node keeps the tag of
+// the BAMFile it was looked up with, and an open given another fails with
+// EIO: the kernel holds the first one's size and cached pages.
+type Tagger interface {
+	Tag() string
+}
+
 // CRAMRef names one version of a CRAM file of the source tree.
 type CRAMRef struct {
 	// Root is the mount's source tree. A CRAM is opened through it only

@@ -463,10 +463,7 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return nil, d.m.fail("lookup", mp, fmt.Errorf("%w: the index of %s is %s", errHidden, e.rel, ext))
 	}
 	ino = inoOf(d, name, &e)
-	n := &bamNode{m: d.m, rel: e.rel, mpath: mp, st: e.st, f: f, bai: e.kind == kindBAI}
-	if n.bai {
-		n.indexLen = int64(len(f.Index()))
-	}
+	n := newBAMNode(d.m, e, mp, f)
 	fillAttr(&out.Attr, &e.st, n.size(), ino)
 	return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 }
@@ -538,31 +535,55 @@ func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno)
 }
 
 // bamNode is the synthetic .bam (or, with bai set, .bam.bai) of one
-// version of a CRAM.
+// version of a CRAM. It holds what Getattr needs and what names the
+// version, not the BAMFile: the kernel keeps a node it looked up until it
+// sends FORGET (under memory pressure), long after its entry timed out,
+// and a BAMFile (layout, header, index) kept for every name ever looked
+// up would make memory grow with the number of files. Open asks the
+// Opener for the BAMFile, and the handle holds it while the file is open.
 type bamNode struct {
 	fusefs.Inode
 	m     *mountFS
 	rel   string // the CRAM, relative to the source root
 	mpath string
 	st    syscall.Stat_t // the CRAM version this node serves
-	f     BAMFile
 	bai   bool
-	// indexLen is len(f.Index()) when bai. The bytes are asked for at
-	// each read: a BAMFile may drop them while the kernel keeps the node.
-	indexLen int64
+	// sz is the BAM's size, or with bai the index's, and tag the
+	// BAMFile's Tag ("" without one), when looked up: what Getattr
+	// answers and what every BAMFile opened for the node must still have.
+	sz  int64
+	tag string
 }
 
 var (
 	_ fusefs.NodeGetattrer = (*bamNode)(nil)
 	_ fusefs.NodeOpener    = (*bamNode)(nil)
-	_ fusefs.NodeReader    = (*bamNode)(nil)
 )
 
-func (n *bamNode) size() int64 {
-	if n.bai {
-		return n.indexLen
+// newBAMNode makes the node of e, a kindBAM or kindBAI entry, named mp in
+// the mount, whose BAMFile f the Opener gave for e.st.
+func newBAMNode(m *mountFS, e entry, mp string, f BAMFile) *bamNode {
+	n := &bamNode{m: m, rel: e.rel, mpath: mp, st: e.st, bai: e.kind == kindBAI}
+	n.sz, n.tag = n.sizeOf(f), tagOf(f)
+	return n
+}
+
+// tagOf is f's Tag, or "" when it has none.
+func tagOf(f BAMFile) string {
+	if t, ok := f.(Tagger); ok {
+		return t.Tag()
 	}
-	return n.f.Size()
+	return ""
+}
+
+func (n *bamNode) size() int64 { return n.sz }
+
+// sizeOf is the size of the file n serves, as f has it.
+func (n *bamNode) sizeOf(f BAMFile) int64 {
+	if n.bai {
+		return int64(len(f.Index()))
+	}
+	return f.Size()
 }
 
 // Getattr implements fs.NodeGetattrer: the exact size of the BAM or BAI,
@@ -574,7 +595,9 @@ func (n *bamNode) Getattr(ctx context.Context, _ fusefs.FileHandle, out *fuse.At
 
 // Open implements fs.NodeOpener. It refuses writing (EROFS) and answers
 // ESTALE when the CRAM changed since the lookup, which makes the kernel
-// look the name up again and get the node of the new version.
+// look the name up again and get the node of the new version. The handle
+// holds the BAMFile of the node's version, so that an open file keeps
+// serving it whatever the Opener forgets or opens since.
 func (n *bamNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
 		return nil, 0, n.m.fail("open", n.mpath, syscall.EROFS)
@@ -586,11 +609,54 @@ func (n *bamNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, ui
 	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || identOf(st) != identOf(&n.st) {
 		return nil, 0, n.m.fail("open", n.mpath, fmt.Errorf("CRAM %s was replaced: %w", n.rel, syscall.ESTALE))
 	}
-	return nil, fuse.FOPEN_KEEP_CACHE, 0
+	if err := ctx.Err(); err != nil {
+		return nil, 0, n.m.fail("open", n.mpath, err)
+	}
+	f, err := n.m.op.OpenBAM(ctx, CRAMRef{Root: n.m.root, Rel: n.rel, Stat: n.st})
+	switch {
+	case errors.Is(err, ErrChanged):
+		return nil, 0, n.m.fail("open", n.mpath, fmt.Errorf("CRAM %s was replaced: %w: %w", n.rel, syscall.ESTALE, err))
+	case err != nil:
+		return nil, 0, n.m.fail("open", n.mpath, err)
+	case f == nil:
+		return nil, 0, n.m.fail("open", n.mpath, fmt.Errorf("opener returned no BAM for %s: %w", n.rel, syscall.EIO))
+	}
+	if err := n.sameBytes(f); err != nil {
+		return nil, 0, n.m.fail("open", n.mpath, err)
+	}
+	return &bamHandle{n: n, f: f}, fuse.FOPEN_KEEP_CACHE, 0
 }
 
-// Read implements fs.NodeReader; offsets past the end read 0 bytes.
-func (n *bamNode) Read(ctx context.Context, _ fusefs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+// sameBytes checks that f, given for n's version, serves the bytes n was
+// looked up with. It does not when the version was scanned again (its
+// layout found wrong): the kernel holds the old size and cached pages,
+// which other bytes must not be mixed with.
+func (n *bamNode) sameBytes(f BAMFile) error {
+	what := "BAM"
+	if n.bai {
+		what = "index"
+	}
+	if got := n.sizeOf(f); got != n.sz {
+		return fmt.Errorf("%s of %s: %d bytes, %d when looked up: %w", what, n.rel, got, n.sz, syscall.EIO)
+	}
+	if got := tagOf(f); got != n.tag {
+		return fmt.Errorf("%s of %s: scanned again into layout %s, %s when looked up: %w", what, n.rel, got, n.tag, syscall.EIO)
+	}
+	return nil
+}
+
+// bamHandle is an open synthetic BAM or BAI: the BAMFile of its node's
+// version, held while the file is open.
+type bamHandle struct {
+	n *bamNode
+	f BAMFile
+}
+
+var _ fusefs.FileReader = (*bamHandle)(nil)
+
+// Read implements fs.FileReader; offsets past the end read 0 bytes.
+func (h *bamHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n := h.n
 	size := n.size()
 	if off < 0 {
 		return nil, n.m.fail("read", n.mpath, fmt.Errorf("negative offset %d: %w", off, syscall.EINVAL))
@@ -600,7 +666,9 @@ func (n *bamNode) Read(ctx context.Context, _ fusefs.FileHandle, dest []byte, of
 	}
 	want := int(min(int64(len(dest)), size-off))
 	if n.bai {
-		index := n.f.Index()
+		// Asked for at each read: a BAMFile may drop its index while
+		// the file is open, and read it again.
+		index := h.f.Index()
 		if int64(len(index)) != size {
 			return nil, n.m.fail("read", n.mpath, fmt.Errorf("index of %s: %d bytes, %d when looked up: %w", n.rel, len(index), size, syscall.EIO))
 		}
@@ -609,14 +677,14 @@ func (n *bamNode) Read(ctx context.Context, _ fusefs.FileHandle, dest []byte, of
 	if err := ctx.Err(); err != nil {
 		return nil, n.m.fail("read", n.mpath, err)
 	}
-	if v, ok := n.f.(Viewer); ok {
+	if v, ok := h.f.(Viewer); ok {
 		parts, release, err := v.View(ctx, off, want)
 		if err != nil {
 			return nil, n.m.fail("read", n.mpath, err)
 		}
 		return &lentResult{parts: parts, size: want, release: release}, 0
 	}
-	got, err := n.f.ReadAt(dest[:want], off)
+	got, err := h.f.ReadAt(dest[:want], off)
 	if got < want {
 		if err == nil || err == io.EOF {
 			err = fmt.Errorf("short read at offset %d: %d of %d bytes (size %d): %w", off, got, want, size, io.ErrUnexpectedEOF)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -258,9 +260,46 @@ func TestOpenerReopensBAMWhoseLayoutWasDropped(t *testing.T) {
 	if again == first {
 		t.Fatal("the opener gave the BAM whose layout was dropped again")
 	}
+	// A node looked up with the first refuses to open the second (whose
+	// bytes its inode may hold mixed with the first's) by their tags.
+	if t1, t2 := first.(cfs.Tagger).Tag(), again.(cfs.Tagger).Tag(); t1 == t2 {
+		t.Errorf("the BAM scanned again has the dropped one's tag %s", t1)
+	}
 	got := make([]byte, again.Size())
 	if _, err := again.ReadAt(got, 0); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("reopened BAM: %d bytes (want %d), %v", len(got), len(want), err)
+	}
+}
+
+// TestMountRefusesBAMScannedAgainUnderOldNode mounts a CRAM whose layout
+// has a wrong segment digest: the read of that segment fails, the layout
+// is dropped, and an open through the node looked up before (the kernel
+// keeps it, and its size and pages) fails with EIO, logged with why,
+// rather than serve the new scan's bytes under the old inode.
+func TestMountRefusesBAMScannedAgainUnderOldNode(t *testing.T) {
+	ref := testdata("ref", "ce.fa")
+	src := t.TempDir()
+	p := filepath.Join(src, "x.cram")
+	copyFile(t, testdata("cram", "ce_1000.3.0-multislice.cram"), p)
+	cacheDir := t.TempDir()
+	cfg := mountConfig{refs: []string{ref}, level: "1", cacheDir: cacheDir, timeout: time.Hour}
+	m := mountT(t, src, cfg)
+	if _, err := os.Stat(filepath.Join(m.mnt, "x.bam")); err != nil {
+		t.Fatal(err)
+	}
+	m.unmount(t)
+	corruptSegmentDigest(t, cacheDir)
+
+	m = mountT(t, src, cfg)
+	bam := filepath.Join(m.mnt, "x.bam")
+	if _, err := os.ReadFile(bam); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("read with a wrong segment digest: %v, want EIO", err)
+	}
+	if _, err := os.ReadFile(bam); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("open through the node of the dropped layout: %v, want EIO", err)
+	}
+	if l := m.log.String(); !strings.Contains(l, "BAM of x.cram: scanned again into layout") {
+		t.Errorf("the refused open is not logged with why:\n%s", l)
 	}
 }
 

@@ -176,7 +176,7 @@ func (o *opener) open(ctx context.Context, ref fs.CRAMRef, k fileKey, e *openEnt
 		e.src.Close()
 		return
 	}
-	// A superseded version stays open while a node or handle still reads
+	// A superseded version stays open while an open handle still reads
 	// it, and is closed once nothing refers to its BAM.
 	runtime.AddCleanup(e.vbam, func(src *engine.CRAM) { src.Close() }, e.src)
 	// From now on listings name the index the file has, or none (records
