@@ -48,7 +48,7 @@ type aclSource struct {
 // object), checked on the descriptor, and its attribute read through
 // /proc/self/fd, the only way to read one from an O_PATH descriptor.
 func (m *mountFS) getACL(src aclSource, attr string, dest []byte) (uint32, syscall.Errno) {
-	if attr != xattrACLAccess && attr != xattrACLDefault {
+	if attr != xattrACLAccess && attr != xattrACLDefault || m.shown.set() {
 		return 0, syscall.ENODATA
 	}
 	f, proc, err := m.openACL(src)
@@ -111,15 +111,18 @@ func noProc(src aclSource, err error) error {
 // of the ACLs it has (NUL-terminated), into dest, or their size when dest
 // is empty; extra names come first.
 func (m *mountFS) listACL(src aclSource, extra []string, dest []byte) (uint32, syscall.Errno) {
+	var names []byte
+	for _, x := range extra {
+		names = append(append(names, x...), 0)
+	}
+	if m.shown.set() {
+		return copyNames(names, dest)
+	}
 	f, proc, err := m.openACL(src)
 	if err != nil {
 		return 0, m.fail("listxattr", src.mpath, err)
 	}
 	defer f.Close()
-	var names []byte
-	for _, x := range extra {
-		names = append(append(names, x...), 0)
-	}
 	for _, attr := range []string{xattrACLAccess, xattrACLDefault} {
 		n, err := unix.Getxattr(proc, attr, nil)
 		switch {
@@ -129,6 +132,12 @@ func (m *mountFS) listACL(src aclSource, extra []string, dest []byte) (uint32, s
 			return 0, m.fail("listxattr", src.mpath, noProc(src, err))
 		}
 	}
+	return copyNames(names, dest)
+}
+
+// copyNames answers a listxattr with names (NUL-terminated): their size
+// for an empty dest, ERANGE when they do not fit.
+func copyNames(names, dest []byte) (uint32, syscall.Errno) {
 	switch {
 	case len(dest) == 0:
 		return uint32(len(names)), 0

@@ -202,6 +202,15 @@ type Options struct {
 	// sequential reader, sent as requests of MaxRead; 0 means
 	// DefaultMaxReadAhead.
 	MaxRead, MaxReadAhead int
+	// UID and GID, when set, are shown as the owner and group of every
+	// file and directory, and Umask, when set, makes their modes 0555
+	// (directories) and 0444 (files) minus Umask, instead of the
+	// source's (cramfs mount --uid, --gid, --umask: serving a group or a
+	// container's user). The kernel then checks access against what is
+	// shown, not against the source: it may let users read what they
+	// could not read in the source. The source's ACLs are not served
+	// when any of them is set. Nil: the source's.
+	UID, GID, Umask *uint32
 	// RootXattrs are extended attributes of the mount's root directory,
 	// by name, for clients that find the mount's services from the mount
 	// point alone (`cramfs status MNT` its status socket). Every node
@@ -271,6 +280,7 @@ func Mount(src, mnt string, op Opener, opts Options) (*Server, error) {
 	}
 
 	m := newMountFS(root, srcReal, op, logger)
+	m.shown = shown{uid: opts.UID, gid: opts.GID, umask: opts.Umask}
 	var rootNode fusefs.InodeEmbedder = &dirNode{m: m, rel: ".", mpath: "."}
 	if len(opts.RootXattrs) > 0 {
 		rootNode = &rootDir{dirNode: dirNode{m: m, rel: ".", mpath: "."}, xattrs: maps.Clone(opts.RootXattrs)}

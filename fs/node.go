@@ -24,6 +24,7 @@ type mountFS struct {
 	srcReal string   // real absolute path of the source
 	op      Opener
 	log     *slog.Logger
+	shown   shown // constant: Options.UID, GID, Umask
 	// escapes is root's error for a name leading outside it (os.Root does
 	// not export it), as when a directory was swapped for a link out of
 	// the source since it was looked up.
@@ -278,8 +279,10 @@ func inoOf(d *dirNode, name string, e *entry) uint64 {
 // fillAttr sets a from the source stat st, minus write permission. Group
 // bits that are write only stay: with an ACL they are its mask, and the
 // kernel consults the ACL only when some group bit is set (without it, a
-// named user's entry would be skipped in favour of the other bits).
-func fillAttr(a *fuse.Attr, st *syscall.Stat_t, size int64, ino uint64) {
+// named user's entry would be skipped in favour of the other bits). The
+// owner, group and modes of Options.UID, GID and Umask replace the
+// source's when set.
+func (m *mountFS) fillAttr(a *fuse.Attr, st *syscall.Stat_t, size int64, ino uint64) {
 	a.Ino = ino
 	a.Size = uint64(max(size, 0))
 	a.Blocks = (a.Size + 511) / 512
@@ -293,6 +296,7 @@ func fillAttr(a *fuse.Attr, st *syscall.Stat_t, size int64, ino uint64) {
 		a.Nlink = uint32(max(st.Nlink, 2))
 	}
 	a.Uid, a.Gid = st.Uid, st.Gid
+	m.shown.apply(a)
 	a.Atime, a.Atimensec = uint64(st.Atim.Sec), uint32(st.Atim.Nsec)
 	a.Mtime, a.Mtimensec = uint64(st.Mtim.Sec), uint32(st.Mtim.Nsec)
 	a.Ctime, a.Ctimensec = uint64(st.Ctim.Sec), uint32(st.Ctim.Nsec)
@@ -392,7 +396,7 @@ func (d *dirNode) Getattr(ctx context.Context, _ fusefs.FileHandle, out *fuse.At
 	if !ok {
 		return syscall.EIO
 	}
-	fillAttr(&out.Attr, st, st.Size, d.StableAttr().Ino)
+	d.m.fillAttr(&out.Attr, st, st.Size, d.StableAttr().Ino)
 	return 0
 }
 
@@ -425,7 +429,7 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	switch e.kind {
 	case kindDir:
 		n := &dirNode{m: d.m, rel: e.rel, mpath: mp}
-		fillAttr(&out.Attr, &e.st, e.st.Size, ino)
+		d.m.fillAttr(&out.Attr, &e.st, e.st.Size, ino)
 		return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino}), 0
 	case kindLink:
 		if e.want == kindBAI && !d.m.indexMayBe(*e.dest) {
@@ -436,13 +440,13 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino}), 0
 	case kindFile:
 		n := &fileNode{m: d.m, rel: e.rel, mpath: mp, id: identOf(&e.st)}
-		fillAttr(&out.Attr, &e.st, e.st.Size, ino)
+		d.m.fillAttr(&out.Attr, &e.st, e.st.Size, ino)
 		return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 	}
 	// Revalidation of an unchanged CRAM: reuse the node and its BAM.
 	if ch := d.GetChild(name); ch != nil && ch.StableAttr().Ino == ino {
 		if bn, ok := ch.Operations().(*bamNode); ok {
-			fillAttr(&out.Attr, &bn.st, bn.size(), ino)
+			d.m.fillAttr(&out.Attr, &bn.st, bn.size(), ino)
 			return ch, 0
 		}
 	}
@@ -464,7 +468,7 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	}
 	ino = inoOf(d, name, &e)
 	n := newBAMNode(d.m, e, mp, f)
-	fillAttr(&out.Attr, &e.st, n.size(), ino)
+	d.m.fillAttr(&out.Attr, &e.st, n.size(), ino)
 	return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 }
 
@@ -589,7 +593,7 @@ func (n *bamNode) sizeOf(f BAMFile) int64 {
 // Getattr implements fs.NodeGetattrer: the exact size of the BAM or BAI,
 // with the CRAM's mode (minus write bits), owner and times.
 func (n *bamNode) Getattr(ctx context.Context, _ fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fillAttr(&out.Attr, &n.st, n.size(), n.StableAttr().Ino)
+	n.m.fillAttr(&out.Attr, &n.st, n.size(), n.StableAttr().Ino)
 	return 0
 }
 
@@ -756,7 +760,7 @@ func (n *fileNode) Getattr(ctx context.Context, fh fusefs.FileHandle, out *fuse.
 	if !ok {
 		return syscall.EIO
 	}
-	fillAttr(&out.Attr, st, st.Size, n.StableAttr().Ino)
+	n.m.fillAttr(&out.Attr, st, st.Size, n.StableAttr().Ino)
 	return 0
 }
 

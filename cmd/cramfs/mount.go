@@ -5,8 +5,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"os/user"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -72,6 +74,8 @@ type mountCmd struct {
 	ef           engineFlags
 	lf           logFlags
 	allowOther   bool
+	uid, gid     string
+	umask        string
 	indexOnMount bool
 	daemon       bool
 	debug        bool
@@ -82,6 +86,9 @@ type mountCmd struct {
 func (c *mountCmd) flags(fs *pflag.FlagSet) {
 	c.ef.register(fs)
 	fs.BoolVar(&c.allowOther, "allow-other", false, "let other users access the mount (needs user_allow_other in /etc/fuse.conf unless root)")
+	fs.StringVar(&c.uid, "uid", "", "show every file as owned by `USER` (a name or number) instead of its owner in SRC")
+	fs.StringVar(&c.gid, "gid", "", "show every file in `GROUP` (a name or number) instead of its group in SRC")
+	fs.StringVar(&c.umask, "umask", "", "show modes 0555 (directories) and 0444 (files) minus `MASK` (octal, e.g. 027) instead of SRC's; with --uid/--gid this decides who reads what, not SRC (docs/trust.md)")
 	fs.BoolVar(&c.indexOnMount, "index-on-mount", false, "scan every CRAM in the background at mount time")
 	fs.BoolVar(&c.daemon, "daemon", false, "run in the background once the mount answers (exit 0), or exit 1 saying why it failed")
 	c.lf.register(fs)
@@ -100,6 +107,9 @@ func (c *mountCmd) run(pos []string, e *env) error {
 	if c.daemon && ready == nil {
 		if _, err := c.ef.options(nil); err != nil {
 			return err // a wrong command line is said here, not by the mount
+		}
+		if _, err := c.mountOptions(); err != nil {
+			return err
 		}
 		return startBackground(c.lf.file)
 	}
@@ -145,7 +155,11 @@ func (c *mountCmd) serve(src, mnt string, e *env, ready *readyPipe) error {
 		return err
 	}
 	defer svc.Close()
-	m, err := svc.Mount(src, mnt, service.MountOptions{AllowOther: c.allowOther, IndexOnMount: c.indexOnMount, Debug: c.debug})
+	mo, err := c.mountOptions()
+	if err != nil {
+		return err
+	}
+	m, err := svc.Mount(src, mnt, mo)
 	if err != nil {
 		return err
 	}
@@ -176,6 +190,49 @@ func (c *mountCmd) serve(src, mnt string, e *env, ready *readyPipe) error {
 			return m.Unmount()
 		}
 	}
+}
+
+// mountOptions are the service's options of the mount flags.
+func (c *mountCmd) mountOptions() (service.MountOptions, error) {
+	mo := service.MountOptions{AllowOther: c.allowOther, IndexOnMount: c.indexOnMount, Debug: c.debug}
+	var err error
+	if mo.UID, err = lookupID("--uid", c.uid, user.Lookup, func(u *user.User) string { return u.Uid }); err != nil {
+		return mo, err
+	}
+	if mo.GID, err = lookupID("--gid", c.gid, user.LookupGroup, func(g *user.Group) string { return g.Gid }); err != nil {
+		return mo, err
+	}
+	if c.umask != "" {
+		m, err := strconv.ParseUint(c.umask, 8, 32)
+		if err != nil || m > 0o777 {
+			return mo, usageError{fmt.Sprintf("--umask %q: want an octal mask such as 027", c.umask)}
+		}
+		m32 := uint32(m)
+		mo.Umask = &m32
+	}
+	return mo, nil
+}
+
+// lookupID is the id a --uid or --gid value names: a number, or a name
+// looked up with find and read with id; nil for "".
+func lookupID[T any](flag, v string, find func(string) (*T, error), id func(*T) string) (*uint32, error) {
+	if v == "" {
+		return nil, nil
+	}
+	s := v
+	if _, err := strconv.ParseUint(v, 10, 32); err != nil {
+		found, err := find(v)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("%s %s: %v", flag, v, err)}
+		}
+		s = id(found)
+	}
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return nil, usageError{fmt.Sprintf("%s %s: not a number or a known name", flag, v)}
+	}
+	n32 := uint32(n)
+	return &n32, nil
 }
 
 // notify tells systemd the mount's state, when systemd started it.

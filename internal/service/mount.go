@@ -17,6 +17,9 @@ type MountOptions struct {
 	IndexOnMount bool
 	// Debug logs every FUSE request.
 	Debug bool
+	// UID, GID and Umask, when set, replace the source's owners and modes
+	// in what the mount shows (fs.Options).
+	UID, GID, Umask *uint32
 }
 
 // Mount is a running mount of a source tree: the FUSE server, the file
@@ -45,7 +48,7 @@ func (s *Service) Mount(src, mnt string, o MountOptions) (*Mount, error) {
 	op.states = newFileStates(s.log, absolute(src))
 	op.onOpen = s.noteLayout
 	sock := statusSocket(s.opts.CacheDir, mnt)
-	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: o.AllowOther, Logger: s.log, Debug: o.Debug,
+	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: o.AllowOther, Logger: s.log, Debug: o.Debug, UID: o.UID, GID: o.GID, Umask: o.Umask,
 		RootXattrs: map[string]string{statusXattr: sock}})
 	if err != nil {
 		op.Close()
