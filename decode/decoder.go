@@ -3,6 +3,7 @@ package decode
 import (
 	"crypto/md5"
 	"fmt"
+	"hash/crc32"
 	"unsafe"
 )
 
@@ -31,6 +32,9 @@ type DecoderOptions struct {
 	// container whose declared sizes say that decoding it needs more
 	// bytes, before anything of that size is allocated. 0: no limit.
 	MaxContainerMemory int64
+	// ContentSum computes the CRC-32C of each container's data as read
+	// from the file (see Decoder.ContentSum).
+	ContentSum bool
 }
 
 // Decoder decodes the containers of one File into Records, reusing its
@@ -40,6 +44,7 @@ type Decoder struct {
 	opt DecoderOptions
 
 	cbuf  []byte
+	sum   uint32 // ContentSum of the container in cbuf
 	st    streams
 	crecs []crec
 	names []byte
@@ -87,6 +92,17 @@ type Decoder struct {
 	lenRef int64
 }
 
+// castagnoli is the CRC-32C table of ContentSum.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ContentSum returns, with DecoderOptions.ContentSum, the CRC-32C of the
+// data of the container last decoded or measured (its blocks, the bytes
+// between its header and its end, CRAMv3 §7) as they were read from the
+// file for that decode: the bytes its records came from, together with
+// its header and the file's as File holds them. 0 without the option or
+// when the container could not be read.
+func (d *Decoder) ContentSum() uint32 { return d.sum }
+
 // NewDecoder returns a Decoder for f.
 func (f *File) NewDecoder(opt DecoderOptions) *Decoder {
 	if opt.Codecs == nil {
@@ -103,6 +119,7 @@ func (d *Decoder) Reset(f *File, opt DecoderOptions) {
 		opt.Codecs = &defaultCodecs
 	}
 	d.f, d.opt = f, opt
+	d.sum = 0
 	d.lenID = -1
 	d.window.drop()
 }
@@ -164,11 +181,15 @@ func (d *Decoder) container(h *ContainerHeader, lean bool) error {
 		return err
 	}
 	var err error
+	d.sum = 0
 	d.cbuf, err = d.f.readContainerData(h, d.cbuf)
 	if err != nil {
 		return err
 	}
 	data := d.cbuf
+	if d.opt.ContentSum {
+		d.sum = crc32.Checksum(data, castagnoli)
+	}
 	if err := checkNeed(h, data, major, d.opt.MaxContainerMemory); err != nil {
 		return err
 	}

@@ -47,50 +47,62 @@ type building struct {
 	err error
 }
 
+// contentSum is the content sum of the container a build decoded (see
+// ContentSummer); ok is false when its Source gives none.
+type contentSum struct {
+	sum uint32
+	ok  bool
+}
+
 // build appends container i of src to buf.B as BGZF blocks made by c and
-// returns the BAM bytes they hold. With rebuild, a Rebuilder source may
-// leave out the checks the caller's digest comparison covers.
-func (m *Manager) build(ctx context.Context, src Source, i int, c *bgzf.Compressor, buf *cache.Buf, rebuild bool) (int64, error) {
+// returns the BAM bytes they hold, and the container's content sum when
+// src gives it. With rebuild, a Rebuilder source may leave out the checks
+// the caller's digest comparison covers (and the content sum).
+func (m *Manager) build(ctx context.Context, src Source, i int, c *bgzf.Compressor, buf *cache.Buf, rebuild bool) (int64, contentSum, error) {
+	var rawLen int64
+	var err error
 	if rb, ok := src.(Rebuilder); ok && rebuild {
-		var rawLen int64
-		var err error
 		buf.B, rawLen, err = rb.RebuildContainerBlocks(ctx, i, c, buf.B)
-		return rawLen, err
+		return rawLen, contentSum{}, err
+	}
+	if cs, ok := src.(ContentSummer); ok {
+		sum := contentSum{ok: true}
+		buf.B, rawLen, sum.sum, err = cs.AppendContainerBlocksSum(ctx, i, c, buf.B)
+		return rawLen, sum, err
 	}
 	if ba, ok := src.(BlockAppender); ok {
 		// Records go into blocks as they are encoded: no BAM buffer.
-		var rawLen int64
-		var err error
 		buf.B, rawLen, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, nil)
-		return rawLen, err
+		return rawLen, contentSum{}, err
 	}
 	raw, err := src.AppendContainer(ctx, i, m.getRaw())
 	defer m.putRaw(raw)
 	if err != nil {
-		return 0, err
+		return 0, contentSum{}, err
 	}
 	if buf.B, err = compressSegment(c, buf.B, raw); err != nil {
-		return 0, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
+		return 0, contentSum{}, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
 	}
-	return int64(len(raw)), nil
+	return int64(len(raw)), contentSum{}, nil
 }
 
 // buildSegment rebuilds segment i of src, with a worker for p, checks it
 // against want and returns it with its digest. A segment whose digest is
 // not known yet (want.NoDigest) is built with every check of its input,
-// and only its lengths are compared. The Buf it returns holds one
-// reference, the caller's.
-func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int, want Segment) (*cache.Buf, uint32, error) {
+// only its lengths are compared, and the content sum of the container
+// read is returned for the caller to compare. The Buf it returns holds
+// one reference, the caller's.
+func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int, want Segment) (*cache.Buf, uint32, contentSum, error) {
 	if i == headerSegment {
 		buf, err := m.buildHeader(src, want)
-		return buf, want.Digest, err
+		return buf, want.Digest, contentSum{}, err
 	}
 	if err := m.acquire(ctx, p, i); err != nil {
-		return nil, 0, err
+		return nil, 0, contentSum{}, err
 	}
 	defer m.release()
 	if err := ctx.Err(); err != nil {
-		return nil, 0, err
+		return nil, 0, contentSum{}, err
 	}
 	// The segment's storage counts against the cache's bound while it is
 	// built, so that the cache budget covers the builds in flight too.
@@ -99,14 +111,14 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int,
 	c, err := m.getComp()
 	if err != nil {
 		buf.Release()
-		return nil, 0, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level.Deflate(), err)
+		return nil, 0, contentSum{}, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level.Deflate(), err)
 	}
 	defer m.putComp(c)
 	rebuild := !want.NoDigest
-	rawLen, err := m.build(ctx, src, i, c, buf, rebuild)
+	rawLen, sum, err := m.build(ctx, src, i, c, buf, rebuild)
 	if err != nil {
 		buf.Release()
-		return nil, 0, m.explainSize(err) // Source errors name the file and container
+		return nil, 0, contentSum{}, m.explainSize(err) // Source errors name the file and container
 	}
 	comp := buf.B
 	crc, err := segmentDigest(comp)
@@ -117,10 +129,10 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int,
 		// reference than the layout was made with fails its MD5 check).
 		if _, ok := src.(Rebuilder); ok && rebuild {
 			buf.B = buf.B[:0]
-			if _, cerr := m.build(ctx, src, i, c, buf, false); cerr != nil {
+			if _, _, cerr := m.build(ctx, src, i, c, buf, false); cerr != nil {
 				buf.Release()
 				m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", src.Name(), "container", i, "err", cerr)
-				return nil, 0, fmt.Errorf("%w: %w", ErrMismatch, cerr)
+				return nil, 0, contentSum{}, fmt.Errorf("%w: %w", ErrMismatch, cerr)
 			}
 		}
 	}
@@ -128,9 +140,9 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int,
 		buf.Release()
 		err := fmt.Errorf("%w: %s: container %d at offset %d: %w", ErrMismatch, src.Name(), i, src.ContainerOffset(i), err)
 		m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", src.Name(), "container", i, "err", err)
-		return nil, 0, err
+		return nil, 0, contentSum{}, err
 	}
-	return buf, crc, nil
+	return buf, crc, sum, nil
 }
 
 // digestText describes the digest of s for messages.
@@ -179,11 +191,11 @@ func (m *Manager) buildOrWait(ctx context.Context, v *VirtualBAM, key cache.Key,
 
 // buildChecked builds segment i of v (want, as the layout has it): checked
 // against its digest when known (learned since the scan measured it), else
-// checked in full, with the file still the version scanned, its digest
-// then learned.
+// checked in full and made from the bytes the scan measured (checkFirst),
+// its digest then learned.
 func (m *Manager) buildChecked(ctx context.Context, v *VirtualBAM, want Segment, i int) (*cache.Buf, error) {
 	if !want.NoDigest {
-		buf, _, err := m.buildSegment(ctx, v.src, &v.party, i, want)
+		buf, _, _, err := m.buildSegment(ctx, v.src, &v.party, i, want)
 		return buf, err
 	}
 	ls, err := v.state(ctx)
@@ -191,26 +203,59 @@ func (m *Manager) buildChecked(ctx context.Context, v *VirtualBAM, want Segment,
 		return nil, err
 	}
 	want = ls.want(i)
-	buf, d, err := m.buildSegment(ctx, v.src, &v.party, i, want)
+	buf, d, sum, err := m.buildSegment(ctx, v.src, &v.party, i, want)
 	if err != nil || !want.NoDigest {
 		return buf, err
 	}
-	// Only the lengths compare these bytes with the scan: the file must
-	// still be the version scanned (its ctime changes with every write),
-	// else they may be another version's.
-	if fsrc, ok := v.src.(fileSource); ok && v.key != "" {
-		id, _, ierr := m.identify(fsrc)
-		if ierr == nil && id != v.fid {
-			ierr = fmt.Errorf("%w: not the version scanned (size %d, mtime %d, ctime %d then; %d, %d, %d now)",
-				ErrChanged, v.fid.Size, v.fid.MTime, v.fid.CTime, id.Size, id.MTime, id.CTime)
-		}
-		if ierr != nil {
-			buf.Release()
-			return nil, fmt.Errorf("%s: container %d: first build: %w", v.src.Name(), i, ierr)
-		}
+	if err := m.checkFirst(v, i, want, sum); err != nil {
+		buf.Release()
+		return nil, err
 	}
 	ls.learned(i, d)
 	return buf, nil
+}
+
+// checkFirst checks that the first build of measured segment i of v,
+// which only its lengths compared with the scan, was decoded from the
+// bytes the scan measured, else they may be another version's: the
+// container read has the content sum the scan recorded (want.Sum), so
+// that a change of the file's metadata alone (chmod, a link added or
+// removed, which move its ctime) changes nothing; without a sum, the file
+// is still of the identity scanned (its ctime changes with every write).
+// A sum that differs while the identity does not is the layout's fault
+// (ErrMismatch: the caller drops it), else the file's (ErrChanged).
+func (m *Manager) checkFirst(v *VirtualBAM, i int, want Segment, got contentSum) error {
+	fsrc, ok := v.src.(fileSource)
+	persisted := ok && v.key != ""
+	if want.HasSum && got.ok && got.sum == want.Sum {
+		return nil
+	}
+	if !want.HasSum || !got.ok {
+		if !persisted {
+			return nil // nothing to compare with: the scan kept no identity
+		}
+		id, _, err := m.identify(fsrc)
+		if err == nil && id != v.fid {
+			err = fmt.Errorf("%w: not the version scanned (size %d, mtime %d, ctime %d then; %d, %d, %d now)",
+				ErrChanged, v.fid.Size, v.fid.MTime, v.fid.CTime, id.Size, id.MTime, id.CTime)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: container %d: first build: %w", v.src.Name(), i, err)
+		}
+		return nil
+	}
+	kind := ErrChanged
+	if persisted {
+		if id, _, err := m.identify(fsrc); err == nil && id == v.fid {
+			kind = ErrMismatch
+		}
+	}
+	err := fmt.Errorf("%w: %s: container %d at offset %d: first build: the container's bytes have content sum %08x, the scan measured %08x",
+		kind, v.src.Name(), i, v.src.ContainerOffset(i), got.sum, want.Sum)
+	if kind == ErrMismatch {
+		m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", v.src.Name(), "container", i, "err", err)
+	}
+	return err
 }
 
 // errLeaderCancelled is waitBuild's answer when the build it waited for

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"runtime"
 	"slices"
@@ -183,8 +185,8 @@ const (
 // descriptor, the parsed header, the container table, the reference
 // lookups) is its state: kept in CRAMOptions.States when set, which may
 // drop it, and then rebuilt on demand by opening the file again the same
-// way (through the same root), which must give the version first opened
-// (else ErrChanged).
+// way (through the same root), which must give the file first opened with
+// the same header and container table (else ErrChanged).
 type CRAM struct {
 	// Dependencies, each safe for concurrent use.
 	decoders *DecoderPool
@@ -192,13 +194,14 @@ type CRAM struct {
 
 	// Constant after OpenCRAM: where the file is, so that a re-open is
 	// confined the same way (root nil: rel is a path opened as given).
-	root *os.Root
-	rel  string
-	path string // the name in messages
-	opt  CRAMOptions
-	stat os.FileInfo // fstat of the descriptor first opened: the version served
-	ver  fileVersion // the same, as compared on a re-open
-	n    int         // data containers
+	root  *os.Root
+	rel   string
+	path  string // the name in messages
+	opt   CRAMOptions
+	stat  os.FileInfo // fstat of the descriptor first opened: the version served
+	ver   fileVersion // the same, as compared on a re-open
+	shape uint64      // fileShape of the state first read
+	n     int         // data containers
 	// rawHint sizes the BAM buffers of AppendContainer (atomic inside).
 	rawHint *sizeHint
 
@@ -272,7 +275,7 @@ func openCRAM(c *CRAM, opt CRAMOptions) (*CRAM, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.stat, c.ver, c.n = st.stat, st.ver, len(st.f.Containers)
+	c.stat, c.ver, c.shape, c.n = st.stat, st.ver, st.shape, len(st.f.Containers)
 	c.st = &st.cramState
 	if c.states != nil {
 		c.states.touch(c.st)
@@ -352,20 +355,25 @@ func (c *CRAM) variant() string {
 // loaded is a state with the version of the file it was read from.
 type loaded struct {
 	cramState
-	stat os.FileInfo
-	ver  fileVersion
+	stat  os.FileInfo
+	ver   fileVersion
+	shape uint64 // fileShape of cramState.f
 }
 
-// load opens the file and reads its state; once the CRAM is open, the
-// file must be the version first opened (device, inode, size, mtime and
-// ctime of the new descriptor).
+// load opens the file and reads its state. Once the CRAM is open, the file
+// must be the one first opened (device and inode), of the same size and
+// mtime, with the same header and container table (fileShape). Its ctime
+// is not compared: a chmod or a link added or removed moves it, and every
+// build is checked by its content (a digest, a content sum) or, for a
+// layout without content sums, by the file's identity, ctime included
+// (see Manager.buildChecked).
 func (c *CRAM) load() (*loaded, error) {
 	fh, fi, err := c.openFile()
 	if err != nil {
 		return nil, err
 	}
 	ver := versionOf(fi)
-	if c.stat != nil && ver != c.ver {
+	if c.stat != nil && !ver.sameBesidesCTime(c.ver) {
 		fh.Close()
 		return nil, fmt.Errorf("%s: %w: opened again to read it after its descriptor was closed, it is %v, not the %v first opened", c.path, ErrChanged, ver, c.ver)
 	}
@@ -374,20 +382,92 @@ func (c *CRAM) load() (*loaded, error) {
 		fh.Close()
 		return nil, err
 	}
+	shape := fileShape(f)
 	if c.stat != nil && len(f.Containers) != c.n {
 		fh.Close()
 		return nil, fmt.Errorf("%s: %w: opened again with %d containers, %d first", c.path, ErrChanged, len(f.Containers), c.n)
 	}
-	st := &loaded{cramState: cramState{c: c, file: fh, f: f}, stat: fi, ver: ver}
-	st.dopt = decode.DecoderOptions{NoMD: c.opt.NoMD, MaxContainerMemory: c.opt.MaxContainerMemory}
+	if c.stat != nil && shape != c.shape {
+		fh.Close()
+		return nil, fmt.Errorf("%s: %w: opened again after its descriptor was closed, its header or container table differs from the one first read (%v now)", c.path, ErrChanged, ver)
+	}
+	st := &loaded{cramState: cramState{c: c, file: fh, f: f}, stat: fi, ver: ver, shape: shape}
+	st.dopt = decode.DecoderOptions{NoMD: c.opt.NoMD, MaxContainerMemory: c.opt.MaxContainerMemory, ContentSum: true}
 	if c.opt.Reference != nil {
 		st.rs = newRefSource(c.opt.Reference, f.Refs)
 		st.dopt.Reference = st.rs
 	}
+	// A rebuild is checked by its digest: no content sum needed.
 	st.rebuildOpt = st.dopt
-	st.rebuildOpt.IgnoreMD5 = true
+	st.rebuildOpt.IgnoreMD5, st.rebuildOpt.ContentSum = true, false
 	st.resident = resident{bytes: stateBytes(f), file: true}
 	return st, nil
+}
+
+// shapeSeed seeds fileShape, whose values are only compared within the
+// process.
+var shapeSeed = maphash.MakeSeed()
+
+// fileShape fingerprints what decoding a container takes from f besides
+// the container's data: the file definition, the SAM header (its text,
+// references and read groups) and every container header (CRAMv3 §6-7).
+// A build checked by its content sum (the data alone) decodes that data
+// the way the scan did only while these are the same.
+func fileShape(f *decode.File) uint64 {
+	var h shapeHash
+	h.SetSeed(shapeSeed)
+	h.num(int64(f.Def.Major), int64(f.Def.Minor))
+	h.Write(f.Def.FileID[:])
+	h.bytes(f.HeaderText)
+	h.num(int64(len(f.Refs)))
+	for _, r := range f.Refs {
+		h.str(r.Name)
+		h.num(r.Length)
+		h.str(r.M5)
+		h.str(r.UR)
+	}
+	h.num(int64(len(f.ReadGroups)))
+	for _, g := range f.ReadGroups {
+		h.str(g)
+	}
+	eof := int64(0)
+	if f.HasEOF {
+		eof = 1
+	}
+	h.num(eof, int64(len(f.Containers)))
+	for i := range f.Containers {
+		c := &f.Containers[i]
+		h.num(c.Offset, int64(c.HeaderSize), int64(c.Length), int64(c.RefSeqID), c.RefStart, c.AlignmentSpan,
+			int64(c.NumRecords), c.RecordCounter, c.Bases, int64(c.NumBlocks), int64(len(c.Landmarks)))
+		for _, l := range c.Landmarks {
+			h.num(int64(l))
+		}
+	}
+	return h.Sum64()
+}
+
+// shapeHash is the hash fileShape writes numbers and strings to, each
+// string after its length.
+type shapeHash struct {
+	maphash.Hash
+	b [8]byte
+}
+
+func (h *shapeHash) num(vs ...int64) {
+	for _, v := range vs {
+		binary.LittleEndian.PutUint64(h.b[:], uint64(v))
+		h.Write(h.b[:])
+	}
+}
+
+func (h *shapeHash) str(s string) {
+	h.num(int64(len(s)))
+	h.WriteString(s)
+}
+
+func (h *shapeHash) bytes(b []byte) {
+	h.num(int64(len(b)))
+	h.Write(b)
 }
 
 // stateBytes estimates the memory of f and its reference lookups.
@@ -547,44 +627,56 @@ func estimateBAM(h *decode.ContainerHeader) int64 {
 
 // AppendContainer implements Source.
 func (c *CRAM) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
-	return c.appendContainer(ctx, i, false, dst, nil, nil)
+	dst, _, err := c.appendContainer(ctx, i, false, dst, nil, nil)
+	return dst, err
 }
 
 // AppendContainerBlocks implements BlockAppender.
 func (c *CRAM) AppendContainerBlocks(ctx context.Context, i int, comp *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error) {
-	return c.appendContainerBlocks(ctx, i, false, comp, dst, each)
+	dst, raw, _, err := c.appendContainerBlocks(ctx, i, false, comp, dst, each)
+	return dst, raw, err
+}
+
+// AppendContainerBlocksSum implements ContentSummer.
+func (c *CRAM) AppendContainerBlocksSum(ctx context.Context, i int, comp *bgzf.Compressor, dst []byte) ([]byte, int64, uint32, error) {
+	return c.appendContainerBlocks(ctx, i, false, comp, dst, nil)
 }
 
 // RebuildContainerBlocks implements Rebuilder: the slice reference MD5s
-// are not computed again (3-4% of a build's CPU).
+// are not computed again (3-4% of a build's CPU), nor the content sum.
 func (c *CRAM) RebuildContainerBlocks(ctx context.Context, i int, comp *bgzf.Compressor, dst []byte) ([]byte, int64, error) {
-	return c.appendContainerBlocks(ctx, i, true, comp, dst, nil)
+	dst, raw, _, err := c.appendContainerBlocks(ctx, i, true, comp, dst, nil)
+	return dst, raw, err
 }
 
-func (c *CRAM) appendContainerBlocks(ctx context.Context, i int, rebuild bool, comp *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error) {
+// appendContainerBlocks appends container i as blocks of comp to dst and
+// returns them with the BAM bytes they hold and the container's content
+// sum (0 when rebuild).
+func (c *CRAM) appendContainerBlocks(ctx context.Context, i int, rebuild bool, comp *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, uint32, error) {
 	start := len(dst)
-	buf, err := c.appendContainer(ctx, i, rebuild, comp.Begin(dst), comp, each)
+	buf, sum, err := c.appendContainer(ctx, i, rebuild, comp.Begin(dst), comp, each)
 	if err == nil {
 		var raw int64
 		if dst, raw, err = comp.End(buf); err == nil {
-			return dst, raw, nil
+			return dst, raw, sum, nil
 		}
 		err = fmt.Errorf("%s: container at byte %d: BGZF: %w", c.path, c.ContainerOffset(i), err)
 	}
-	return dst[:start], 0, err
+	return dst[:start], 0, 0, err
 }
 
 // appendContainer appends the BAM records of container i to dst, with the
-// slice MD5 checks unless rebuild. When comp is not nil, dst is the buffer
+// slice MD5 checks unless rebuild, and returns them with the container's
+// content sum (0 when rebuild). When comp is not nil, dst is the buffer
 // of a run of comp's blocks: each record is reported to each (if set) and
 // full blocks are cut after it.
-func (c *CRAM) appendContainer(ctx context.Context, i int, rebuild bool, dst []byte, comp *bgzf.Compressor, each func([]byte, int64, int64) error) ([]byte, error) {
+func (c *CRAM) appendContainer(ctx context.Context, i int, rebuild bool, dst []byte, comp *bgzf.Compressor, each func([]byte, int64, int64) error) ([]byte, uint32, error) {
 	if err := ctx.Err(); err != nil {
-		return dst, err
+		return dst, 0, err
 	}
 	st, err := c.acquire()
 	if err != nil {
-		return dst, err
+		return dst, 0, err
 	}
 	defer c.release(st)
 	opt := st.dopt
@@ -626,7 +718,7 @@ func (c *CRAM) appendContainer(ctx context.Context, i int, rebuild bool, dst []b
 	if err == nil && comp == nil {
 		c.rawHint.observe(est, int64(len(dst)-start))
 	}
-	return dst, err
+	return dst, pd.d.ContentSum(), err
 }
 
 // refSource resolves the @SQ lines of one file against a reference store,

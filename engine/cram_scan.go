@@ -16,39 +16,48 @@ import (
 // hold, it builds the records in full and measures them instead, so that
 // the records reported and the errors are those of AppendContainer.
 func (c *CRAM) ScanLayout(ctx context.Context, i int, each func(r RecordLayout) error) (int64, error) {
+	n, _, err := c.ScanLayoutSum(ctx, i, each)
+	return n, err
+}
+
+// ScanLayoutSum implements ContentSummer: ScanLayout, with the content
+// sum of the container's bytes the records were measured from.
+func (c *CRAM) ScanLayoutSum(ctx context.Context, i int, each func(r RecordLayout) error) (int64, uint32, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	recs := layoutPool.Get().(*[]RecordLayout)
 	defer layoutPool.Put(recs)
 	var total int64
+	var sum uint32
 	var ok bool
 	var err error
-	*recs, total, ok, err = c.leanLayout(i, (*recs)[:0])
+	*recs, total, sum, ok, err = c.leanLayout(i, (*recs)[:0])
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if !ok {
 		return c.fullLayout(ctx, i, each)
 	}
 	for _, r := range *recs {
 		if err := each(r); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return total, nil
+	return total, sum, nil
 }
 
 // layoutPool holds the record tables of leanLayout, one per scan at work.
 var layoutPool = sync.Pool{New: func() any { return new([]RecordLayout) }}
 
 // leanLayout measures container i with the lean pass, appending its
-// records to dst; ok is false when the pass could not (the caller then
-// builds the container in full). err is only that of opening the file.
-func (c *CRAM) leanLayout(i int, dst []RecordLayout) (recs []RecordLayout, total int64, ok bool, err error) {
+// records to dst, and returns them with the container's content sum; ok is
+// false when the pass could not (the caller then builds the container in
+// full). err is only that of opening the file.
+func (c *CRAM) leanLayout(i int, dst []RecordLayout) (recs []RecordLayout, total int64, sum uint32, ok bool, err error) {
 	st, err := c.acquire()
 	if err != nil {
-		return dst, 0, false, err
+		return dst, 0, 0, false, err
 	}
 	defer c.release(st)
 	pd := c.decoders.get(st.f, st.dopt)
@@ -62,17 +71,18 @@ func (c *CRAM) leanLayout(i int, dst []RecordLayout) (recs []RecordLayout, total
 		dst = append(dst, RecordLayout{Len: n, RefID: s.RefID, Beg: s.Pos, End: end, Unmapped: s.Flags&4 != 0})
 		return nil
 	})
-	return dst, total, err == nil, nil
+	return dst, total, pd.d.ContentSum(), err == nil, nil
 }
 
-// fullLayout is ScanLayout by building the container's BAM records in
+// fullLayout is ScanLayoutSum by building the container's BAM records in
 // full.
-func (c *CRAM) fullLayout(ctx context.Context, i int, each func(r RecordLayout) error) (int64, error) {
-	raw, err := c.appendContainer(ctx, i, false, nil, nil, nil)
+func (c *CRAM) fullLayout(ctx context.Context, i int, each func(r RecordLayout) error) (int64, uint32, error) {
+	raw, sum, err := c.appendContainer(ctx, i, false, nil, nil, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return measureRecords(raw, each)
+	n, err := measureRecords(raw, each)
+	return n, sum, err
 }
 
 // measureRecords frames the BAM records of raw, calls each with every
@@ -105,5 +115,6 @@ func (r *refSource) ScanBases(id int, start, end int64, h hash.Hash, runs [][2]i
 
 var (
 	_ LayoutScanner           = (*CRAM)(nil)
+	_ ContentSummer           = (*CRAM)(nil)
 	_ decode.ReferenceScanner = (*refSource)(nil)
 )

@@ -38,7 +38,7 @@ func compareLeanLayout(t *testing.T, path string, fastas []string, noMD bool) in
 	var lean, full []RecordLayout
 	for i := 0; i < c.NumContainers(); i++ {
 		full = full[:0]
-		fullTotal, err := c.fullLayout(context.Background(), i, func(r RecordLayout) error {
+		fullTotal, _, err := c.fullLayout(context.Background(), i, func(r RecordLayout) error {
 			full = append(full, r)
 			return nil
 		})
@@ -47,7 +47,7 @@ func compareLeanLayout(t *testing.T, path string, fastas []string, noMD bool) in
 		}
 		var total int64
 		var ok bool
-		lean, total, ok, err = c.leanLayout(i, lean[:0])
+		lean, total, _, ok, err = c.leanLayout(i, lean[:0])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func BenchmarkScanLayout(b *testing.B) {
 						if lean {
 							_, err = c.ScanLayout(context.Background(), i, count)
 						} else {
-							_, err = c.fullLayout(context.Background(), i, count)
+							_, _, err = c.fullLayout(context.Background(), i, count)
 						}
 						if err != nil {
 							b.Fatal(err)
@@ -219,7 +219,7 @@ func TestScanLayoutErrorsAreFullBuilds(t *testing.T) {
 		}
 		for i := 0; i < c.NumContainers(); i++ {
 			var full, got []RecordLayout
-			fullTotal, ferr := c.fullLayout(context.Background(), i, func(r RecordLayout) error { full = append(full, r); return nil })
+			fullTotal, _, ferr := c.fullLayout(context.Background(), i, func(r RecordLayout) error { full = append(full, r); return nil })
 			total, err := c.ScanLayout(context.Background(), i, func(r RecordLayout) error { got = append(got, r); return nil })
 			if ferr != nil && err == nil {
 				continue // damage the lean pass does not read
@@ -449,7 +449,7 @@ func TestScanLayoutLeanReferenceMD5(t *testing.T) {
 	failed := 0
 	for i := 0; i < c.NumContainers(); i++ {
 		lerr := leanError(c, i)
-		_, ferr := c.fullLayout(context.Background(), i, func(RecordLayout) error { return nil })
+		_, _, ferr := c.fullLayout(context.Background(), i, func(RecordLayout) error { return nil })
 		if (lerr == nil) != (ferr == nil) || lerr != nil && !strings.Contains(ferr.Error(), lerr.Error()) {
 			t.Fatalf("container %d: lean pass %v, full build %v", i, lerr, ferr)
 		}

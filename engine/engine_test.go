@@ -596,18 +596,21 @@ func TestOpenErrors(t *testing.T) {
 }
 
 // roundTripIndex is an index file with a segment of every digest kind:
-// built, measured and not yet known, measured and learned.
+// built, measured and not yet known, measured and learned; measured ones
+// with a content sum and without.
 func roundTripIndex() *indexFile {
 	return &indexFile{
 		Depends: dependsOn(1, "md=1"),
 		ID:      identity{Dev: 7, Ino: 8, Size: 123, MTime: 456, CTime: 789, Head: [32]byte{1}, Tail: [32]byte{2}},
 		Layout: Layout{Level: 1, Header: Segment{CompLen: 50, RawLen: 70, Digest: 9},
 			Segments: []Segment{{Offset: 50, CompLen: 10, RawLen: 20, Digest: 1}, {Offset: 60}, {Offset: 60, CompLen: 5, RawLen: 6, Digest: 2},
-				{Offset: 65, CompLen: 7, RawLen: 3, NoDigest: true}, {Offset: 72, CompLen: 8, RawLen: 4, NoDigest: true}},
-			Size: 80 + 28},
+				{Offset: 65, CompLen: 7, RawLen: 3, NoDigest: true}, {Offset: 72, CompLen: 8, RawLen: 4, NoDigest: true},
+				{Offset: 80, CompLen: 9, RawLen: 5, NoDigest: true, Sum: 0x1234, HasSum: true},
+				{Offset: 89, CompLen: 2, RawLen: 1, NoDigest: true, HasSum: true}},
+			Size: 91 + 28},
 		HasBAI:  true,
 		BAI:     []byte("BAI\x01rest"),
-		Learned: map[int]uint32{4: 0xabcd},
+		Learned: map[int]uint32{4: 0xabcd, 5: 0x5678},
 	}
 }
 
@@ -635,10 +638,14 @@ func FuzzReadIndex(f *testing.F) {
 	measured := roundTripIndex()
 	f.Add(marshalIndex(measured))
 	for i := range measured.Layout.Segments {
+		measured.Layout.Segments[i].Sum, measured.Layout.Segments[i].HasSum = 0, false
+	}
+	f.Add(marshalFormat(measured, 5))
+	for i := range measured.Layout.Segments {
 		measured.Layout.Segments[i].NoDigest = false
 	}
 	measured.Learned = nil
-	f.Add(marshalLegacy(measured))
+	f.Add(marshalFormat(measured, 4))
 	if _, err := exec.LookPath("samtools"); err == nil {
 		src := newFakeSource(fixture(f, "small"), "")
 		dir := f.TempDir()
@@ -675,10 +682,7 @@ func checkIndexBytes(t *testing.T, b []byte) {
 			}
 			return
 		}
-		again := marshalIndex(idx)
-		if binary.LittleEndian.Uint32(b[8:]) == legacyIndexFormat {
-			again = marshalLegacy(idx)
-		}
+		again := marshalFormat(idx, binary.LittleEndian.Uint32(b[8:]))
 		if !bytes.Equal(again, b) {
 			t.Fatal("accepted index does not re-encode to its bytes")
 		}

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,17 +106,21 @@ func fstat(f *os.File) (*unix.Stat_t, error) {
 	return &st, nil
 }
 
-// indexFormat is the version of the layout index file format. Format 5
-// marks each segment's digest as built by the scan, not yet known (a
-// segment measured by a level-0 scan) or learned at its first build;
-// format 4 adds the device, inode and ctime to the identity; format 3
-// stored segmentDigest where format 2 stored a CRC-32C of all the bytes.
-// Format 4 files are still read (legacyIndexFormat).
-const indexFormat = 5
+// indexFormat is the version of the layout index file format. Format 6
+// adds to each segment the content sum of the container the scan measured
+// (Segment.Sum); format 5 marks each segment's digest as built by the
+// scan, not yet known (a segment measured by a level-0 scan) or learned at
+// its first build; format 4 adds the device, inode and ctime to the
+// identity; format 3 stored segmentDigest where format 2 stored a CRC-32C
+// of all the bytes. Files of formats 5 and 4 are still read
+// (legacyIndexFormats).
+const indexFormat = 6
 
-// legacyIndexFormat is the older format still read: its segments all have
-// their digests built by the scan.
-const legacyIndexFormat = 4
+// legacyIndexFormats are the older formats still read, newest first: in
+// format 5 no segment has a content sum (its measured segments' first
+// builds are checked against the file's identity), in format 4 every
+// segment's digest was built by the scan.
+var legacyIndexFormats = [...]int{5, 4}
 
 // dependsOn describes everything the bytes of a virtual BAM depend on
 // besides the CRAM itself: the format, the BGZF level, block cutting and
@@ -165,21 +170,39 @@ type indexFile struct {
 	Learned map[int]uint32
 }
 
-// The kinds of a segment's digest in an index file of format 5.
+// The kinds of a segment's digest in an index file of format 5 or 6.
 const (
 	digestBuilt   = 0 // computed by the scan
 	digestUnknown = 1 // the scan measured the segment; not yet known
 	digestLearned = 2 // the scan measured the segment; learned at its first build
 )
 
+// The kinds of a segment's content sum in an index file of format 6.
+const (
+	sumNone   = 0 // none: a segment built by the scan, or measured from a Source without sums
+	sumCRC32C = 1 // the CRC-32C of the container's data (ContentSummer)
+)
+
 const (
 	indexMagic     = "CRAMFSLX"
 	maxDependsLen  = 1 << 10
-	segRecordLen   = 8 + 8 + 4 + 1 // format 5; format 4 has no kind byte
+	segRecordLen   = 8 + 8 + 4 + 1 + 1 + 4 // format 6; format 5 has no sum, format 4 no kind either
 	maxSegmentLen  = 1 << 40
 	maxIndexFile   = 1 << 30
 	indexFixedHead = 8 + 4 + 4 // magic, format, depends length
 )
+
+// segRecordLenOf is the length of a segment record in an index file of
+// the format given.
+func segRecordLenOf(format uint32) int {
+	switch format {
+	case 4:
+		return segRecordLen - 6
+	case 5:
+		return segRecordLen - 5
+	}
+	return segRecordLen
+}
 
 // marshalIndex encodes f; see readIndex for the format.
 func marshalIndex(f *indexFile) []byte {
@@ -204,10 +227,15 @@ func marshalIndex(f *indexFile) []byte {
 				kind, d = digestLearned, l
 			}
 		}
+		sumKind := byte(sumNone)
+		if s.HasSum {
+			sumKind = sumCRC32C
+		}
 		b = binary.LittleEndian.AppendUint64(b, uint64(s.CompLen))
 		b = binary.LittleEndian.AppendUint64(b, uint64(s.RawLen))
 		b = binary.LittleEndian.AppendUint32(b, d)
-		b = append(b, kind)
+		b = append(b, kind, sumKind)
+		b = binary.LittleEndian.AppendUint32(b, s.Sum)
 	}
 	putSeg(f.Layout.Header, headerSegment)
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(f.Layout.Segments)))
@@ -232,7 +260,7 @@ type indexReader struct {
 	b      []byte
 	off    int
 	err    error
-	format uint32 // of the file: whether segments have a kind byte
+	format uint32 // of the file: whether segments have a kind byte and a sum
 }
 
 func (r *indexReader) take(n int, what string) []byte {
@@ -266,11 +294,17 @@ func (r *indexReader) u32(what string) uint32 {
 func (r *indexReader) seg(what string) (Segment, byte) {
 	at := r.off
 	c, u, crc := r.u64(what), r.u64(what), r.u32(what)
-	kind := byte(digestBuilt)
-	if r.format != legacyIndexFormat {
+	kind, sumKind, sum := byte(digestBuilt), byte(sumNone), uint32(0)
+	if r.format >= 5 {
 		if p := r.take(1, what); p != nil {
 			kind = p[0]
 		}
+	}
+	if r.format >= 6 {
+		if p := r.take(1, what); p != nil {
+			sumKind = p[0]
+		}
+		sum = r.u32(what)
 	}
 	switch {
 	case r.err != nil:
@@ -278,9 +312,11 @@ func (r *indexReader) seg(what string) (Segment, byte) {
 		r.err = fmt.Errorf("%w: index %s has implausible lengths %d/%d at offset %d", ErrInvalid, what, c, u, at)
 	case kind > digestLearned || kind == digestUnknown && crc != 0:
 		r.err = fmt.Errorf("%w: index %s has digest kind %d (digest %08x) at offset %d", ErrInvalid, what, kind, crc, at)
+	case sumKind > sumCRC32C || sumKind == sumNone && sum != 0 || sumKind != sumNone && kind == digestBuilt:
+		r.err = fmt.Errorf("%w: index %s has content sum kind %d (sum %08x) with digest kind %d at offset %d", ErrInvalid, what, sumKind, sum, kind, at)
 	}
 	// A learned digest is left in Digest for the caller to take.
-	return Segment{CompLen: int64(c), RawLen: int64(u), Digest: crc, NoDigest: kind != digestBuilt}, kind
+	return Segment{CompLen: int64(c), RawLen: int64(u), Digest: crc, NoDigest: kind != digestBuilt, Sum: sum, HasSum: sumKind != sumNone}, kind
 }
 
 // readIndex parses a persisted layout index (untrusted bytes). The format,
@@ -291,9 +327,11 @@ func (r *indexReader) seg(what string) (Segment, byte) {
 // u64 count of container segments, each segment as u64 compressed length,
 // u64 raw length, u32 segmentDigest, u8 kind of the digest (digestBuilt,
 // digestUnknown with a zero digest, digestLearned; format 4 has no kind:
-// built); u8 has-index flag, u64 length and the .bai (SAMv1 §5.2); a
-// trailing u32 CRC-32C of all preceding bytes. Offsets are derived, so
-// every parsed Layout is self-consistent.
+// built), u8 kind of the content sum (sumNone with a zero sum, sumCRC32C
+// for a measured segment only) and u32 content sum (format 5 and 4 have
+// neither: none); u8 has-index flag, u64 length and the .bai (SAMv1
+// §5.2); a trailing u32 CRC-32C of all preceding bytes. Offsets are
+// derived, so every parsed Layout is self-consistent.
 func readIndex(b []byte) (*indexFile, error) {
 	if len(b) < indexFixedHead+4 {
 		return nil, fmt.Errorf("%w: index of %d bytes is too short", ErrInvalid, len(b))
@@ -306,8 +344,8 @@ func readIndex(b []byte) (*indexFile, error) {
 	if string(r.take(8, "magic")) != indexMagic {
 		return nil, fmt.Errorf("%w: index magic not %q", ErrInvalid, indexMagic)
 	}
-	if r.format = r.u32("format"); r.format != indexFormat && r.format != legacyIndexFormat {
-		return nil, fmt.Errorf("%w: index format %d, want %d or %d", ErrInvalid, r.format, indexFormat, legacyIndexFormat)
+	if r.format = r.u32("format"); r.format != indexFormat && !slices.Contains(legacyIndexFormats[:], int(r.format)) {
+		return nil, fmt.Errorf("%w: index format %d, want %d or one of %v", ErrInvalid, r.format, indexFormat, legacyIndexFormats)
 	}
 	f := &indexFile{}
 	dl := r.u32("dependency length")
@@ -335,10 +373,7 @@ func readIndex(b []byte) (*indexFile, error) {
 	if kind != digestBuilt {
 		return nil, fmt.Errorf("%w: index header segment without its digest", ErrInvalid)
 	}
-	recLen := uint64(segRecordLen)
-	if r.format == legacyIndexFormat {
-		recLen--
-	}
+	recLen := uint64(segRecordLenOf(r.format))
 	if n > uint64(len(body)-r.off)/recLen {
 		return nil, fmt.Errorf("%w: index claims %d segments, only %d bytes left", ErrInvalid, n, len(body)-r.off)
 	}

@@ -28,6 +28,12 @@ type Segment struct {
 	// a LayoutScanner): its lengths follow from its records' lengths, its
 	// digest is learned from its first build (see layoutState.learn).
 	NoDigest bool
+	// Sum is the content sum of the container the scan measured (see
+	// ContentSummer), when HasSum: a measured segment's first build must
+	// be decoded from bytes of the same sum. A measured segment without
+	// one (an index of format 5) is checked against the file's identity.
+	Sum    uint32
+	HasSum bool
 }
 
 // End returns the offset just past the segment.
@@ -232,30 +238,41 @@ func storedBlocks(dst []blockInfo, n int64) []blockInfo {
 
 // measureContainer measures container i of src, a LayoutScanner, for a
 // level-0 layout without building it: its segment's lengths (the digest
-// left unknown), its blocks and what the index needs of its records, in a
-// table made for hint records.
+// left unknown) and content sum (when ls is a ContentSummer), its blocks
+// and what the index needs of its records, in a table made for hint
+// records.
 func measureContainer(ctx context.Context, src Source, ls LayoutScanner, i, hint int) (*builtSegment, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	recs := make([]recInfo, 0, hint)
 	var off int64
-	rawLen, err := ls.ScanLayout(ctx, i, func(r RecordLayout) error {
+	each := func(r RecordLayout) error {
 		if r.Len < 4+32 {
 			return fmt.Errorf("%w: %s: container %d: record at offset %d of %d bytes, shorter than a BAM record's fixed part", ErrInvalid, src.Name(), i, off, r.Len)
 		}
 		recs = append(recs, recInfo{refID: r.RefID, unmapped: r.Unmapped, beg: r.Beg, end: r.End, uStart: off, uEnd: off + r.Len})
 		off += r.Len
 		return nil
-	})
+	}
+	seg := Segment{NoDigest: true}
+	var rawLen int64
+	var err error
+	if cs, ok := ls.(ContentSummer); ok {
+		rawLen, seg.Sum, err = cs.ScanLayoutSum(ctx, i, each)
+		seg.HasSum = true
+	} else {
+		rawLen, err = ls.ScanLayout(ctx, i, each)
+	}
 	if err != nil {
 		return nil, err // ScanLayout's errors name the file and the container
 	}
 	if rawLen != off {
 		return nil, fmt.Errorf("%w: %s: container %d: records of %d bytes, container of %d", ErrInvalid, src.Name(), i, off, rawLen)
 	}
+	seg.CompLen, seg.RawLen = bgzf.StoredSize(rawLen), rawLen
 	return &builtSegment{
-		seg:    Segment{CompLen: bgzf.StoredSize(rawLen), RawLen: rawLen, NoDigest: true},
+		seg:    seg,
 		blocks: storedBlocks(nil, rawLen),
 		recs:   recs,
 	}, nil

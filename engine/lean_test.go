@@ -82,15 +82,37 @@ func measureBuilt(ctx context.Context, src Source, i int, each func(RecordLayout
 }
 
 // comparableIndex returns the index file f as it would be without any
-// digest of a data segment: every one not yet known.
+// digest of a data segment (every one not yet known) nor content sum.
 func comparableIndex(f *indexFile) []byte {
 	g := *f
 	g.Layout = f.Layout.clone()
 	g.Learned = nil
 	for i := range g.Layout.Segments {
 		g.Layout.Segments[i].Digest, g.Layout.Segments[i].NoDigest = 0, true
+		g.Layout.Segments[i].Sum, g.Layout.Segments[i].HasSum = 0, false
 	}
 	return marshalIndex(&g)
+}
+
+// checkSums checks that every segment of the lean index file idx of the
+// CRAM at path has the content sum of its container's data in the file.
+func checkSums(t *testing.T, idx *indexFile, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := OpenCRAM(path, CRAMOptions{AllowMissingEOF: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, h := range c.File().Containers {
+		s := idx.Layout.Segments[i]
+		if want := crc32.Checksum(b[h.DataOffset():h.End()], castagnoli); !s.HasSum || s.Sum != want {
+			t.Fatalf("segment %d: content sum %08x (recorded: %v), the container's data %08x", i, s.Sum, s.HasSum, want)
+		}
+	}
 }
 
 // scanBoth opens src with a measuring (lean) Manager and with one that
@@ -203,6 +225,7 @@ func TestLeanScanEqualsFullScanCRAM(t *testing.T) {
 						return c
 					})
 					checkLeanEqualsFull(t, leanIdx, fullIdx)
+					checkSums(t, leanIdx, filepath.Join(set.dir, e.path))
 					if set.read {
 						checkLearned(t, lean, full)
 					}
@@ -343,29 +366,35 @@ func TestLearnedDigestsMerged(t *testing.T) {
 	}
 }
 
-// marshalLegacy encodes f in index format 4: no kind byte per segment,
-// every digest built.
-func marshalLegacy(f *indexFile) []byte {
+// marshalFormat encodes f in the index format given, 6 (marshalIndex) or
+// an older one: format 5 has no content sum per segment, format 4 no kind
+// of digest either (every digest built).
+func marshalFormat(f *indexFile, format uint32) []byte {
 	b := marshalIndex(f)
+	if format == indexFormat {
+		return b
+	}
 	b = b[:len(b)-4]
-	binary.LittleEndian.PutUint32(b[8:], legacyIndexFormat)
-	// The segments follow the fixed part: drop each one's kind byte.
+	binary.LittleEndian.PutUint32(b[8:], format)
+	keep := segRecordLenOf(format)
+	// The segments follow the fixed part: keep the start of each record.
 	at := indexFixedHead + len(f.Depends) + 5*8 + 2*32 + 4
 	out := append([]byte(nil), b[:at]...)
-	out = append(out, b[at:at+20]...) // header segment
-	at += 21
+	out = append(out, b[at:at+keep]...) // header segment
+	at += segRecordLen
 	out = append(out, b[at:at+8]...) // segment count
 	at += 8
 	for range f.Layout.Segments {
-		out = append(out, b[at:at+20]...)
-		at += 21
+		out = append(out, b[at:at+keep]...)
+		at += segRecordLen
 	}
 	out = append(out, b[at:]...)
 	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
 }
 
 // TestLegacyIndexRead: an index file of format 4, as an earlier cramfs
-// wrote it, is used without a scan and written again in format 5.
+// wrote it, is used without a scan and written again in the current
+// format.
 func TestLegacyIndexRead(t *testing.T) {
 	fx := fixture(t, "synth")
 	dir := t.TempDir()
@@ -383,9 +412,9 @@ func TestLegacyIndexRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Remove(path)
-	f.Depends = dependsOnFormat(legacyIndexFormat, 0, "fake")
+	f.Depends = dependsOnFormat(4, 0, "fake")
 	old := filepath.Join(dir, indexName(indexKey(f.ID, f.Depends)))
-	if err := os.WriteFile(old, marshalLegacy(f), 0o600); err != nil {
+	if err := os.WriteFile(old, marshalFormat(f, 4), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	m2, _ := newTestManager(t, Options{CacheDir: dir, Level: Stored, Readahead: -1})
@@ -402,17 +431,18 @@ func TestLegacyIndexRead(t *testing.T) {
 	}
 	b, err = os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("not written again in format 5: %v", err)
+		t.Fatalf("not written again in the current format: %v", err)
 	}
 	if g, err := readIndex(b); err != nil || binary.LittleEndian.Uint32(b[8:]) != indexFormat || fmt.Sprint(g.Layout) != fmt.Sprint(f.Layout) {
-		t.Fatalf("the format-5 copy: %v", err)
+		t.Fatalf("the current format's copy: %v", err)
 	}
 }
 
-// TestFirstBuildOfChangedFileRefused: a measured segment's first build,
-// checked against the layout's lengths only, is refused once the file is
-// no longer the version scanned (here its ctime moved), rather than
-// serving bytes that may be another version's.
+// TestFirstBuildOfChangedFileRefused: a measured segment's first build
+// from a Source without content sums, checked against the layout's
+// lengths only, is refused once the file is no longer the version scanned
+// (here its ctime moved), rather than serving bytes that may be another
+// version's.
 func TestFirstBuildOfChangedFileRefused(t *testing.T) {
 	fx := fixture(t, "synth")
 	path := filepath.Join(t.TempDir(), "copy.bam")

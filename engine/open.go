@@ -378,20 +378,31 @@ func (m *Manager) loadLayout(src Source, key, depends string, id identity, hdrSe
 	return nil
 }
 
-// loadLegacy loads the index of src in the older format still read
-// (legacyIndexFormat), made by an earlier cramfs, and returns its key.
+// loadLegacy loads the index of src in an older format still read
+// (legacyIndexFormats, newest first), made by an earlier cramfs, and
+// returns its key. With none there, the error is the newest format's.
 func (m *Manager) loadLegacy(src Source, id identity, hdrSeg Segment) (string, *indexFile, error) {
 	fsrc, ok := src.(fileSource)
 	if !ok {
 		return "", nil, errNoFile
 	}
-	depends := dependsOnFormat(legacyIndexFormat, m.opts.Level.Deflate(), fsrc.variant())
-	key := indexKey(id, depends)
-	idx, err := loadIndex(m.opts.CacheDir, indexName(key), m.opts.SharedCache)
-	if err == nil {
-		err = m.validFor(idx, src, depends, id, hdrSeg)
+	var first error
+	var firstKey string
+	for _, format := range legacyIndexFormats {
+		depends := dependsOnFormat(format, m.opts.Level.Deflate(), fsrc.variant())
+		key := indexKey(id, depends)
+		idx, err := loadIndex(m.opts.CacheDir, indexName(key), m.opts.SharedCache)
+		if err == nil {
+			err = m.validFor(idx, src, depends, id, hdrSeg)
+		}
+		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return key, idx, err
+		}
+		if first == nil {
+			first, firstKey = err, key
+		}
 	}
-	return key, idx, err
+	return firstKey, nil, first
 }
 
 // dropLayout forgets the layout v serves, in memory and on disk, once a

@@ -8,15 +8,18 @@ import (
 )
 
 // ErrMismatch is returned when a segment rebuilt on demand does not match
-// the layout recorded by the scan (length, raw length or segmentDigest of its BGZF blocks),
-// and by a VirtualBAM whose layout was found so and is no longer held
-// (VirtualBAM.Stale). The bytes are never served.
+// the layout recorded by the scan (length, raw length or segmentDigest of
+// its BGZF blocks, or the content sum of a measured segment's container
+// while the file's identity is unchanged), and by a VirtualBAM whose
+// layout was found so and is no longer held (VirtualBAM.Stale). The bytes
+// are never served.
 var ErrMismatch = errors.New("engine: rebuilt segment does not match layout")
 
 // ErrChanged is returned (wrapped) when a CRAM file changed under the
 // engine: while its layout was scanned (its identity before and after
-// differ; the layout is then neither kept nor persisted), or between its
-// open and a re-open of its descriptor.
+// differ; the layout is then neither kept nor persisted), between its
+// open and a re-open of its descriptor, or since the scan measured a
+// container built for the first time (its content sum differs).
 var ErrChanged = errors.New("engine: file changed since it was opened")
 
 // ErrInvalid is returned for malformed input: a Source whose records are

@@ -88,6 +88,22 @@ type LayoutScanner interface {
 	ScanLayout(ctx context.Context, i int, each func(r RecordLayout) error) (int64, error)
 }
 
+// ContentSummer is implemented by LayoutScanners that read one file and
+// can give, with each container they measure or build, its content sum:
+// the CRC-32C of the container's bytes in the file as they were read to
+// decode it. A measured segment's first build is then checked against the
+// content the scan measured, rather than against the file's identity,
+// which metadata changes (chmod, a link added or removed) move.
+type ContentSummer interface {
+	// ScanLayoutSum is LayoutScanner.ScanLayout that also returns the
+	// content sum of container i.
+	ScanLayoutSum(ctx context.Context, i int, each func(r RecordLayout) error) (int64, uint32, error)
+	// AppendContainerBlocksSum is BlockAppender.AppendContainerBlocks
+	// (with its every check, without per-record callback) that also
+	// returns the content sum of container i.
+	AppendContainerBlocksSum(ctx context.Context, i int, c *bgzf.Compressor, dst []byte) ([]byte, int64, uint32, error)
+}
+
 // RecordLayout is what the layout and the index need of one BAM record.
 type RecordLayout struct {
 	Len      int64 // BAM bytes of the record, its block_size included

@@ -178,6 +178,13 @@ func (v fileVersion) String() string {
 	return fmt.Sprintf("device %d inode %d, %d bytes, mtime %d, ctime %d", v.dev, v.ino, v.size, v.mtime, v.ctime)
 }
 
+// sameBesidesCTime reports whether v and o are of the same file (device
+// and inode) with the same size and mtime, whatever their ctimes.
+func (v fileVersion) sameBesidesCTime(o fileVersion) bool {
+	v.ctime = o.ctime
+	return v == o
+}
+
 // versionOf is the version of the file fi (an fstat) describes.
 func versionOf(fi os.FileInfo) fileVersion {
 	v := fileVersion{size: fi.Size(), mtime: fi.ModTime().UnixNano()}

@@ -99,7 +99,7 @@ func TestFaultCRAMRewrittenInPlaceSameSizeAndMtime(t *testing.T) {
 }
 
 // theIndex returns the path and bytes of the one layout index in dir,
-// checking that it is of format 5 (see engine.readIndex), which the tests
+// checking that it is of format 6 (see engine.readIndex), which the tests
 // below edit.
 func theIndex(t *testing.T, dir string) (string, []byte) {
 	t.Helper()
@@ -111,18 +111,18 @@ func theIndex(t *testing.T, dir string) (string, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != 5 {
-		t.Fatalf("index format %d; this test knows format 5", v)
+	if v := binary.LittleEndian.Uint32(b[8:]); v != 6 {
+		t.Fatalf("index format %d; this test knows format 6", v)
 	}
 	return ents[0], b
 }
 
-// segRecord is the length of a segment record in an index of format 5:
-// lengths, digest and the digest's kind.
-const segRecord = 8 + 8 + 4 + 1
+// segRecord is the length of a segment record in an index of format 6:
+// lengths, digest, the digest's kind, the content sum's kind and the sum.
+const segRecord = 8 + 8 + 4 + 1 + 1 + 4
 
 // segmentsAt returns the offset of the first container segment record of
-// an index of format 5, and how many there are.
+// an index of format 6, and how many there are.
 func segmentsAt(b []byte) (off, n int) {
 	le := binary.LittleEndian
 	off = 16 + int(le.Uint32(b[12:])) + 5*8 + 2*32 + 4 + segRecord // past the header segment

@@ -1,0 +1,401 @@
+//go:build linux
+
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/internal/hostile"
+)
+
+// rawCRAM writes at path, with samtools, a CRAM of 3,000 synthetic reads
+// in containers of 500, its blocks stored raw and without reference, so
+// that read names are plain text in the file, and returns its bytes.
+func rawCRAM(t *testing.T, path string) []byte {
+	t.Helper()
+	sam := path + ".sam"
+	synthSAM(t, sam, 3000, 11)
+	samtools(t, "view", "-C", "--no-PG", "--output-fmt-option", "no_ref=1", "--output-fmt-option", "seqs_per_slice=500",
+		"--output-fmt-option", "level=0", "-o", path, sam)
+	os.Remove(sam)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// flipped returns b with the first byte of the first occurrence of s
+// XORed with 1, its CRCs fixed: a file of the same size that decodes to
+// records of the same lengths but other bytes.
+func flipped(t *testing.T, b []byte, s string) []byte {
+	t.Helper()
+	off := bytes.Index(b, []byte(s))
+	if off < 0 {
+		t.Fatalf("%q not in the file", s)
+	}
+	out, err := hostile.FlipAt(b, off, 0x01, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// contentFixture is a CRAM of several containers in a source directory,
+// with another CRAM beside it (to evict its descriptor) and the BAM the
+// unchanged file gives.
+type contentFixture struct {
+	dir, path string
+	orig      []byte
+	want      []byte // the virtual BAM of orig, at level 0
+	root      *os.Root
+}
+
+func newContentFixture(t *testing.T) *contentFixture {
+	t.Helper()
+	f := &contentFixture{dir: t.TempDir()}
+	f.path = filepath.Join(f.dir, "x.cram")
+	f.orig = rawCRAM(t, f.path)
+	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(f.dir, "other.cram"))
+	f.root = openTestRoot(t, f.dir)
+	c, err := OpenCRAM(f.path, CRAMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.NumContainers() < 5 {
+		t.Fatalf("%d containers, want several", c.NumContainers())
+	}
+	m, _ := newTestManager(t, Options{Level: Stored, Readahead: -1})
+	f.want = readAll(t, openT(t, m, c), 1<<16)
+	return f
+}
+
+// open opens the fixture's CRAM, with a FileStates of one descriptor,
+// and its virtual BAM with m; the first segment is read.
+func (f *contentFixture) open(t *testing.T, m *Manager) (*VirtualBAM, *CRAM, CRAMOptions) {
+	t.Helper()
+	opt := CRAMOptions{States: NewFileStates(1<<30, 1)}
+	c, err := OpenCRAMAt(f.root, "x.cram", f.path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	v := openT(t, m, c)
+	if _, err := v.ReadAt(make([]byte, 64<<10), 0); err != nil {
+		t.Fatal(err)
+	}
+	return v, c, opt
+}
+
+// rewrite overwrites the fixture's CRAM in place with b and sets its
+// mtime back: only its ctime tells.
+func (f *contentFixture) rewrite(t *testing.T, b []byte) {
+	t.Helper()
+	fi, err := os.Stat(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(f.path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(f.path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFirstBuildAfterMetadataChange: once the first segment of a level-0
+// layout is read, the CRAM's metadata changes (its ctime moves, its
+// bytes stay): the first builds of the other segments, checked against
+// the content sums the scan recorded, serve exactly the file's BAM; with
+// the descriptor held, and with it closed (the file opened again, its
+// ctime new), and with the layout read from the index file.
+func TestFirstBuildAfterMetadataChange(t *testing.T) {
+	f := newContentFixture(t)
+	changes := []struct {
+		name   string
+		change func(p string) error
+		reopen bool // the file can be opened again by its name after
+	}{
+		{"chmod", func(p string) error { return os.Chmod(p, 0o644) }, true},
+		{"link", func(p string) error { return os.Link(p, p+".bak") }, true},
+		{"remove", os.Remove, false},
+		{"rename over", func(p string) error { return os.Rename(filepath.Join(filepath.Dir(p), "other.cram"), p) }, false},
+	}
+	for _, how := range []string{"held", "dropped", "indexed"} {
+		for _, ch := range changes {
+			if how == "dropped" && !ch.reopen {
+				continue // ENOENT or another file: not the version served
+			}
+			t.Run(how+"/"+ch.name, func(t *testing.T) {
+				f := newContentFixtureFrom(t, f)
+				opts := Options{Level: Stored, Readahead: -1, CacheDir: t.TempDir()}
+				if how == "indexed" {
+					m0, _ := newTestManager(t, opts)
+					f.open(t, m0) // scans; the index file is written
+					m0.Close()
+				}
+				m, lc := newTestManager(t, opts)
+				v, c, opt := f.open(t, m)
+				if how == "indexed" && !strings.Contains(lc.text(), "layout index loaded") {
+					t.Fatalf("the index file was not used:\n%s", lc.text())
+				}
+				held, err := os.Open(f.path) // the version read, to see its ctime after
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer held.Close()
+				before := ctimeOf(t, held)
+				time.Sleep(10 * time.Millisecond) // a ctime the kernel tells apart
+				if err := ch.change(f.path); err != nil {
+					t.Fatal(err)
+				}
+				if ctimeOf(t, held) == before {
+					t.Fatalf("%s left the ctime as it was: the test would prove nothing", ch.name)
+				}
+				if how == "dropped" {
+					evictByOther(t, c, f.root, opt)
+				}
+				if got := readAll(t, v, 1<<16); !bytes.Equal(got, f.want) {
+					t.Fatalf("%d bytes read, not the %d of the file's BAM", len(got), len(f.want))
+				}
+			})
+		}
+	}
+}
+
+// ctimeOf is the ctime of the open file f, in nanoseconds.
+func ctimeOf(t *testing.T, f *os.File) int64 {
+	t.Helper()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ctim.Nano()
+}
+
+// newContentFixtureFrom copies f's CRAM into a directory of t's, so that
+// each subtest changes its own.
+func newContentFixtureFrom(t *testing.T, f *contentFixture) *contentFixture {
+	t.Helper()
+	g := &contentFixture{dir: t.TempDir(), orig: f.orig, want: f.want}
+	g.path = filepath.Join(g.dir, "x.cram")
+	if err := os.WriteFile(g.path, f.orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(g.dir, "other.cram"))
+	g.root = openTestRoot(t, g.dir)
+	return g
+}
+
+// TestFirstBuildOfRewrittenCRAMRefused: the CRAM is rewritten in place,
+// one read renamed in a middle container (the same size, the records of
+// the same lengths), and its mtime set back. The first build of that
+// container's segment is refused (ErrChanged, naming it), whether the
+// descriptor stayed open or the file was opened again; a header changed
+// the same way is refused when the file is opened again.
+func TestFirstBuildOfRewrittenCRAMRefused(t *testing.T) {
+	f := newContentFixture(t)
+	for _, tc := range []struct {
+		name, what string
+		drop       bool
+		want       string // in the error
+	}{
+		{"records, descriptor held", "r001500", false, "content sum"},
+		{"records, descriptor closed", "r001500", true, "content sum"},
+		{"header, descriptor closed", "SM:s", true, "header or container table"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newContentFixtureFrom(t, f)
+			m, _ := newTestManager(t, Options{Level: Stored, Readahead: -1})
+			v, c, opt := f.open(t, m)
+			seg := -1
+			off := int64(bytes.Index(f.orig, []byte("r001500")))
+			for i, h := range c.File().Containers {
+				if h.Offset <= off && off < h.End() {
+					seg = i
+				}
+			}
+			if seg < 2 {
+				t.Fatalf("read r001500 in container %d: not a middle one", seg)
+			}
+			want := tc.want
+			if !strings.HasPrefix(tc.name, "header") {
+				want = fmt.Sprintf("container %d at offset %d: first build: the container's bytes have %s", seg, c.ContainerOffset(seg), tc.want)
+			}
+			time.Sleep(10 * time.Millisecond) // a ctime the kernel tells apart
+			f.rewrite(t, flipped(t, f.orig, tc.what))
+			if tc.drop {
+				evictByOther(t, c, f.root, opt)
+			}
+			_, err := v.ReadAt(make([]byte, 64), v.Layout().Segments[seg].Offset)
+			if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("first build of segment %d after the rewrite: %v, want ErrChanged saying %q", seg, err, want)
+			}
+		})
+	}
+}
+
+// TestLegacyIndexFirstBuildChecksIdentity: a layout read from an index
+// file of format 5, which has no content sums, checks a measured
+// segment's first build against the file's identity, its ctime included:
+// after a chmod that build is refused (ErrChanged), as before format 6.
+func TestLegacyIndexFirstBuildChecksIdentity(t *testing.T) {
+	f := newContentFixtureFrom(t, newContentFixture(t))
+	opts := Options{Level: Stored, Readahead: -1, CacheDir: t.TempDir()}
+	m0, _ := newTestManager(t, opts)
+	v0, _, _ := f.open(t, m0)
+	path := indexPathFor(t, m0, v0.src)
+	m0.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := readIndex(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(path)
+	idx.Learned = nil
+	for i := range idx.Layout.Segments {
+		if !idx.Layout.Segments[i].HasSum {
+			t.Fatalf("segment %d of the scan has no content sum", i)
+		}
+		idx.Layout.Segments[i].Sum, idx.Layout.Segments[i].HasSum = 0, false
+	}
+	idx.Depends = dependsOnFormat(5, 0, "md=1")
+	if err := os.WriteFile(filepath.Join(opts.CacheDir, indexName(indexKey(idx.ID, idx.Depends))), marshalFormat(idx, 5), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, lc := newTestManager(t, opts)
+	v, _, _ := f.open(t, m)
+	if !strings.Contains(lc.text(), "earlier format") {
+		t.Fatalf("the format-5 index was not used:\n%s", lc.text())
+	}
+	if err := os.Chmod(f.path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = v.ReadAt(make([]byte, 64), v.Layout().Segments[3].Offset)
+	if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "not the version scanned") {
+		t.Fatalf("first build after a chmod with a format-5 layout: %v, want ErrChanged", err)
+	}
+}
+
+// TestWrongContentSumDropsLayout: a trusted index file whose content sum
+// of a measured segment is wrong, for a file whose identity has not
+// changed, fails that segment's first build (ErrMismatch, never its
+// bytes) and is dropped, index file included, so that the next open
+// scans the file again.
+func TestWrongContentSumDropsLayout(t *testing.T) {
+	f := newContentFixtureFrom(t, newContentFixture(t))
+	opts := Options{Level: Stored, Readahead: -1, CacheDir: t.TempDir()}
+	m0, _ := newTestManager(t, opts)
+	v0, _, _ := f.open(t, m0)
+	path := indexPathFor(t, m0, v0.src)
+	m0.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := readIndex(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx.Layout.Segments[3].Sum ^= 1
+	if err := os.WriteFile(path, marshalIndex(idx), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := newTestManager(t, opts)
+	v, _, _ := f.open(t, m)
+	_, err = v.ReadAt(make([]byte, 64), v.Layout().Segments[3].Offset)
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "content sum") {
+		t.Fatalf("first build against a wrong content sum: %v, want ErrMismatch", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the index file of the wrong layout is still there: %v", err)
+	}
+	v2, _, _ := f.open(t, m)
+	if got := readAll(t, v2, 1<<16); !bytes.Equal(got, f.want) {
+		t.Fatalf("after the rescan: %d bytes, not the %d of the file's BAM", len(got), len(f.want))
+	}
+}
+
+// TestFileShapeCoversTheFile: fileShape changes with each part of the
+// file structure that decoding a container takes besides its data, and
+// covers every field decode has for it (a new field must be added there,
+// or here as not needed).
+func TestFileShapeCoversTheFile(t *testing.T) {
+	// Of File, Name and r are not content, size is compared on its own
+	// (fileVersion) and maxRefLen follows from Refs.
+	fields := map[reflect.Type]string{
+		reflect.TypeFor[decode.File]():            "Name r size Def HeaderText Refs ReadGroups Containers HasEOF maxRefLen",
+		reflect.TypeFor[decode.FileDefinition]():  "Major Minor FileID",
+		reflect.TypeFor[decode.RefSeq]():          "Name Length M5 UR",
+		reflect.TypeFor[decode.ContainerHeader](): "Offset HeaderSize Length RefSeqID RefStart AlignmentSpan NumRecords RecordCounter Bases NumBlocks Landmarks",
+	}
+	for typ, want := range fields {
+		var got []string
+		for i := range typ.NumField() {
+			got = append(got, typ.Field(i).Name)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("decode.%s has fields %v, fileShape knows %s", typ.Name(), got, want)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "x.cram")
+	copyTestCRAM(t, "ce_5b.3.0-noref.cram", p)
+	f := mustFile(t, p)
+	base := fileShape(f)
+	for name, change := range map[string]func(g *decode.File){
+		"major":       func(g *decode.File) { g.Def.Major++ },
+		"file ID":     func(g *decode.File) { g.Def.FileID[3] ^= 1 },
+		"header text": func(g *decode.File) { g.HeaderText = append(slices.Clone(g.HeaderText), ' ') },
+		"@SQ name":    func(g *decode.File) { g.Refs = slices.Clone(g.Refs); g.Refs[1].Name += "x" },
+		"@SQ M5":      func(g *decode.File) { g.Refs = slices.Clone(g.Refs); g.Refs[0].M5 = "0" },
+		"@SQ UR":      func(g *decode.File) { g.Refs = slices.Clone(g.Refs); g.Refs[0].UR += "x" },
+		"@SQ length":  func(g *decode.File) { g.Refs = slices.Clone(g.Refs); g.Refs[0].Length++ },
+		"@RG":         func(g *decode.File) { g.ReadGroups = append(slices.Clone(g.ReadGroups), "x") },
+		"EOF":         func(g *decode.File) { g.HasEOF = !g.HasEOF },
+		"records":     func(g *decode.File) { g.Containers = slices.Clone(g.Containers); g.Containers[0].NumRecords++ },
+		"landmark": func(g *decode.File) {
+			g.Containers = slices.Clone(g.Containers)
+			g.Containers[0].Landmarks = []int32{g.Containers[0].Landmarks[0] + 1}
+		},
+		"record count": func(g *decode.File) { g.Containers = slices.Clone(g.Containers); g.Containers[0].RecordCounter++ },
+	} {
+		g := *f
+		change(&g)
+		if fileShape(&g) == base {
+			t.Errorf("a change of the %s leaves fileShape as it was", name)
+		}
+	}
+}
+
+// mustFile opens the CRAM at p and returns its file structure.
+func mustFile(t *testing.T, p string) *decode.File {
+	t.Helper()
+	c, err := OpenCRAM(p, CRAMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.File()
+}
