@@ -51,12 +51,13 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		m.log.Debug("no file identity; layout kept in memory only", "file", src.Name(), "err", idErr)
 	}
 	r, err, _ := m.opens.Do(key, func() (any, error) {
-		return m.layoutFor(ctx, src, key, depends, id, hdrRaw, hdrSeg)
+		idx, scanned, err := m.layoutFor(ctx, src, key, depends, id, hdrRaw, hdrSeg)
+		return openedLayout{idx, scanned}, err
 	})
 	if err != nil {
 		return nil, m.explainSize(err)
 	}
-	idx := r.(*indexFile)
+	idx := r.(openedLayout).idx
 	ls := m.keep(key, idx, persist)
 	// Segments are cached per layout: after a layout was dropped and the
 	// file scanned again, a segment of the old layout is never served.
@@ -85,11 +86,19 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		ahead:     make(map[int]bool),
 		maxSeg:    maxSeg,
 		readahead: m.opts.readahead(maxSeg),
+		scanned:   r.(openedLayout).scanned,
 	}
 	if !persist {
 		v.pinned = ls
 	}
 	return v, nil
+}
+
+// openedLayout is the layout an Open found, and whether it scanned the
+// file for it.
+type openedLayout struct {
+	idx     *indexFile
+	scanned bool
 }
 
 // headerReader is a Source whose header can fail to be read (a CRAM read
@@ -227,7 +236,7 @@ func (m *Manager) layoutState(ctx context.Context, v *VirtualBAM) (*layoutState,
 // the persisted index or a scan of the file (which must still be the
 // version v was opened with), and keeps it.
 func (m *Manager) reloadLayout(ctx context.Context, v *VirtualBAM) (*layoutState, error) {
-	idx, err := m.layoutFor(ctx, v.src, v.key, v.depends, v.fid, nil, v.hdrSeg)
+	idx, _, err := m.layoutFor(ctx, v.src, v.key, v.depends, v.fid, nil, v.hdrSeg)
 	if err != nil {
 		return nil, m.explainSize(err)
 	}
@@ -297,34 +306,34 @@ func (m *Manager) validFor(idx *indexFile, src Source, depends string, id identi
 func indexName(key string) string { return key + ".idx" }
 
 // layoutFor finds a trustworthy layout for src: in memory, on disk, or by
-// scanning (then persisting it). depends is "" for a Source whose layout
+// scanning (then persisting it; scanned is then true). depends is "" for a Source whose layout
 // is not persisted. hdrRaw, the BAM header, is read from src when the
 // scan needs it and it is nil. The caller keeps the layout (Manager.keep).
-func (m *Manager) layoutFor(ctx context.Context, src Source, key, depends string, id identity, hdrRaw []byte, hdrSeg Segment) (*indexFile, error) {
+func (m *Manager) layoutFor(ctx context.Context, src Source, key, depends string, id identity, hdrRaw []byte, hdrSeg Segment) (*indexFile, bool, error) {
 	persist := depends != ""
 	if persist {
 		if idx := m.loadLayout(src, key, depends, id, hdrSeg); idx != nil {
-			return idx, nil
+			return idx, false, nil
 		}
 	}
 	if hdrRaw == nil {
 		var err error
 		if hdrRaw, err = headerOf(src); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	idx, err := m.scan(ctx, src, hdrRaw, hdrSeg)
 	if err != nil || !persist {
-		return idx, err
+		return idx, true, err
 	}
 	// The file read must still be the version identified before the scan:
 	// else the layout could be of neither, and is not kept.
 	after, _, err := m.identify(src.(fileSource))
 	if err != nil {
-		return nil, fmt.Errorf("%s: identity after the scan: %w", src.Name(), err)
+		return nil, false, fmt.Errorf("%s: identity after the scan: %w", src.Name(), err)
 	}
 	if after != id {
-		return nil, fmt.Errorf("%w: %s: identity before the scan (size %d, mtime %d, ctime %d, inode %d), after (size %d, mtime %d, ctime %d, inode %d)",
+		return nil, false, fmt.Errorf("%w: %s: identity before the scan (size %d, mtime %d, ctime %d, inode %d), after (size %d, mtime %d, ctime %d, inode %d)",
 			ErrChanged, src.Name(), id.Size, id.MTime, id.CTime, id.Ino, after.Size, after.MTime, after.CTime, after.Ino)
 	}
 	idx.Depends = depends
@@ -334,7 +343,7 @@ func (m *Manager) layoutFor(ctx context.Context, src Source, key, depends string
 			m.log.Warn("cannot persist layout indexes; keeping them in memory while they fit, scanning files again after", "dir", m.opts.CacheDir, "err", err)
 		})
 	}
-	return idx, nil
+	return idx, true, nil
 }
 
 // loadLayout returns the layout of src kept in memory or persisted in the

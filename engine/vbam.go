@@ -39,6 +39,7 @@ type VirtualBAM struct {
 	// reader (Options.Readahead resolved for this file).
 	readahead int
 	maxSeg    int64 // the largest segment's BGZF bytes
+	scanned   bool  // Open scanned the file (else its layout was known)
 
 	// Mutable, atomic: stale is set once a rebuilt segment disagreed with
 	// the layout (see Manager.dropLayout), which then keeps in dropped the
@@ -82,6 +83,10 @@ func (v *VirtualBAM) Tag() string { return v.tag }
 
 // Size returns the exact size of the virtual BAM in bytes.
 func (v *VirtualBAM) Size() int64 { return v.size }
+
+// Scanned reports whether the Open that made v scanned the file for its
+// layout, rather than finding it in memory or the cache directory.
+func (v *VirtualBAM) Scanned() bool { return v.scanned }
 
 // state returns the layout and index of the file, read again (the
 // persisted index, else a scan) if they were dropped.

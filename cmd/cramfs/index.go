@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/cramfs/cramfs/internal/service"
 	"github.com/spf13/pflag"
@@ -54,20 +55,17 @@ func (c *indexCmd) run(pos []string, e *env) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	var bar *progressbar.ProgressBar
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		bar = progressbar.NewOptions(len(files), progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("indexing"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
-	}
+	bar := progressBar(stderr, 3, "indexing", "containers")
 	var failed []string
-	for _, p := range files {
-		if !strings.HasSuffix(p, ".cram") && bar == nil {
+	scanned, known := 0, 0
+	for n, p := range files {
+		if !strings.HasSuffix(p, ".cram") {
 			log.Info("indexing a file without .cram suffix", "file", p)
 		}
-		err := svc.Index(ctx, p)
 		if bar != nil {
-			bar.Add(1)
+			bar.Describe(fmt.Sprintf("indexing %d/%d %s", n+1, len(files), filepath.Base(p)))
 		}
+		res, err := indexWithProgress(ctx, svc, p, bar)
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				return err
@@ -76,12 +74,47 @@ func (c *indexCmd) run(pos []string, e *env) error {
 			failed = append(failed, p)
 			continue
 		}
-		if bar == nil {
-			log.Info("indexed", "file", p)
+		if res.Scanned {
+			scanned++
+			log.Info("indexed", "file", p, "containers", res.Containers)
+		} else {
+			known++
+			log.Info("already indexed, skipped", "file", p)
 		}
 	}
+	if bar != nil {
+		bar.Finish()
+	}
+	log.Info("index done", "files", len(files), "indexed", scanned, "already_indexed", known, "failed", len(failed))
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d files failed: %s", len(failed), len(files), strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// indexWithProgress indexes p, showing on bar (when not nil) the
+// containers its scan has done.
+func indexWithProgress(ctx context.Context, svc *service.Service, p string, bar *progressbar.ProgressBar) (service.Indexed, error) {
+	if bar == nil {
+		return svc.Index(ctx, p)
+	}
+	done := make(chan struct{})
+	ticks := time.NewTicker(200 * time.Millisecond)
+	defer ticks.Stop()
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticks.C:
+				for _, sc := range svc.Scans() {
+					bar.ChangeMax(sc.Total)
+					bar.Set(sc.Done)
+				}
+			}
+		}
+	}()
+	res, err := svc.Index(ctx, p)
+	close(done)
+	return res, err
 }

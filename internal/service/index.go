@@ -10,22 +10,47 @@ import (
 	"github.com/cramfs/cramfs/engine"
 )
 
+// Indexed is what Index did of one file.
+type Indexed struct {
+	// Scanned is true when the file was scanned (and its layout stored),
+	// false when a valid layout was already in the cache directory.
+	Scanned bool
+	// Containers is the file's number of containers.
+	Containers int
+}
+
 // Index scans the CRAM at path and persists its layout in the cache
 // directory, as a mount's first access would, under the same memory
 // bound; a layout already stored and valid is loaded, not scanned again.
 // An error for a missing or mismatching reference says what to do.
-func (s *Service) Index(ctx context.Context, path string) error {
+func (s *Service) Index(ctx context.Context, path string) (Indexed, error) {
 	src, err := engine.OpenCRAM(path, s.copt)
 	if err != nil {
-		return WithReferenceHelp(err)
+		return Indexed{}, WithReferenceHelp(err)
 	}
 	defer src.Close()
 	v, err := s.mgr.Open(ctx, src)
 	if err != nil {
-		return WithReferenceHelp(err)
+		return Indexed{}, WithReferenceHelp(err)
 	}
 	s.noteLayout(v.Layout())
-	return nil
+	return Indexed{Scanned: v.Scanned(), Containers: src.NumContainers()}, nil
+}
+
+// Scan is a layout scan in progress: containers done of the file's total.
+type Scan struct {
+	File        string
+	Done, Total int
+}
+
+// Scans returns the layout scans in progress.
+func (s *Service) Scans() []Scan {
+	scans := s.mgr.Scans()
+	out := make([]Scan, len(scans))
+	for i, sc := range scans {
+		out[i] = Scan{File: sc.File, Done: sc.Done, Total: sc.Total}
+	}
+	return out
 }
 
 // FindCRAMs lists the regular files and links named *.cram below root
