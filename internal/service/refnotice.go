@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
@@ -55,8 +57,8 @@ type fileStates struct {
 	log *slog.Logger
 	src string // the mount's source directory, which file keys are relative to
 
-	mu    sync.Mutex // guards files
-	files map[string]*fileState
+	mu    sync.Mutex                         // guards files
+	files *simplelru.LRU[string, *fileState] // by path; at most maxEntries, the least recently used forgotten
 }
 
 // fileState is what the mount knows of one CRAM file version.
@@ -104,16 +106,17 @@ func (n *fileStates) name(k fileKey) string {
 }
 
 func newFileStates(log *slog.Logger, src string) *fileStates {
-	return &fileStates{log: log, src: src, files: map[string]*fileState{}}
+	files, _ := simplelru.NewLRU[string, *fileState](maxEntries, nil) // fails only for a size <= 0
+	return &fileStates{log: log, src: src, files: files}
 }
 
 // state returns the state of k, a new one when k is another version of
 // its path than the one known. The caller holds n.mu.
 func (n *fileStates) state(k fileKey) *fileState {
-	st := n.files[k.rel]
+	st, _ := n.files.Get(k.rel)
 	if st == nil || st.key != k {
 		st = &fileState{key: k}
-		n.files[k.rel] = st
+		n.files.Add(k.rel, st)
 	}
 	return st
 }

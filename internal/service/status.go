@@ -149,8 +149,8 @@ type fileStatus struct {
 func (n *fileStates) snapshot() []fileStatus {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out := make([]fileStatus, 0, len(n.files))
-	for _, st := range n.files {
+	out := make([]fileStatus, 0, n.files.Len())
+	for _, st := range n.files.Values() {
 		f := fileStatus{Path: n.name(st.key), Size: st.size, Index: st.indexExt, Segments: st.segments,
 			Reads: st.reads.Load(), BytesRead: st.bytesRead.Load(), Error: st.fail.msg, ErrorTime: st.fail.at}
 		if st.fail.msg != "" && st.fail.off != openFailed {

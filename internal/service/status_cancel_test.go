@@ -141,3 +141,20 @@ func TestFileFailureHoldsUntilItsBytesRead(t *testing.T) {
 		t.Fatalf("failed open after a good read: %+v, want the open's failure", f)
 	}
 }
+
+// TestFileStatesBounded: the states a mount keeps for cramfs status are
+// at most maxEntries, the least recently used paths forgotten, whatever
+// the number of files opened.
+func TestFileStatesBounded(t *testing.T) {
+	n := newFileStates(slog.New(slog.DiscardHandler), "/src")
+	for i := range maxEntries + 100 {
+		n.failed(fileKey{rel: fmt.Sprintf("f%05d.cram", i), ino: uint64(i)}, errors.New("broken"))
+	}
+	got := n.snapshot()
+	if len(got) != maxEntries {
+		t.Fatalf("%d file states kept, want %d", len(got), maxEntries)
+	}
+	if got[0].Path != "/src/f00100.cram" {
+		t.Errorf("oldest kept %s, want /src/f00100.cram (the first 100 forgotten)", got[0].Path)
+	}
+}
