@@ -141,8 +141,8 @@ func (m *Manager) checkLayout(t testing.TB, where string, l *Layout) {
 	if l.Level != m.opts.Level.Deflate() {
 		t.Errorf("%s: layout of level %d, Manager level %d", where, l.Level, m.opts.Level.Deflate())
 	}
-	if l.Header.Offset != 0 || l.Header.CompLen <= 0 || l.Header.NoDigest {
-		t.Errorf("%s: header segment %+v, want offset 0, blocks and a digest", where, l.Header)
+	if h := l.Header; h.Offset != 0 || h.CompLen <= 0 || h.RawLen <= 0 || h.NoDigest || h.HasSum {
+		t.Errorf("%s: header segment %+v, want offset 0, blocks, data, a digest and no content sum", where, h)
 	}
 	off := l.Header.CompLen
 	for i, s := range l.Segments {
@@ -151,6 +151,12 @@ func (m *Manager) checkLayout(t testing.TB, where string, l *Layout) {
 		}
 		if s.NoDigest && s.Digest != 0 {
 			t.Errorf("%s: segment %d has no digest but keeps %08x", where, i, s.Digest)
+		}
+		if (s.CompLen == 0) != (s.RawLen == 0) {
+			t.Errorf("%s: segment %d of %d bytes holds %d bytes of data; want both 0 or neither", where, i, s.CompLen, s.RawLen)
+		}
+		if s.HasSum && !s.NoDigest || !s.HasSum && s.Sum != 0 {
+			t.Errorf("%s: segment %d: content sum %08x (recorded %v) with digest built %v; want a sum only on a measured segment", where, i, s.Sum, s.HasSum, !s.NoDigest)
 		}
 		off = s.End()
 	}

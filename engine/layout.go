@@ -47,6 +47,9 @@ func (s Segment) End() int64 { return s.Offset + s.CompLen }
 // and Size is where the last ends plus the EOF block; segmentAt's search
 // relies on it (the scan and readIndex derive the offsets so)
 // INVARIANT: !Header.NoDigest; a segment with NoDigest has Digest 0
+// INVARIANT: a segment's CompLen is 0 exactly when its RawLen is
+// INVARIANT: HasSum => NoDigest (a content sum is a measured segment's);
+// !HasSum => Sum == 0
 type Layout struct {
 	Level    int       // deflate level of the blocks; 0 = stored
 	Header   Segment   // the BAM header's blocks, at offset 0
