@@ -18,8 +18,8 @@ import (
 // LOCK ORDERING
 //
 // The engine's locks are ordered as listed; a goroutine holding one takes
-// only locks further down the list (the order is strict: none is taken
-// twice):
+// only locks further down the list. Two locks of one line, or two of one
+// kind (two layouts' locks), are never held together:
 //
 //  1. saveQueue.fileMu (held while an index file is written with learned
 //     digests, or removed as wrong: file I/O)
