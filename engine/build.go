@@ -36,11 +36,16 @@ func (m *Manager) buildHeader(src Source, want Segment) (*cache.Buf, error) {
 
 // building is one segment build in flight, shared by every caller that
 // asks for the segment meanwhile.
+//
+// INVARIANT: b is in Manager.building exactly while done is open (both
+// change together under Manager.mu, in finishBuild)
 type building struct {
 	// Constant.
 	done chan struct{} // closed when buf and err are set
 
 	// Mutable, guarded by Manager.mu.
+	//
+	// INVARIANT: waiters >= 0
 	waiters int // callers waiting besides the leader
 	// Set once, before done is closed; read after it is.
 	buf *cache.Buf // holds one reference per waiter

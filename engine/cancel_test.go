@@ -57,6 +57,7 @@ func TestWaiterOutlivesCancelledLeaders(t *testing.T) {
 	if !bytes.Equal(p, want[seg.Offset+5:seg.Offset+105]) {
 		t.Fatal("wrong bytes")
 	}
+	m.checkInvariants(t, v)
 }
 
 // waitForWaiter waits until the read is waiting for the build b, the k-th

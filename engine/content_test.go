@@ -177,6 +177,7 @@ func TestFirstBuildAfterMetadataChange(t *testing.T) {
 				if got := readAll(t, v, 1<<16); !bytes.Equal(got, f.want) {
 					t.Fatalf("%d bytes read, not the %d of the file's BAM", len(got), len(f.want))
 				}
+				m.checkInvariants(t, v)
 			})
 		}
 	}
@@ -250,6 +251,7 @@ func TestFirstBuildOfRewrittenCRAMRefused(t *testing.T) {
 			if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("first build of segment %d after the rewrite: %v, want ErrChanged saying %q", seg, err, want)
 			}
+			m.checkInvariants(t, v)
 		})
 	}
 }
@@ -336,6 +338,7 @@ func TestWrongContentSumDropsLayout(t *testing.T) {
 	if got := readAll(t, v2, 1<<16); !bytes.Equal(got, f.want) {
 		t.Fatalf("after the rescan: %d bytes, not the %d of the file's BAM", len(got), len(f.want))
 	}
+	m.checkInvariants(t, v, v2)
 }
 
 // TestFileShapeCoversTheFile: fileShape changes with each part of the

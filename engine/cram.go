@@ -58,6 +58,9 @@ type DecoderPool struct {
 	free chan *pooledDecoder
 
 	// Mutable, guarded by mu.
+	//
+	// INVARIANT: counted == min(total, maxCount) while budget is set,
+	//            else 0
 	mu       sync.Mutex
 	budget   reserver // set by count; nil: nothing counted
 	maxCount int64    // most of total reserved in budget
@@ -207,6 +210,9 @@ type CRAM struct {
 
 	// Mutable, guarded by mu (which also guards every state's users and
 	// dropped).
+	//
+	// INVARIANT: st == nil || !st.dropped
+	// INVARIANT: closed => st == nil
 	mu     sync.Mutex
 	st     *cramState // nil while dropped
 	closed bool
@@ -226,6 +232,11 @@ type cramState struct {
 	rs         *refSource // nil without a reference store
 
 	// Mutable.
+	//
+	// INVARIANT: users >= 0
+	// INVARIANT: an entry of the FileStates is not dropped (under both
+	//            locks)
+	// INVARIANT (at rest): users == 0; an entry of the FileStates is c.st
 	users    int  // readers of file; guarded by c.mu
 	dropped  bool // file is closed once users is 0; guarded by c.mu
 	resident      // guarded by the FileStates' lock

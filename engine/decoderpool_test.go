@@ -175,6 +175,7 @@ func TestStreamingFitsTheCacheLeftByDecoders(t *testing.T) {
 			// turn, and those may push out the last one, prefetched first.
 			readAll(t, v, 1<<10)
 			checkDecodedOnce(t, src, before)
+			m.checkInvariants(t, v)
 		})
 	}
 }

@@ -27,6 +27,9 @@ const saveEvery = 2 * time.Second
 
 // learnedDigests are the digests a layoutState learned of its measured
 // segments, and how many of them its index file holds.
+//
+// INVARIANT: known is the number of entries of by with ok
+// INVARIANT: saved <= known
 type learnedDigests struct {
 	by     []learnedDigest // by segment; nil when no segment is measured
 	known  int             // entries of by learned
@@ -170,9 +173,14 @@ func (ls *layoutState) timerFired() {
 // once writes their index files in turn, holding a few descriptors and
 // one file's bytes at a time, not one of each per file.
 type saveQueue struct {
+	// Mutable, guarded by mu.
+	//
+	// INVARIANT: len(queue) > 0 => running
+	// INVARIANT: each ls of queue is there once, with ls.persist and
+	//            ls.learn.saving
 	mu      sync.Mutex
-	queue   []*layoutState // guarded by mu; each at most once (learn.saving)
-	running bool           // a goroutine is writing the queue; guarded by mu
+	queue   []*layoutState
+	running bool // a goroutine is writing the queue
 	// fileMu is held while an index file is written with learned digests,
 	// and by dropLayout while it removes one.
 	fileMu sync.Mutex

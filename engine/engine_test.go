@@ -161,6 +161,20 @@ func TestConcurrentReadersSmallCache(t *testing.T) {
 	// and rebuilt all the time, and must come back identical.
 	m, _ := newTestManager(t, Options{CacheSize: int64(len(want)) / 10, Threads: 2})
 	v := openT(t, m, src)
+	// The invariants that hold whenever their locks are free hold while
+	// the readers and the readahead are at work.
+	stop, checked := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(checked)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				m.checkLocked(t, v)
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -184,6 +198,8 @@ func TestConcurrentReadersSmallCache(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	close(stop)
+	<-checked
 	st := m.CacheStats()
 	if st.Evictions == 0 {
 		t.Errorf("no evictions with a cache of %d bytes: %+v", st.MaxBytes, st)
@@ -195,6 +211,7 @@ func TestConcurrentReadersSmallCache(t *testing.T) {
 	if got := readAll(t, v, 100<<10); !bytes.Equal(got, want) {
 		t.Fatal("bytes differ after eviction")
 	}
+	m.checkInvariants(t, v)
 }
 
 func TestOneBuildPerSegment(t *testing.T) {
@@ -241,6 +258,7 @@ func TestOneBuildPerSegment(t *testing.T) {
 	if n := src.decodes[4].Load(); n != 2 {
 		t.Fatalf("segment 4 decoded %d times in total, want 2 (scan + one build)", n)
 	}
+	m.checkInvariants(t, vs...)
 }
 
 func v0Seg(v *VirtualBAM, i int) Segment { return v.Layout().Segments[i] }
@@ -295,6 +313,7 @@ func TestReadahead(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	m.checkInvariants(t, v)
 }
 
 func TestIndexMatchesSamtools(t *testing.T) {
@@ -521,6 +540,7 @@ func TestNonFileSource(t *testing.T) {
 	if entries, _ := os.ReadDir(m.opts.CacheDir); len(entries) != 0 {
 		t.Fatal("index persisted for a source without a file identity")
 	}
+	m.checkInvariants(t, v)
 }
 
 func TestMismatchOnRebuild(t *testing.T) {
@@ -550,6 +570,7 @@ func TestMismatchOnRebuild(t *testing.T) {
 	if prev.CompLen >= 10 && (n != 10 || !errors.Is(err, ErrMismatch)) {
 		t.Fatalf("spanning read = %d, %v", n, err)
 	}
+	m.checkInvariants(t, v)
 }
 
 func TestOpenErrors(t *testing.T) {
@@ -737,6 +758,7 @@ func TestCancelledLeaderDoesNotFailOthers(t *testing.T) {
 	if !bytes.Equal(p, want[seg.Offset+5:seg.Offset+105]) {
 		t.Fatal("wrong bytes")
 	}
+	m.checkInvariants(t, v)
 }
 
 // TestReadaheadDefault checks how Options.Readahead resolves per file.

@@ -339,6 +339,8 @@ func TestDigestMismatchDropsLayout(t *testing.T) {
 	if !bytes.Equal(readAll(t, v3, 1<<16), got) {
 		t.Fatal("the persisted new layout serves other bytes")
 	}
+	m.checkInvariants(t, v, v2)
+	m3.checkInvariants(t, v3)
 }
 
 // TestDroppedLayoutNotReloadedAsAnother: two VirtualBAMs of one file
@@ -372,6 +374,7 @@ func TestDroppedLayoutNotReloadedAsAnother(t *testing.T) {
 	if bytes.Equal(got, src.expected(t, 1)) {
 		t.Fatal("the new open serves the old bytes")
 	}
+	m.checkInvariants(t, v, v2, v3)
 }
 
 // TestStaleTempsRemoved: temporary index files left by a killed writer

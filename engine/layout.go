@@ -41,6 +41,15 @@ func (s Segment) End() int64 { return s.Offset + s.CompLen }
 
 // Layout is the shape of a virtual BAM (SAMv1 §4): the BGZF blocks of the
 // header, one segment per CRAM data container, then the BGZF EOF block.
+//
+// INVARIANT: contiguous: Header.Offset == 0 < Header.CompLen, each
+// segment begins where the one before ends (the first at Header.CompLen),
+// and Size is where the last ends plus the EOF block; segmentAt's search
+// relies on it (the scan and readIndex derive the offsets so)
+// INVARIANT: !Header.NoDigest; a segment with NoDigest has Digest 0
+// INVARIANT: a segment's CompLen is 0 exactly when its RawLen is
+// INVARIANT: HasSum => NoDigest (a content sum is a measured segment's);
+// !HasSum => Sum == 0
 type Layout struct {
 	Level    int       // deflate level of the blocks; 0 = stored
 	Header   Segment   // the BAM header's blocks, at offset 0

@@ -332,6 +332,8 @@ func TestLearnedDigestsCheckLaterBuilds(t *testing.T) {
 	if _, err := v3.ReadAt(make([]byte, 64), seg.Offset); !errors.Is(err, ErrMismatch) {
 		t.Fatalf("build after the first, of other bytes: %v, want ErrMismatch", err)
 	}
+	m2.checkInvariants(t, v2)
+	m3.checkInvariants(t, v3)
 }
 
 // TestLearnedDigestsMerged: two Managers sharing a cache directory each
@@ -364,6 +366,8 @@ func TestLearnedDigestsMerged(t *testing.T) {
 	if len(learned) != n {
 		t.Fatalf("index file holds %d learned digests, want all %d", len(learned), n)
 	}
+	m1.checkInvariants(t, v1)
+	m2.checkInvariants(t, v2)
 }
 
 // marshalFormat encodes f in the index format given, 6 (marshalIndex) or
@@ -505,6 +509,7 @@ func TestDroppedIndexNotRestoredBySave(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a late save restored the index of the wrong layout: %v", err)
 	}
+	m.checkInvariants(t, v)
 }
 
 // TestLateDropKeepsNewerIndex: a VirtualBAM of a layout dropped and
@@ -545,6 +550,8 @@ func TestLateDropKeepsNewerIndex(t *testing.T) {
 	if src.total.Load() != scans {
 		t.Fatal("a new mount scanned again: the newer index was lost")
 	}
+	m.checkInvariants(t, v1, v2, v3)
+	m2.checkInvariants(t)
 }
 
 // TestLearnedDigestsSurviveKill: digests learned are written within about
@@ -601,4 +608,6 @@ func TestLearnedDigestsSurviveKill(t *testing.T) {
 	if known != read {
 		t.Fatalf("the second mount knows %d digests, want %d", known, read)
 	}
+	m.checkInvariants(t, v)
+	m2.checkInvariants(t, v2)
 }

@@ -132,6 +132,7 @@ func TestFileStatesDroppedAndReadAgain(t *testing.T) {
 			if got := readAll(t, v, 7000); !bytes.Equal(got, want[i]) {
 				t.Fatalf("round %d, file %d read again: %d bytes differ from the %d first read", round, i, len(got), len(want[i]))
 			}
+			m.checkInvariants(t, vs...) // with the CRAM's state held
 			m.states.dropAll()
 			if got := v.Index(); !bytes.Equal(got, wantIdx[i]) {
 				t.Fatalf("round %d, file %d: index read again differs", round, i)
@@ -141,4 +142,5 @@ func TestFileStatesDroppedAndReadAgain(t *testing.T) {
 			}
 		}
 	}
+	m.checkInvariants(t, vs...)
 }

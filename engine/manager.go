@@ -15,12 +15,60 @@ import (
 	"github.com/cramfs/cramfs/encode/bgzf"
 )
 
+// LOCK ORDERING
+//
+// The engine's locks are ordered as listed; a goroutine holding one takes
+// only locks further down the list. Two locks of one line, or two of one
+// kind (two layouts' locks), are never held together:
+//
+//  1. saveQueue.fileMu (held while an index file is written with learned
+//     digests, or removed as wrong: file I/O)
+//  2. Manager.mu
+//  3. FileStates.mu
+//  4. CRAM.mu (held while the file is opened again and its header and
+//     container table read: file I/O), DecoderPool.mu, saveQueue.mu
+//  5. layoutState.mu, VirtualBAM.mu, workerPool.mu
+//  6. cache.Cache.mu, then cache.Pool.mu (package cache)
+//
+// The code nests locks at these places only; every other lock is taken
+// alone and released before the next:
+//
+//   - fileMu, then Manager.mu: layoutState.writeLearnedIfCurrent reads gens.
+//   - fileMu, then layoutState.mu: layoutState.writeLearned adopts the
+//     digests of the index file on disk.
+//   - Manager.mu, then VirtualBAM.mu: buildOrWait calls skip (readahead's
+//     VirtualBAM.behind).
+//   - Manager.mu, then cache.Cache.mu: buildOrWait looks the segment up
+//     again before it registers a build.
+//   - FileStates.mu, then cache.Cache.mu: FileStates.count.
+//   - DecoderPool.mu, then cache.Cache.mu: DecoderPool.settle.
+//
+// The rest of the order is that of the invariant check (checkInvariants,
+// invariants_test.go), which holds Manager.mu, FileStates.mu and the
+// locks of the entries together to see one consistent state.
+//
+// Callbacks run without their caller's lock: FileStates calls
+// stateEntry.drop (which takes Manager.mu or CRAM.mu) after releasing
+// FileStates.mu, and DecoderPool its OnChange function after DecoderPool.mu.
+//
+// Waits: no lock is held while waiting for a worker (workerPool.acquire),
+// for a segment build led by another caller (building.done) or for a
+// layout scan or reload (Manager.opens). A worker is held only while one
+// container is decoded and compressed (buildSegment, scanRun.build): never
+// while waiting for a build, a layout or another worker, so that the
+// workers cannot all wait for each other.
+
 // Manager serves virtual BAMs for any number of CRAM files, sharing one
 // block cache and one bounded pool of workers between them. It is safe for
 // concurrent use.
 type Manager struct {
 	// Dependencies, made by NewManager; each is safe for concurrent use.
-	log   *slog.Logger
+	log *slog.Logger
+	// cache holds the built segments, by cache.Key{VirtualBAM.id, segment}.
+	//
+	// INVARIANT (at rest): its reservations are the bytes of states plus
+	// those of the decoders counted against it (CountDecoders): no build
+	// holds storage
 	cache *cache.Cache[cache.Key]
 	// pool is the cache's: it recycles the storage of segments that left
 	// the cache and that no reader holds any more, within the cache's
@@ -45,13 +93,34 @@ type Manager struct {
 	comps   chan *bgzf.Compressor // at opts.Level
 	raws    chan []byte           // scratch for decoded containers
 
-	// Mutable.
-	mu       sync.Mutex
-	layouts  map[string]*layoutState // by index key, those held in states; guarded by mu
-	building map[cache.Key]*building // segment builds in flight; guarded by mu
-	gens     map[string]uint64       // by index key, layouts dropped (see layoutTag); guarded by mu
-	scans    map[*scanRun]struct{}   // layout scans in progress; guarded by mu
-	closed   bool                    // set by Close; guarded by mu
+	// Mutable, guarded by mu. "At rest" below means: no call into the
+	// Manager or its VirtualBAMs under way and no build ahead running (a
+	// save of learned digests may run).
+	mu sync.Mutex
+	// layouts holds, by index key, the persisted layouts in states.
+	//
+	// INVARIANT: for each k/ls, ls.key == k, ls.persist and ls.m == m
+	// INVARIANT: for each ls, ls.gen == gens[ls.key]: a layout held is of
+	//            its file version's current generation
+	// INVARIANT: for each ls, !ls.learn.left: a layout flushed has left
+	// INVARIANT (at rest): each ls is an entry of states
+	layouts map[string]*layoutState
+	// building holds the segment builds in flight, by cache key.
+	//
+	// INVARIANT: for each b, b.done is open and b.waiters >= 0
+	// INVARIANT (at rest): empty
+	building map[cache.Key]*building
+	// gens counts, by index key, the layouts of the file version dropped
+	// as wrong (dropLayout, the only writer, adds one; see layoutTag).
+	//
+	// INVARIANT: every value is at least 1
+	gens map[string]uint64
+	// scans holds the layout scans in progress.
+	//
+	// INVARIANT: for each r, r.m == m and r.done <= len(r.res)
+	// INVARIANT (at rest): empty
+	scans  map[*scanRun]struct{}
+	closed bool // set by Close
 	// background counts the goroutines started (startBackground) that
 	// Close waits for; its Adds are made under mu while !closed.
 	background sync.WaitGroup

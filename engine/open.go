@@ -146,11 +146,23 @@ func compressHeader(c *bgzf.Compressor, src Source, dst, hdrRaw []byte) ([]byte,
 // layoutState is the layout and index of one file version: in the
 // Manager's FileStates when the layout can be read again from its index
 // key, else pinned by its VirtualBAMs.
+//
+// A layout is made by Manager.keep, held in Manager.layouts and the
+// FileStates while it is persisted, and leaves them when the FileStates
+// drop it (drop: its learned digests are flushed, the VirtualBAMs read
+// it again) or when a rebuilt segment disagrees with it (dropLayout: it
+// is the wrong one, kept only by the VirtualBAMs that found it so, as
+// VirtualBAM.dropped). A layout not persisted is pinned by its
+// VirtualBAMs (VirtualBAM.pinned) and is in neither.
 type layoutState struct {
 	// Dependencies.
 	m *Manager
 
 	// Constant.
+	//
+	// INVARIANT: tag == layoutTag(&idx.Layout, gen)
+	// INVARIANT: measured is the number of idx.Layout.Segments with NoDigest
+	// INVARIANT: idx.Layout is contiguous (see Layout) and of m's level
 	key      string
 	idx      *indexFile // as scanned or loaded; its Learned is not updated
 	tag      string     // layoutTag of idx.Layout and gen
@@ -159,8 +171,16 @@ type layoutState struct {
 	measured int        // segments with NoDigest
 
 	// Mutable, guarded by the FileStates' lock.
+	//
+	// INVARIANT: !persist => never an entry of the FileStates (elem == nil)
 	resident
 	// Mutable, guarded by mu: the digests learned (see learned).
+	//
+	// INVARIANT: learn.by == nil if measured == 0, else
+	//            len(learn.by) == len(idx.Layout.Segments)
+	// INVARIANT: learn.by[i].ok => idx.Layout.Segments[i].NoDigest
+	// INVARIANT: learn.known <= measured
+	// INVARIANT: !persist => !learn.saving && !learn.timed (nothing is saved)
 	mu    sync.Mutex
 	learn learnedDigests
 }

@@ -22,6 +22,14 @@ type FileStates struct {
 	maxFiles int
 
 	// Mutable, guarded by mu (which also guards every entry's resident).
+	//
+	// INVARIANT: each entry e of lru has e.res().elem at its element of
+	//            lru and !e.res().gone
+	// INVARIANT: bytes is the sum of the entries' resident.bytes, files
+	//            the number of entries with resident.file
+	// INVARIANT: bytes <= maxBytes && files <= maxFiles, or lru holds at
+	//            most one entry (the one last touched, whatever its size)
+	// INVARIANT (at rest): budget, when set, holds bytes reserved
 	mu     sync.Mutex
 	budget reserver  // set by count; nil: nothing counted
 	lru    list.List // of stateEntry, most recently used first
@@ -38,6 +46,8 @@ type stateEntry interface {
 }
 
 // resident is an entry's place in a FileStates, guarded by FileStates.mu.
+//
+// INVARIANT: gone => elem == nil
 type resident struct {
 	elem  *list.Element
 	bytes int64

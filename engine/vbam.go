@@ -25,6 +25,13 @@ type VirtualBAM struct {
 	// Constant after Manager.Open. The layout and index are the
 	// Manager's, in its FileStates (see state), the header's blocks a
 	// segment of its cache.
+	//
+	// INVARIANT: pinned != nil <=> key == ""; a layout pinned has tag and
+	//            is not persisted
+	// INVARIANT: key != "" => id == key + "/" + tag: a layout dropped and
+	//            scanned again (another tag) never shares cached segments
+	// INVARIANT: every layout v serves (state) has tag, its Size is size
+	//            and its index is as hasBAI and csi say
 	id      string   // identity of the file and its layout in the block cache
 	key     string   // index key of the layout; "" when it is not persisted
 	depends string   // what the bytes depend on besides the file (dependsOn)
@@ -45,14 +52,24 @@ type VirtualBAM struct {
 	// the layout (see Manager.dropLayout), which then keeps in dropped the
 	// layout it took from the Manager, so that the segments that still
 	// match it are served.
+	//
+	// INVARIANT: dropped != nil => stale, and (under Manager.mu) dropped
+	//            is not in Manager.layouts
 	stale   atomic.Bool
 	dropped atomic.Pointer[layoutState]
 
 	// Mutable: party, guarded by the Manager's workerPool, claims the
 	// workers of v's segment builds.
+	//
+	// INVARIANT (at rest): party has no waiter and no claim
 	party party
 
 	// Mutable, guarded by mu: the position of the run of reads.
+	//
+	// INVARIANT: lastEnd >= -1, run >= 0 and 0 <= passed <= the number
+	//            of segments
+	// INVARIANT: every key of ahead is a segment number
+	// INVARIANT (at rest): ahead is empty
 	mu      sync.Mutex
 	lastEnd int64 // the furthest end of the run's reads (of the previous read after a jump); -1 before any
 	run     int   // sequential reads in a row

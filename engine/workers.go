@@ -17,14 +17,24 @@ import (
 // asks for one worker at a time. Builds started in the background claim
 // their place in their party's order before their goroutine runs (claim).
 type workerPool struct {
+	// Mutable, guarded by mu.
+	//
+	// INVARIANT: 0 <= free <= the workers made (newWorkerPool's n)
+	// INVARIANT: each party of ring is there once, queued, with waiters
+	// INVARIANT: free > 0 => no party of ring has a first waiter that is
+	//            eligible: a worker set free is handed out at once
+	// INVARIANT (at rest): free is all the workers and ring is empty
 	mu   sync.Mutex
-	free int      // workers not handed out; guarded by mu
-	ring []*party // the parties with waiters, the next to serve first; guarded by mu
+	free int      // workers not handed out
+	ring []*party // the parties with waiters, the next to serve first
 }
 
 // party is one claimant of workers; its zero value is ready to use.
 type party struct {
 	// Mutable, guarded by the workerPool's mu.
+	//
+	// INVARIANT: queued <=> len(waiters) > 0 <=> p is in the ring
+	// INVARIANT: waiters by non-decreasing order, claims ascending
 	waiters []waiter // by order, then arrival
 	queued  bool     // in the ring
 	// claims are the orders announced by claim whose acquire has not come
