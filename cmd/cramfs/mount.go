@@ -19,7 +19,7 @@ import (
 	"github.com/cramfs/cramfs/internal/service/sdnotify"
 )
 
-// engineFlags are the options shared by mount and index.
+// engineFlags are the options shared by mount, serve and index.
 type engineFlags struct {
 	refs      []string
 	cacheDir  string

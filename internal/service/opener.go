@@ -81,12 +81,13 @@ type openEntry struct {
 	// Mutable: once makes the fields below, written inside once.Do
 	// without o.mu; done is set once they are final, and the retry check
 	// reads them only then.
-	once sync.Once
-	done atomic.Bool
-	vbam *engine.VirtualBAM
-	src  *engine.CRAM
-	err  error
-	when time.Time
+	once     sync.Once
+	done     atomic.Bool
+	vbam     *engine.VirtualBAM
+	src      *engine.CRAM
+	segments int // of vbam's layout, counted once (Layout copies it)
+	err      error
+	when     time.Time
 }
 
 // failedRetry is how long a failure to open a file version is remembered
@@ -132,7 +133,7 @@ func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error
 		return nil, e.err // names the file already
 	}
 	if o.states != nil {
-		return o.states.opened(k, e.vbam), nil
+		return o.states.opened(k, e.vbam, e.segments), nil
 	}
 	return e.vbam, nil
 }
@@ -184,8 +185,10 @@ func (o *opener) open(ctx context.Context, ref fs.CRAMRef, k fileKey, e *openEnt
 	o.mu.Lock()
 	o.hints.Add(k.rel, indexExtHint{k: k, ext: e.vbam.IndexExt()})
 	o.mu.Unlock()
+	layout := e.vbam.Layout()
+	e.segments = len(layout.Segments)
 	if o.onOpen != nil {
-		o.onOpen(e.vbam.Layout())
+		o.onOpen(layout)
 	}
 }
 

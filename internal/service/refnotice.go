@@ -124,10 +124,11 @@ func (n *fileStates) state(k fileKey) *fileState {
 // opened records that k's BAM was opened, and returns it wrapped so that
 // its reads are counted and their failures reported. A failure to open it
 // no longer holds; a failed read still does.
-func (n *fileStates) opened(k fileKey, v *engine.VirtualBAM) *noticedBAM {
+func (n *fileStates) opened(k fileKey, v *engine.VirtualBAM, segments int) *noticedBAM {
+	size, ext := v.Size(), v.IndexExt()
 	n.mu.Lock()
 	st := n.state(k)
-	st.size, st.indexExt, st.segments = v.Size(), v.IndexExt(), len(v.Layout().Segments)
+	st.size, st.indexExt, st.segments = size, ext, segments
 	if st.fail.off == openFailed {
 		st.setFailure(failure{})
 	}
