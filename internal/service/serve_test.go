@@ -337,3 +337,78 @@ func TestServeSamtools(t *testing.T) {
 		t.Errorf("pysam fetch over http: %v %q, want %s records", err, out, want)
 	}
 }
+
+// htsgetView runs samtools view with args on an htsget URL and returns
+// its records (or header) as samtools prints them.
+func htsgetView(t *testing.T, args ...string) []byte {
+	t.Helper()
+	out, err := samtools(append([]string{"view", "--no-PG"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestServeHtsget reads the htsget endpoint with samtools, as a user
+// would: the whole file and the header as samtools reads the CRAM, a
+// region with every record of it (htsget may send more, never fewer),
+// the unplaced reads; and the spec's errors.
+func TestServeHtsget(t *testing.T) {
+	requireMount(t)
+	src := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(src, "sub"), 0o755))
+	ref := testdata("ref", "ce.fa")
+	multi, unmapped := filepath.Join(src, "sub", "multi.cram"), filepath.Join(src, "unmapped.cram")
+	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), multi)
+	copyFile(t, testdata("cram", "ce_unmap2.3.0.cram"), unmapped)
+	for _, c := range []string{multi, unmapped} {
+		mustSamtools(t, "index", c)
+	}
+	t.Chdir(t.TempDir()) // htslib may keep downloaded data in the working directory
+	srv := serveT(t, src, []string{ref}, ServeOptions{})
+	reads := func(id, query string) string { return urlOf(srv, "reads/"+id) + query }
+
+	if got, want := htsgetView(t, reads("sub/multi", "")), mustSamtools(t, "view", "--no-PG", "-T", ref, multi); !bytes.Equal(got, want) {
+		t.Errorf("htsget whole file:\n%s\nwant\n%s", got, want)
+	}
+	if got, want := htsgetView(t, "-H", reads("sub/multi", "?class=header")), mustSamtools(t, "view", "-H", "--no-PG", "-T", ref, multi); !bytes.Equal(got, want) {
+		t.Errorf("htsget class=header:\n%s\nwant\n%s", got, want)
+	}
+	for _, c := range []struct{ id, query, region string }{
+		{"sub/multi", "?referenceName=CHROMOSOME_V&start=0&end=20", "CHROMOSOME_V:1-20"},
+		{"sub/multi", "?referenceName=CHROMOSOME_II", "CHROMOSOME_II"},
+		{"unmapped", "?referenceName=*", "*"},
+	} {
+		cram := multi
+		if c.id == "unmapped" {
+			cram = unmapped
+		}
+		want := strings.Split(strings.TrimSpace(string(mustSamtools(t, "view", "--no-PG", "-T", ref, cram, c.region))), "\n")
+		got := string(htsgetView(t, reads(c.id, c.query)))
+		for _, rec := range want {
+			if !strings.Contains(got, rec+"\n") {
+				t.Errorf("htsget %s%s lacks a record of samtools view %s:\n%s\ngot:\n%s", c.id, c.query, c.region, rec, got)
+			}
+		}
+	}
+	for _, c := range []struct {
+		id, query string
+		status    int
+		kind      string
+	}{
+		{"nothing", "", 404, "NotFound"},
+		{"sub/multi", "?referenceName=chrNone", 404, "NotFound"},
+		{"sub/multi", "?start=10", 400, "InvalidInput"},
+		{"sub/multi", "?referenceName=CHROMOSOME_I&start=20&end=10", 400, "InvalidRange"},
+		{"sub/multi", "?format=CRAM", 400, "UnsupportedFormat"},
+		{"sub/multi", "?class=everything", 400, "InvalidInput"},
+	} {
+		resp, body := get(t, "GET", reads(c.id, c.query), nil)
+		var e struct {
+			Htsget struct{ Error, Message string }
+		}
+		if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != c.status || e.Htsget.Error != c.kind {
+			t.Errorf("htsget %s%s: %d %s, want %d %s", c.id, c.query, resp.StatusCode, body, c.status, c.kind)
+		}
+	}
+}

@@ -6,7 +6,9 @@
 // If-Range, If-None-Match and If-Modified-Since, as net/http's
 // ServeContent does them; a directory answers with a listing (JSON, or
 // HTML for a browser); a symbolic link with a redirect to its target.
-// Every response reads one version of a file.
+// Every response reads one version of a file. /reads/{id} is the GA4GH
+// htsget reads endpoint (htsget.go); a top directory named reads of the
+// tree is therefore served under /reads/ only through htsget ids.
 package web
 
 import (
@@ -122,6 +124,10 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	p, ok := cleanPath(r.URL.Path)
 	if !ok {
 		http.Error(w, "400 bad request: a path with . or .. components, or a NUL", http.StatusBadRequest)
+		return
+	}
+	if id, ok := strings.CutPrefix(p, "reads/"); ok && id != "" {
+		h.serveHtsget(w, r, id)
 		return
 	}
 	h.serve(w, r, p)
