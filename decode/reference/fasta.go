@@ -198,7 +198,7 @@ func parseFai(fai []byte, fasta text) ([]entry, error) {
 				// The first full line must end where the index says.
 				c, err := fasta.byteAt(off + lb)
 				if err != nil {
-					return nil, err
+					return nil, fmt.Errorf(".fai line %d: %s: reading the end of its first line: %w", lineNo, e.name, err)
 				}
 				if c != '\n' && c != '\r' {
 					return nil, fmt.Errorf("%w: .fai line %d: %s: no line end at offset %d of the FASTA; is the index stale?",
