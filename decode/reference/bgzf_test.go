@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -310,5 +311,57 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBGZFConcurrentReaders reads random ranges of a bgzip FASTA of many
+// more blocks than the cache holds from several goroutines at once, as the
+// decoding threads do, and checks every range against the plain file;
+// then that Close makes reads fail with ErrClosed.
+func TestBGZFConcurrentReaders(t *testing.T) {
+	text := regularFasta(6, 200000, 100000)
+	dir := t.TempDir()
+	plain := write(t, filepath.Join(dir, "r.fa"), string(text))
+	gz := filepath.Join(dir, "r.fa.gz")
+	writeBGZF(t, gz, text, 1000, true) // 300 blocks
+	p := open(t, []string{plain}, Options{})
+	z, err := Open([]string{gz}, Options{NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			var got, want []byte
+			for range 300 {
+				i := rng.IntN(2)
+				pc, zc := p.Contigs()[i], z.Contigs()[i]
+				start := rng.Int64N(zc.Len())
+				end := min(start+rng.Int64N(20000), zc.Len())
+				var err error
+				if want, err = pc.Bases(want[:0], start, end); err != nil {
+					errs <- err
+					return
+				}
+				if got, err = zc.Bases(got[:0], start, end); err != nil || !bytes.Equal(got, want) {
+					errs <- fmt.Errorf("%s [%d,%d): %v, or other bases than the plain file's", zc.Name(), start, end, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("concurrent reads: %v", err)
+	}
+	c := z.Contigs()[0]
+	must(t, z.Close())
+	if _, err := c.Bases(nil, 0, 10); !errors.Is(err, ErrClosed) {
+		t.Errorf("Bases after Close: %v, want ErrClosed", err)
 	}
 }
