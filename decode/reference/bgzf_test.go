@@ -365,3 +365,30 @@ func TestBGZFConcurrentReaders(t *testing.T) {
 		t.Errorf("Bases after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestBGZFThroughUR resolves an @SQ line whose UR: names a bgzip FASTA:
+// read as a -T one is, its origin the UR: file.
+func TestBGZFThroughUR(t *testing.T) {
+	text := regularFasta(7, 3000)
+	gz := filepath.Join(t.TempDir(), "ur.fa.gz")
+	writeBGZF(t, gz, text, 1000, true)
+	s := open(t, nil, Options{})
+	c, err := s.Resolve(SQ{Name: "c0", Length: 3000, UR: "file://" + gz})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := scanFasta(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := (&Contig{name: "c0", length: entries[0].length, runs: entries[0].runs, m: &mapping{data: text}}).Bases(nil, 0, 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Bases(nil, 0, 3000); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("Bases through UR: %.20q..., %v; want %.20q...", got, err, want)
+	}
+	if o := c.Origin(); o != (Origin{gz, ViaUR}) || o.String() != "the FASTA "+gz+" (@SQ UR:)" {
+		t.Errorf("origin %v (%s), want the UR: file %s", o, o, gz)
+	}
+}
