@@ -398,8 +398,49 @@ func (d *Decoder) checkMD5(sh *SliceHeader, bases []byte) error {
 // md5Error is the error of a slice whose reference bases have MD5 got.
 func (d *Decoder) md5Error(sh *SliceHeader, got [16]byte) error {
 	r := d.f.Refs[sh.RefSeqID]
-	return fmt.Errorf("%w: MD5 of %s:%d-%d is %x, slice header says %x (@SQ M5 %s): wrong reference?", ErrReference, r.Name, sh.RefStart, sh.RefStart+sh.RefSpan-1, got, sh.RefMD5, r.M5)
+	e := &RefMD5Error{Ref: r.Name, Start: sh.RefStart, End: sh.RefStart + sh.RefSpan - 1, Got: got, Want: sh.RefMD5, M5: r.M5,
+		Embedded: sh.EmbeddedRefID >= 0}
+	if o, ok := d.opt.Reference.(ReferenceOrigin); ok && !e.Embedded {
+		e.Origin = o.Origin(int(sh.RefSeqID))
+	}
+	return e
 }
+
+// ReferenceOrigin is a ReferenceSource that can say where the bases of a
+// reference come from, for the error of a slice they do not match.
+type ReferenceOrigin interface {
+	// Origin describes the source of reference refID's bases, or is nil
+	// when it is not known.
+	Origin(refID int) fmt.Stringer
+}
+
+// RefMD5Error is a slice whose reference bases have another MD5 than its
+// header gives (CRAMv3 §8.5): the reference is not the one the file was
+// written with. It wraps ErrReference.
+type RefMD5Error struct {
+	Ref        string // the @SQ name
+	Start, End int64  // 1-based, inclusive
+	Got, Want  [16]byte
+	M5         string // the @SQ M5, "" for none
+	// Embedded is set for a slice's own embedded reference, Origin then nil.
+	Embedded bool
+	// Origin is where the bases came from, as the ReferenceOrigin says;
+	// nil when it does not.
+	Origin fmt.Stringer
+}
+
+func (e *RefMD5Error) Error() string {
+	from := ""
+	switch {
+	case e.Embedded:
+		from = ", bases of the slice's embedded reference"
+	case e.Origin != nil:
+		from = ", bases from " + e.Origin.String()
+	}
+	return fmt.Sprintf("%v: MD5 of %s:%d-%d is %x, slice header says %x (@SQ M5 %s)%s: wrong reference?", ErrReference, e.Ref, e.Start, e.End, e.Got, e.Want, e.M5, from)
+}
+
+func (e *RefMD5Error) Unwrap() error { return ErrReference }
 
 // switchRef points the reference view of a multi-reference slice at
 // reference id, that of the next record (RI, CRAMv3 §10.2), when it is not

@@ -785,6 +785,18 @@ func (r *refSource) Bases(dst []byte, id int, start, end int64) ([]byte, error) 
 	return c.Bases(dst, start, end)
 }
 
+// Origin implements decode.ReferenceOrigin: the file that reference id's
+// bases are read from (a reference.Origin), nil when none was found.
+func (r *refSource) Origin(id int) fmt.Stringer {
+	c, err := r.contig(id)
+	if err != nil {
+		return nil
+	}
+	return c.Origin()
+}
+
+var _ decode.ReferenceOrigin = (*refSource)(nil)
+
 // Length implements decode.ReferenceSource.
 func (r *refSource) Length(id int) int64 {
 	return r.lengths[id]

@@ -253,3 +253,74 @@ func TestConvertReferenceChoiceMatchesSamtools(t *testing.T) {
 		})
 	}
 }
+
+// TestConvertWrongReferenceNamesItsSource checks the message of a
+// conversion whose reference has the @SQ names but other bases: it names
+// the file the contig's bases came from (the -T FASTA, or the M5-named
+// file under REF_CACHE) beside the CRAM and container, and does not tell
+// the user to give -T when the -T file given is the one that differs.
+func TestConvertWrongReferenceNamesItsSource(t *testing.T) {
+	dir := t.TempDir()
+	f := newRefChoiceFixture(t, dir)
+	ce, alt := map[string][]byte{}, map[string][]byte{}
+	for _, c := range readContigs(t, f.ce) {
+		ce[c.name] = c.seq
+	}
+	for _, c := range readContigs(t, f.alt) {
+		alt[c.name] = c.seq
+	}
+	altII := alt["CHROMOSOME_II"]
+	sumI, sumII := md5Of(ce["CHROMOSOME_I"]), md5Of(ce["CHROMOSOME_II"])
+	cacheFile := func(root, sum string) string { return filepath.Join(root, sum[:2], sum[2:4], sum[4:]) }
+	// A REF_CACHE whose file named by CHROMOSOME_II's M5 holds other bases.
+	badCache := filepath.Join(dir, "bad-cache")
+	bad := cacheFile(badCache, sumII)
+	if err := os.MkdirAll(filepath.Dir(bad), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, altII, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	giveT := "give the reference FASTA with -T FASTA"
+	for _, tc := range []struct {
+		name     string
+		cram     string
+		fasta    string // "" for no -T
+		refCache string
+		say      []string
+		notSay   string
+	}{
+		{"-T FASTA with other bases", f.m5II, f.alt, f.cacheII, []string{
+			"bases from the -T FASTA " + f.alt,
+			"the -T FASTA " + f.alt + " has other bases for CHROMOSOME_II than the CRAM was written with",
+			"REF_PATH/REF_CACHE cannot stand in"}, giveT},
+		{"REF_CACHE file with other bases than its M5", f.m5II, "", badCache + "/%2s/%2s/%s", []string{
+			"the M5-named file " + bad + " (REF_CACHE) has M5 " + md5Of(altII),
+			"replace or remove the M5-named file " + bad + " (REF_CACHE)"}, ""},
+		{"REF_CACHE file of the @SQ M5, other bases than the slices", f.m5I, "", f.cacheI, []string{
+			"bases from the M5-named file " + cacheFile(f.dirI, sumI) + " (REF_CACHE)",
+			"holds the sequence of the @SQ M5 " + sumI + ", but the slices were written against other bases"}, giveT},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("REF_PATH", filepath.Join(t.TempDir(), "no-m5-files"))
+			t.Setenv("REF_CACHE", tc.refCache)
+			args := []string{"convert", "-o", filepath.Join(t.TempDir(), "x.bam")}
+			if tc.fasta != "" {
+				args = append(args, "-T", tc.fasta)
+			}
+			rc, stderr, _ := runCmd(t, append(args, tc.cram)...)
+			if rc != 1 {
+				t.Fatalf("exit %d, want 1: %s", rc, stderr)
+			}
+			for _, w := range append([]string{"cramfs convert: " + tc.cram, "container at byte"}, tc.say...) {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not say %q", stderr, w)
+				}
+			}
+			if tc.notSay != "" && strings.Contains(stderr, tc.notSay) {
+				t.Errorf("stderr %q says %q, though the file given is the one that differs", stderr, tc.notSay)
+			}
+			checkOneMessage(t, "convert", stderr)
+		})
+	}
+}

@@ -111,7 +111,7 @@ func TestFastaTruncatedWhileIndexing(t *testing.T) {
 	}{{"scanned", nil, false}, {"with .fai", []byte(fai.String()), true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := mappedThenTruncated(t, dir, strings.ReplaceAll(tc.name, " ", "")+".fa", b.Bytes())
-			got, err := indexFasta(m, tc.fai, tc.haveFai)
+			got, _, err := indexFasta(m, tc.fai, tc.haveFai, newBlockCache())
 			if !errors.Is(err, ErrChanged) || got != nil || !strings.Contains(err.Error(), m.path) {
 				t.Fatalf("indexFasta of a truncated mapping = %v, %v; want ErrChanged naming %s", got, err, m.path)
 			}

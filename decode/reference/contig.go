@@ -20,6 +20,8 @@ type Contig struct {
 	length int64
 	runs   []run
 	m      *mapping
+	z      *bgzfText // the text of m when it is BGZF, nil when plain
+	via    Via
 
 	md5Once sync.Once
 	md5     string
@@ -32,6 +34,39 @@ func (c *Contig) Name() string { return c.name }
 
 // Path returns the file the contig is read from.
 func (c *Contig) Path() string { return c.m.path }
+
+// Origin returns the file the contig is read from and how it was found.
+func (c *Contig) Origin() Origin { return Origin{Path: c.m.path, Via: c.via} }
+
+// Via is how a Store found the file a contig is read from.
+type Via int
+
+const (
+	ViaFasta    Via = iota // a FASTA file given to Open (samtools -T)
+	ViaRefCache            // a file named by the M5 under REF_CACHE
+	ViaRefPath             // a file named by the M5 under a REF_PATH element
+	ViaUR                  // the FASTA file an @SQ UR: field names
+)
+
+// Origin says where a contig's bases are read from, for messages.
+type Origin struct {
+	Path string
+	Via  Via
+}
+
+// String names the file and how it was found, as in "the -T FASTA
+// /refs/hg38.fa".
+func (o Origin) String() string {
+	switch o.Via {
+	case ViaRefCache:
+		return "the M5-named file " + o.Path + " (REF_CACHE)"
+	case ViaRefPath:
+		return "the M5-named file " + o.Path + " (REF_PATH)"
+	case ViaUR:
+		return "the FASTA " + o.Path + " (@SQ UR:)"
+	}
+	return "the -T FASTA " + o.Path
+}
 
 // Len returns the number of bases.
 func (c *Contig) Len() int64 { return c.length }
@@ -80,8 +115,9 @@ func (a *appender) segment(_ int64, b []byte) {
 }
 
 // walk gives the bases of [start,end), which the caller has checked lie
-// within the contig, to sink line segment by line segment, in order, then
-// drops the pages read from the process (dropPages).
+// within the contig, to sink line segment by line segment (split further
+// at BGZF block ends), in order, then drops the pages read from the
+// process (dropPages; a BGZF block's are dropped once it is inflated).
 func (c *Contig) walk(start, end int64, sink segmentSink) error {
 	if start == end {
 		return nil
@@ -91,6 +127,11 @@ func (c *Contig) walk(start, end int64, sink segmentSink) error {
 	data := c.m.data
 	if data == nil {
 		return fmt.Errorf("%w: bases of %s", ErrClosed, c.name)
+	}
+	size := int64(len(data))
+	var z *bgzfCursor
+	if c.z != nil {
+		z, size = &bgzfCursor{z: c.z, i: -1}, c.z.size
 	}
 	// First run that ends after start.
 	ri := sort.Search(len(c.runs), func(i int) bool { return c.runs[i].base+c.runs[i].n > start })
@@ -104,15 +145,19 @@ func (c *Contig) walk(start, end int64, sink segmentSink) error {
 			line, col := i/r.lineBases, i%r.lineBases
 			k := min(r.lineBases-col, stop-i)
 			off := r.off + line*r.lineWidth + col
-			if off < 0 || off+k > int64(len(data)) {
+			if off < 0 || off+k > size {
 				return fmt.Errorf("%w: %s: base %d maps to offset %d past the end of %s (%d bytes)",
-					ErrCorrupt, c.name, r.base+i, off, c.m.path, len(data))
+					ErrCorrupt, c.name, r.base+i, off, c.m.path, size)
 			}
 			if from < 0 {
 				from = off
 			}
 			to = off + k
-			sink.segment(r.base+i, data[off:off+k])
+			if z == nil {
+				sink.segment(r.base+i, data[off:off+k])
+			} else if err := z.emit(r.base+i, off, k, sink); err != nil {
+				return err
+			}
 			i += k
 		}
 		pos = r.base + stop
@@ -120,7 +165,9 @@ func (c *Contig) walk(start, end int64, sink segmentSink) error {
 	if pos != end {
 		return fmt.Errorf("%w: %s: bases [%d,%d) not covered by the index", ErrCorrupt, c.name, pos, end)
 	}
-	c.m.dropPages(from, to)
+	if z == nil {
+		c.m.dropPages(from, to)
+	}
 	return nil
 }
 

@@ -129,11 +129,25 @@ func scanFasta(data []byte) ([]entry, error) {
 	return out, nil
 }
 
+// text is the bytes of a FASTA file as its .fai counts them: a plain
+// file's mapped bytes, or the uncompressed text of a BGZF file.
+type text interface {
+	textSize() int64
+	// byteAt returns byte off (0 <= off < textSize()).
+	byteAt(off int64) (byte, error)
+}
+
+// plainText is the text of an uncompressed FASTA file: its bytes.
+type plainText []byte
+
+func (p plainText) textSize() int64                { return int64(len(p)) }
+func (p plainText) byteAt(off int64) (byte, error) { return p[off], nil }
+
 // parseFai reads a samtools .fai index (name, length, offset, line bases,
-// line width, tab-separated) for a FASTA file held in fasta, and checks each
-// entry against it: the sequence must fit in the file and full lines must
+// line width, tab-separated) for the FASTA text fasta, and checks each
+// entry against it: the sequence must fit in the text and full lines must
 // end where the index says.
-func parseFai(fai, fasta []byte) ([]entry, error) {
+func parseFai(fai []byte, fasta text) ([]entry, error) {
 	var out []entry
 	lineNo := 0
 	for len(fai) > 0 {
@@ -173,16 +187,20 @@ func parseFai(fai, fasta []byte) ([]entry, error) {
 				return nil, fmt.Errorf("%w: .fai line %d: line bases %d and line width %d are not a valid layout", ErrCorrupt, lineNo, lb, lw)
 			}
 			r := run{off: off, lineBases: lb, lineWidth: lw, n: length}
-			size := int64(len(fasta))
+			size := fasta.textSize()
 			// Check without overflow that the sequence fits: whole lines
 			// first, then the span.
 			if off > size || (length-1)/lb > (size-off)/lw || r.span() > size-off {
 				return nil, fmt.Errorf("%w: .fai line %d: %s (%d bases at offset %d) runs past the end of the FASTA (%d bytes); is the index stale?",
-					ErrCorrupt, lineNo, e.name, length, off, len(fasta))
+					ErrCorrupt, lineNo, e.name, length, off, size)
 			}
 			if length > lb {
 				// The first full line must end where the index says.
-				if c := fasta[off+lb]; c != '\n' && c != '\r' {
+				c, err := fasta.byteAt(off + lb)
+				if err != nil {
+					return nil, fmt.Errorf(".fai line %d: %s: reading the end of its first line: %w", lineNo, e.name, err)
+				}
+				if c != '\n' && c != '\r' {
 					return nil, fmt.Errorf("%w: .fai line %d: %s: no line end at offset %d of the FASTA; is the index stale?",
 						ErrCorrupt, lineNo, e.name, off+lb)
 				}

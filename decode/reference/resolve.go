@@ -24,7 +24,10 @@ type SQ struct {
 type MissingError struct {
 	SQ
 	Tried []string // one clause per place looked in, saying what was found
-	Err   error
+	// WrongM5File is the M5-named file found whose content has another
+	// MD5, the zero Origin for none.
+	WrongM5File Origin
+	Err         error
 }
 
 func (e *MissingError) Error() string {
@@ -75,7 +78,7 @@ func (s *Store) Resolve(q SQ) (*Contig, error) {
 	if c := s.fastaContig(q); c != nil {
 		return c, nil
 	}
-	tried := []string{s.fastaClause(q.Name)}
+	me := &MissingError{SQ: q, Tried: []string{s.fastaClause(q.Name)}, Err: ErrNotFound}
 	mismatch := false
 	if m5 := strings.ToLower(q.M5); isMD5(m5) {
 		c, other, err := s.lookupM5File(m5)
@@ -83,12 +86,12 @@ func (s *Store) Resolve(q SQ) (*Contig, error) {
 			return c, err
 		}
 		clause := s.m5Clause()
-		if other != "" {
-			clause, mismatch = other, true
+		if other != nil {
+			clause, mismatch, me.WrongM5File = other.String(), true, other.Origin
 		}
-		tried = append(tried, clause)
+		me.Tried = append(me.Tried, clause)
 	} else {
-		tried = append(tried, "no M5 to look up in REF_CACHE or REF_PATH")
+		me.Tried = append(me.Tried, "no M5 to look up in REF_CACHE or REF_PATH")
 	}
 	if q.UR != "" {
 		c, clause, bad := s.fromUR(q)
@@ -96,9 +99,8 @@ func (s *Store) Resolve(q SQ) (*Contig, error) {
 			return c, nil
 		}
 		mismatch = mismatch || bad
-		tried = append(tried, clause)
+		me.Tried = append(me.Tried, clause)
 	}
-	me := &MissingError{SQ: q, Tried: tried, Err: ErrNotFound}
 	if mismatch {
 		me.Err = ErrMismatch
 	}
@@ -185,7 +187,7 @@ func (s *Store) urFasta(path string) (*urFasta, error) {
 		return u, nil
 	}
 	u := &urFasta{byName: map[string]*Contig{}}
-	m, contigs, err := loadFasta(path)
+	m, contigs, err := loadFasta(path, ViaUR, s.blocks)
 	u.m = m
 	if err != nil {
 		u.err = unwrapPathError(err)

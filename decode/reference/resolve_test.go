@@ -98,7 +98,9 @@ func TestResolveOrder(t *testing.T) {
 	write(t, filepath.Join(cache, m5), "GGGGGGGG")
 	s = open(t, nil, Options{RefPath: m5dir, RefCache: cache})
 	c, err = s.Resolve(SQ{Name: "c", Length: 8, M5: m5, UR: filepath.Join(dir, "gone.fa")})
-	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), filepath.Join(cache, m5)+", named by the M5, has M5 "+md5hex("GGGGGGGG")) {
+	var me *MissingError
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "the M5-named file "+filepath.Join(cache, m5)+" (REF_CACHE) has M5 "+md5hex("GGGGGGGG")) ||
+		!errors.As(err, &me) || me.WrongM5File != (Origin{filepath.Join(cache, m5), ViaRefCache}) {
 		t.Errorf("Resolve = %v, %v; want ErrMismatch naming the REF_CACHE file", c, err)
 	}
 }

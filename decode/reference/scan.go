@@ -44,10 +44,14 @@ func (c *Contig) Scan(start, end int64, h hash.Hash, runs [][2]int64) (out [][2]
 // markRuns is walk for a scanner without digest: each run's bytes from
 // start to end, line ends included, are searched for Ns at once, rather
 // than line by line. It reports false, having read nothing, for a range
-// that does not fit the mapping: walk then gives the exact error.
+// that does not fit the mapping, walk then giving the exact error, and
+// for a BGZF file, whose bytes walk reads a block at a time.
 func (c *Contig) markRuns(start, end int64, s *scanner) (bool, error) {
 	if start == end {
 		return true, nil
+	}
+	if c.z != nil {
+		return false, nil
 	}
 	c.m.mu.RLock()
 	defer c.m.mu.RUnlock()

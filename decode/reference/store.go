@@ -27,7 +27,8 @@ var (
 	ErrMismatch = errors.New("reference: sequence does not match @SQ")
 	// ErrCorrupt: a FASTA file or .fai index is malformed.
 	ErrCorrupt = errors.New("reference: malformed FASTA or index")
-	// ErrUnsupported: a file this package cannot read yet (bgzip FASTA).
+	// ErrUnsupported: a file this package cannot read: gzip (not bgzip)
+	// compression, a bgzip FASTA without its .fai and .gzi index.
 	ErrUnsupported = errors.New("reference: unsupported file")
 	// ErrOutOfRange: bases requested outside the contig.
 	ErrOutOfRange = errors.New("reference: position out of range")
@@ -59,6 +60,7 @@ type Options struct {
 // mapping is one read-only memory-mapped file, shared by its contigs.
 type mapping struct {
 	path string
+	info os.FileInfo  // the file mapped, as it was then
 	mu   sync.RWMutex // held for reading while data is read; Close takes it
 	data []byte       // nil once unmapped
 	mmap bool         // data came from mmap (an empty file is not mapped)
@@ -80,7 +82,7 @@ func mapFile(path string) (*mapping, error) {
 	}
 	size := st.Size()
 	if size == 0 {
-		return &mapping{path: path, data: []byte{}}, nil
+		return &mapping{path: path, info: st, data: []byte{}}, nil
 	}
 	if size != int64(int(size)) {
 		return nil, fmt.Errorf("%w: %s: %d bytes is too large to map", ErrUnsupported, path, size)
@@ -89,7 +91,14 @@ func mapFile(path string) (*mapping, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmap %s: %w", path, err)
 	}
-	return &mapping{path: path, data: data, mmap: true}, nil
+	return &mapping{path: path, info: st, data: data, mmap: true}, nil
+}
+
+// changed reports whether the file at m's path is no longer the one
+// mapped, as it was then: another file, or its size or mtime changed.
+func (m *mapping) changed() bool {
+	st, err := os.Stat(m.path)
+	return err != nil || !os.SameFile(st, m.info) || st.Size() != m.info.Size() || !st.ModTime().Equal(m.info.ModTime())
 }
 
 // dropPages tells the kernel that the whole pages of data[from:to] are
@@ -111,6 +120,18 @@ func (m *mapping) dropPages(from, to int64) {
 	}
 	// Advice only: a failure leaves the pages resident, nothing else.
 	_ = unix.Madvise(m.data[lo:hi], unix.MADV_DONTNEED)
+}
+
+// dropAround is dropPages for bytes read once (a BGZF block once
+// inflated), widened to the aligned 2 MiB of the file around them: a fault
+// maps, beside the page read, what the page cache holds around it (the
+// kernel's fault-around, and the whole of a large folio, which can be as
+// large as that and lies within it), so dropping only the bytes read would
+// leave the pages mapped with them in the resident set. Pages of a
+// neighbour are mapped again from the page cache when it is read.
+func (m *mapping) dropAround(from, to int64) {
+	const region = 2 << 20
+	m.dropPages(from/region*region, min((to+region-1)/region*region, int64(len(m.data))))
 }
 
 var pageSize = unix.Getpagesize()
@@ -135,6 +156,7 @@ type Store struct {
 	maps   []*mapping
 	path   []string // local REF_PATH templates
 	cache  string   // REF_CACHE template
+	blocks *blockCache
 
 	mu     sync.Mutex // guards the fields below
 	closed bool
@@ -144,12 +166,15 @@ type Store struct {
 
 // Open maps the FASTA files and indexes them, from FASTA.fai when present
 // next to each file, otherwise by scanning the mapped file (nothing is
-// written next to it). Compressed FASTA is an ErrUnsupported error.
+// written next to it). A bgzip-compressed FASTA is read through its .fai
+// and .gzi (bgzf.go), which must both be there; one compressed with plain
+// gzip is an ErrUnsupported error.
 func Open(fastas []string, opts Options) (*Store, error) {
 	s := &Store{
 		byName: make(map[string][]*Contig),
 		byM5:   make(map[string]*Contig),
 		byUR:   make(map[string]*urFasta),
+		blocks: newBlockCache(),
 	}
 	refPath, refCache := opts.RefPath, opts.RefCache
 	if !opts.NoEnv {
@@ -192,7 +217,7 @@ func defaultCache() string {
 
 // addFasta maps and indexes one FASTA file given with -T.
 func (s *Store) addFasta(fn string) error {
-	m, contigs, err := loadFasta(fn)
+	m, contigs, err := loadFasta(fn, ViaFasta, s.blocks)
 	if m != nil {
 		s.maps = append(s.maps, m)
 	}
@@ -212,10 +237,11 @@ func (s *Store) addFasta(fn string) error {
 	return nil
 }
 
-// loadFasta maps one FASTA file and indexes it, from FASTA.fai when
-// present, else by scanning it. The mapping is returned (for the caller to
-// unmap) even with an error.
-func loadFasta(fn string) (*mapping, []*Contig, error) {
+// loadFasta maps one FASTA file, found via, and indexes it, from
+// FASTA.fai when present, else by scanning it; a BGZF file's blocks are
+// cached in blocks. The mapping is returned (for the caller to unmap) even
+// with an error.
+func loadFasta(fn string, via Via, blocks *blockCache) (*mapping, []*Contig, error) {
 	m, err := mapFile(fn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reference FASTA: %w", err)
@@ -225,42 +251,54 @@ func loadFasta(fn string) (*mapping, []*Contig, error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return m, nil, fmt.Errorf("reference index: %w", err)
 	}
-	entries, err := indexFasta(m, fai, haveFai)
+	entries, z, err := indexFasta(m, fai, haveFai, blocks)
 	if err != nil {
 		return m, nil, err
 	}
 	contigs := make([]*Contig, len(entries))
 	for i, e := range entries {
-		contigs[i] = &Contig{name: e.name, length: e.length, runs: e.runs, m: m}
+		contigs[i] = &Contig{name: e.name, length: e.length, runs: e.runs, m: m, z: z, via: via}
 	}
 	return m, contigs, nil
 }
 
 // indexFasta indexes the FASTA file mapped in m, from its .fai index fai
-// when haveFai, else by scanning it; a fault reading the mapping is an
-// ErrChanged error (fault.go).
-func indexFasta(m *mapping, fai []byte, haveFai bool) (entries []entry, err error) {
+// when haveFai, else by scanning it; for a BGZF file it returns its text
+// too, read through its .gzi, with its blocks cached in blocks. A fault
+// reading the mapping is an ErrChanged error (fault.go).
+func indexFasta(m *mapping, fai []byte, haveFai bool, blocks *blockCache) (entries []entry, z *bgzfText, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); faulted(r) {
-			entries, err = nil, changed(m.path, "indexing the FASTA")
+			entries, z, err = nil, nil, changed(m.path, "indexing the FASTA")
 		}
 	}()
-	if !haveFai {
+	var t text = plainText(m.data)
+	switch {
+	case isGzip(m.data) && !isBGZF(m.data):
+		return nil, nil, fmt.Errorf("%w: %s is compressed with gzip, not bgzip: recompress it with bgzip (gzip -dc %s | bgzip > NEW.fa.gz) and index that with samtools faidx, as samtools needs",
+			ErrUnsupported, m.path, m.path)
+	case isGzip(m.data):
+		if !haveFai {
+			return nil, nil, fmt.Errorf("%w: %s is compressed with bgzip and has no %s.fai: make its .fai and .gzi index with samtools faidx %s",
+				ErrUnsupported, m.path, m.path, m.path)
+		}
+		if z, err = openBGZF(m, blocks); err != nil {
+			return nil, nil, err
+		}
+		t = z
+	case !haveFai:
 		entries, err = scanFasta(m.data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", m.path, err)
+			return nil, nil, fmt.Errorf("%s: %w", m.path, err)
 		}
-		return entries, nil
+		return entries, nil, nil
 	}
-	if isGzip(m.data) {
-		return nil, fmt.Errorf("%s: %w: compressed (gzip/bgzip) FASTA; decompress it first", m.path, ErrUnsupported)
-	}
-	entries, err = parseFai(fai, m.data)
+	entries, err = parseFai(fai, t)
 	if err != nil {
-		return nil, fmt.Errorf("%s.fai: %w", m.path, err)
+		return nil, nil, fmt.Errorf("%s.fai: %w", m.path, err)
 	}
-	return entries, nil
+	return entries, z, nil
 }
 
 // isGzip reports whether b starts with the gzip magic (as bgzip does).
@@ -274,6 +312,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.blocks.lru.Purge()
 	maps := s.maps
 	for _, c := range s.byM5 {
 		maps = append(maps, c.m)
@@ -306,49 +345,62 @@ func (s *Store) isClosed() bool {
 // lookupM5File returns the sequence of the first file named by m5 under
 // REF_CACHE then REF_PATH, as htslib takes the first it finds, mapped on
 // first use and shared. A file found whose content has another MD5 is not
-// used (nor any later one): its name and MD5 are returned instead, for the
-// caller to report.
-func (s *Store) lookupM5File(m5 string) (c *Contig, other string, err error) {
+// used (nor any later one): where it is and its MD5 are returned instead,
+// for the caller to report.
+func (s *Store) lookupM5File(m5 string) (c *Contig, other *wrongM5File, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, "", fmt.Errorf("%w: looking up M5 %s", ErrClosed, m5)
+		return nil, nil, fmt.Errorf("%w: looking up M5 %s", ErrClosed, m5)
 	}
 	if c, ok := s.byM5[m5]; ok {
-		return c, "", nil
+		return c, nil, nil
 	}
 	templates := s.path
 	if s.cache != "" {
 		templates = append([]string{s.cache}, s.path...)
 	}
-	for _, t := range templates {
+	for i, t := range templates {
 		fn := expandM5(t, m5)
 		st, err := os.Stat(fn)
 		if err != nil || !st.Mode().IsRegular() {
 			continue
 		}
+		via := ViaRefPath
+		if s.cache != "" && i == 0 {
+			via = ViaRefCache
+		}
 		m, err := mapFile(fn)
 		if err != nil {
-			return nil, "", fmt.Errorf("reference %s: %w", fn, err)
+			return nil, nil, fmt.Errorf("reference %s: %w", fn, err)
 		}
 		c, err := m5Contig(m, m5)
 		var got string
 		if err == nil {
+			c.via = via
 			got, err = c.digest()
 		}
 		if err != nil {
 			m.unmap()
-			return nil, "", err
+			return nil, nil, err
 		}
 		if got != m5 {
 			m.unmap()
-			return nil, fmt.Sprintf("%s, named by the M5, has M5 %s", fn, got), nil
+			return nil, &wrongM5File{Origin{Path: fn, Via: via}, got}, nil
 		}
 		s.byM5[m5] = c
-		return c, "", nil
+		return c, nil, nil
 	}
-	return nil, "", nil
+	return nil, nil, nil
 }
+
+// wrongM5File is an M5-named file whose content has another MD5.
+type wrongM5File struct {
+	Origin
+	m5 string // of its content
+}
+
+func (w *wrongM5File) String() string { return fmt.Sprintf("%s has M5 %s", w.Origin, w.m5) }
 
 // m5Contig makes the contig named name of the M5-named sequence file
 // mapped in m: raw sequence, no header, no line ends; a final line end is

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cramfs/cramfs/encode/bgzf"
 	cfs "github.com/cramfs/cramfs/fs"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
@@ -120,6 +121,51 @@ func CopyFile(t *testing.T, src, dst string) {
 	if err := os.Rename(tmp, dst); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// BgzipFasta writes dst, the FASTA file src compressed with BGZF as
+// bgzip does (full blocks of 65280 bytes, the EOF block), and its .fai and
+// .gzi index, made by samtools faidx as a user would.
+func BgzipFasta(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := bgzf.NewCompressor(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, err := c.AppendBlocks(nil, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, append(gz, bgzf.EOF...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	MustSamtools(t, "faidx", dst)
+	for _, ext := range []string{".fai", ".gzi"} {
+		if _, err := os.Stat(dst + ext); err != nil {
+			t.Fatalf("samtools faidx %s made no %s: %v", dst, ext, err)
+		}
+	}
+}
+
+// CRAMAt writes dir/NAME.cram, samtools' encoding against ref of five
+// reads of 4 bases on contig at 1-based position pos on.
+func CRAMAt(t *testing.T, dir, name, ref, contig string, pos int) string {
+	t.Helper()
+	var sam strings.Builder
+	for i, n := range []string{"a", "b", "c", "d", "e"} {
+		fmt.Fprintf(&sam, "%s\t0\t%s\t%d\t10\t4M\t*\t0\t0\tACGT\tqqqq\n", n, contig, pos+100*i)
+	}
+	in := filepath.Join(dir, name+".sam")
+	if err := os.WriteFile(in, []byte(sam.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, name+".cram")
+	MustSamtools(t, "view", "-C", "--no-PG", "-T", ref, "-t", ref+".fai", "-o", out, in)
+	return out
 }
 
 // Must fails t on a non-nil err.

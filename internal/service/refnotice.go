@@ -32,7 +32,7 @@ const referenceRemedy = "give the reference FASTA with -T FASTA (repeatable), or
 func referenceProblem(err error) (string, bool) {
 	var me *reference.MissingError
 	if errors.As(err, &me) {
-		return me.Error() + "; " + referenceRemedy, true
+		return me.Error() + "; " + remedyFor(err), true
 	}
 	if !errors.Is(err, decode.ErrReference) {
 		return "", false
@@ -43,7 +43,42 @@ func referenceProblem(err error) (string, bool) {
 	if i := strings.LastIndex(msg, decode.ErrReference.Error()+": "); i >= 0 {
 		msg = msg[i+len(decode.ErrReference.Error())+2:]
 	}
-	return "reference problem: " + msg + "; " + referenceRemedy, true
+	return "reference problem: " + msg + "; " + remedyFor(err), true
+}
+
+// remedyFor says what to do about err, a reference problem: for bases
+// that do not match, about the file they came from, which the user may
+// have given already; else how to give a reference.
+func remedyFor(err error) string {
+	var md5 *decode.RefMD5Error
+	if errors.As(err, &md5) {
+		if o, ok := md5.Origin.(reference.Origin); ok {
+			return wrongBasesRemedy(md5, o)
+		}
+	}
+	var me *reference.MissingError
+	if errors.As(err, &me) && me.WrongM5File.Path != "" {
+		return fmt.Sprintf("replace or remove %s: a file named by an M5 must hold the sequence of that M5; or %s", me.WrongM5File, referenceRemedy)
+	}
+	if errors.Is(err, reference.ErrChanged) {
+		return "a reference file changed while cramfs read it: once it is whole again, run again (a mount: mount again)"
+	}
+	if errors.Is(err, reference.ErrCorrupt) {
+		return "the reference file is damaged or its index stale: check it, or make its index again with samtools faidx"
+	}
+	return referenceRemedy
+}
+
+// wrongBasesRemedy is remedyFor a slice whose reference bases, read from
+// o, do not match.
+func wrongBasesRemedy(e *decode.RefMD5Error, o reference.Origin) string {
+	switch o.Via {
+	case reference.ViaRefCache, reference.ViaRefPath:
+		return fmt.Sprintf("%s holds the sequence of the @SQ M5 %s, but the slices were written against other bases: the @SQ M5 does not name the CRAM's reference; give the FASTA it was written with, with -T", o, e.M5)
+	case reference.ViaUR:
+		return fmt.Sprintf("%s has other bases for %s than the CRAM was written with: give the FASTA it was written with, with -T (used before the UR: file)", o, e.Ref)
+	}
+	return fmt.Sprintf("%s has other bases for %s than the CRAM was written with: give with -T the FASTA it was written with; as in samtools, a -T contig of the @SQ name is used before any M5-named file, so REF_PATH/REF_CACHE cannot stand in for it", o, e.Ref)
 }
 
 // fileStates follows each CRAM file the mount was asked for: the state
@@ -250,7 +285,7 @@ func (b *noticedBAM) served(off int64, n int, failedAt int64, err error) {
 // reference, with what to do about it.
 type referenceError struct{ err error }
 
-func (e *referenceError) Error() string { return e.err.Error() + "; " + referenceRemedy }
+func (e *referenceError) Error() string { return e.err.Error() + "; " + remedyFor(e.err) }
 func (e *referenceError) Unwrap() error { return e.err }
 
 // WithReferenceHelp returns err, or for a reference problem err with the

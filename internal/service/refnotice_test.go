@@ -159,16 +159,21 @@ func TestMountReferenceNoticeOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var altered []byte
-	for _, l := range bytes.SplitAfter(fa, []byte("\n")) {
-		if !bytes.HasPrefix(l, []byte(">")) {
-			l = bytes.ReplaceAll(l, []byte("A"), []byte("C"))
-		}
-		altered = append(altered, l...)
-	}
+	altered := alterBases(fa)
 	if err := os.WriteFile(wrongRef, altered, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Written against ce.fa with other bases, whose names the mount's -T
+	// ce.fa has: the -T contigs are used, and their slice MD5s differ.
+	ce, err := os.ReadFile(testdata("ref", "ce.fa"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	altCe := filepath.Join(t.TempDir(), "ce.fa")
+	if err := os.WriteFile(altCe, alterBases(ce), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := cramNamingRef(t, src, "other", "ce_1000.3.0", altCe)
 
 	p := startMount(t, bin, src, "--cache-dir", t.TempDir()) // -T ce.fa only
 	if got := readNames(t, p.Mnt); !strings.Contains(got, "gone.bam") || !strings.Contains(got, "wrong.bam") {
@@ -200,7 +205,17 @@ func TestMountReferenceNoticeOnce(t *testing.T) {
 	// xx_tlen's contigs xx and yy have the same sequence, and M5.
 	waitNotice(t, p, gone, "gone.bam", "size is unknown without the right reference", "stat and open fail with EIO", "stays listed",
 		"(M5 "+m5+", 20 bases) not found", "UR:"+goneRef+": no such file", "-T FASTA", "REF_PATH", "tried again after 30 s", "needs a new mount")
-	waitNotice(t, p, wrong, "wrong.bam", "stat and open fail with EIO", "(@SQ M5 "+m5+")", "wrong reference", "-T FASTA", "REF_PATH")
+	waitNotice(t, p, wrong, "wrong.bam", "stat and open fail with EIO", "(@SQ M5 "+m5+")", "wrong reference",
+		"bases from the FASTA "+wrongRef+" (@SQ UR:)", "the FASTA "+wrongRef+" (@SQ UR:) has other bases for ", "with -T")
+	if _, err := os.Stat(filepath.Join(p.Mnt, "other.bam")); !errors.Is(err, syscall.EIO) {
+		t.Errorf("stat other.bam: %v, want EIO", err)
+	}
+	ceT := testdata("ref", "ce.fa")
+	waitNotice(t, p, other, "other.bam", "stat and open fail with EIO", "bases from the -T FASTA "+ceT,
+		"the -T FASTA "+ceT+" has other bases for CHROMOSOME_I than the CRAM was written with", "give with -T the FASTA it was written with")
+	if l := noticeLines(p.Stderr.String(), other); len(l) == 1 && strings.Contains(l[0], referenceRemedy) {
+		t.Errorf("notice %q tells to give -T, which was given and differs", l[0])
+	}
 	if n := len(noticeLines(p.Stderr.String(), filepath.Join(src, "good.cram"))); n != 0 {
 		t.Errorf("%d notices for good.cram", n)
 	}
@@ -253,4 +268,17 @@ func TestMountReferenceNoticeOnRead(t *testing.T) {
 	if l := noticeLines(q.Stderr.String(), cram); len(l) == 1 && strings.Contains(l[0], "stat and open fail") {
 		t.Errorf("notice %q says stat fails, but the layout was persisted", l[0])
 	}
+}
+
+// alterBases returns the FASTA fa with each A of its sequence lines made
+// a C: the same names and lengths, other bases.
+func alterBases(fa []byte) []byte {
+	var out []byte
+	for _, l := range bytes.SplitAfter(fa, []byte("\n")) {
+		if !bytes.HasPrefix(l, []byte(">")) {
+			l = bytes.ReplaceAll(l, []byte("A"), []byte("C"))
+		}
+		out = append(out, l...)
+	}
+	return out
 }
