@@ -45,7 +45,7 @@ func (s *Service) Mount(src, mnt string, o MountOptions) (*Mount, error) {
 		}
 	}
 	op := newOpener(s.mgr, s.refs, s.copt, s.log)
-	op.states = newFileStates(s.log, absolute(src))
+	op.reports = newFileReports(s.log, absolute(src))
 	op.onOpen = s.noteLayout
 	sock := statusSocket(s.opts.CacheDir, mnt)
 	srv, err := cfs.Mount(src, mnt, op, cfs.Options{AllowOther: o.AllowOther, Logger: s.log, Debug: o.Debug, UID: o.UID, GID: o.GID, Umask: o.Umask,
@@ -57,7 +57,7 @@ func (s *Service) Mount(src, mnt string, o MountOptions) (*Mount, error) {
 	m := &Mount{srv: srv, op: op, mnt: mnt, done: make(chan struct{}), svc: s}
 	base := mountStatus{Src: absolute(src), Mnt: absolute(mnt), PID: os.Getpid(), Started: time.Now(), Threads: s.mgr.Options().Threads,
 		Level: s.opts.Level, CacheSize: s.mgr.Options().CacheSize}
-	if ss, err := newStatusServer(sock, base, op.states, s.mgr, s.log, srv); err != nil {
+	if ss, err := newStatusServer(sock, base, op.reports, s.mgr, s.log, srv); err != nil {
 		s.log.Warn("cramfs status will not answer for this mount", "err", err)
 	} else {
 		m.status = ss

@@ -52,7 +52,7 @@ type opener struct {
 	log  *slog.Logger
 	// states, when set, follows each file's state and reports reference
 	// problems once per file.
-	states *fileStates
+	reports *fileReports
 
 	// Constant.
 	copt engine.CRAMOptions
@@ -129,11 +129,11 @@ func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error
 		o.mu.Unlock()
 	}
 	if e.err != nil {
-		o.states.failed(k, e.err)
+		o.reports.failed(k, e.err)
 		return nil, e.err // names the file already
 	}
-	if o.states != nil {
-		return o.states.opened(k, e.vbam, e.segments), nil
+	if o.reports != nil {
+		return o.reports.opened(k, e.vbam, e.segments), nil
 	}
 	return e.vbam, nil
 }

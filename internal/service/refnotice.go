@@ -81,27 +81,27 @@ func wrongBasesRemedy(e *decode.RefMD5Error, o reference.Origin) string {
 	return fmt.Sprintf("%s has other bases for %s than the CRAM was written with: give with -T the FASTA it was written with; as in samtools, a -T contig of the @SQ name is used before any M5-named file, so REF_PATH/REF_CACHE cannot stand in for it", o, e.Ref)
 }
 
-// fileStates follows each CRAM file the mount was asked for: the state
+// fileReports follows each CRAM file the mount was asked for: the state
 // of its newest version, for `cramfs status`, and, once per version, in
 // the log (a warning), that its BAM cannot be served for want of its
 // reference. The FUSE layer still answers every failing request with EIO
 // and logs it; the notice says why in a sentence that names the file, the
 // contig, its M5 and what to do.
-type fileStates struct {
+type fileReports struct {
 	// dependencies
 	log *slog.Logger
 	src string // the mount's source directory, which file keys are relative to
 
-	mu    sync.Mutex                         // guards files
-	files *simplelru.LRU[string, *fileState] // by path; at most maxEntries, the least recently used forgotten
+	mu    sync.Mutex                          // guards files
+	files *simplelru.LRU[string, *fileReport] // by path; at most maxEntries, the least recently used forgotten
 }
 
-// fileState is what the mount knows of one CRAM file version.
-type fileState struct {
+// fileReport is what the mount knows of one CRAM file version.
+type fileReport struct {
 	// constant
 	key fileKey
 
-	// guarded by fileStates.mu
+	// guarded by fileReports.mu
 	size     int64  // BAM bytes, once opened
 	indexExt string // ".bai", ".csi" or "" (none), once opened
 	segments int
@@ -136,21 +136,21 @@ func cancelled(err error) bool {
 }
 
 // name is the path of k's file as the user gave the source.
-func (n *fileStates) name(k fileKey) string {
+func (n *fileReports) name(k fileKey) string {
 	return filepath.Join(n.src, filepath.FromSlash(k.rel))
 }
 
-func newFileStates(log *slog.Logger, src string) *fileStates {
-	files, _ := simplelru.NewLRU[string, *fileState](maxEntries, nil) // fails only for a size <= 0
-	return &fileStates{log: log, src: src, files: files}
+func newFileReports(log *slog.Logger, src string) *fileReports {
+	files, _ := simplelru.NewLRU[string, *fileReport](maxEntries, nil) // fails only for a size <= 0
+	return &fileReports{log: log, src: src, files: files}
 }
 
 // state returns the state of k, a new one when k is another version of
 // its path than the one known. The caller holds n.mu.
-func (n *fileStates) state(k fileKey) *fileState {
+func (n *fileReports) state(k fileKey) *fileReport {
 	st, _ := n.files.Get(k.rel)
 	if st == nil || st.key != k {
-		st = &fileState{key: k}
+		st = &fileReport{key: k}
 		n.files.Add(k.rel, st)
 	}
 	return st
@@ -159,7 +159,7 @@ func (n *fileStates) state(k fileKey) *fileState {
 // opened records that k's BAM was opened, and returns it wrapped so that
 // its reads are counted and their failures reported. A failure to open it
 // no longer holds; a failed read still does.
-func (n *fileStates) opened(k fileKey, v *engine.VirtualBAM, segments int) *noticedBAM {
+func (n *fileReports) opened(k fileKey, v *engine.VirtualBAM, segments int) *noticedBAM {
 	size, ext := v.Size(), v.IndexExt()
 	n.mu.Lock()
 	st := n.state(k)
@@ -168,13 +168,13 @@ func (n *fileStates) opened(k fileKey, v *engine.VirtualBAM, segments int) *noti
 		st.setFailure(failure{})
 	}
 	n.mu.Unlock()
-	return &noticedBAM{VirtualBAM: v, states: n, st: st}
+	return &noticedBAM{VirtualBAM: v, reports: n, st: st}
 }
 
 // failed records err, a failure to open k, and prints the notice when err
 // is a reference problem not yet reported for k. It returns whether err is
 // a reference problem. A cancellation is not recorded.
-func (n *fileStates) failed(k fileKey, err error) bool {
+func (n *fileReports) failed(k fileKey, err error) bool {
 	msg, ok := referenceProblem(err)
 	if n == nil || cancelled(err) {
 		return ok
@@ -199,7 +199,7 @@ const mountRemedy = "this mount finds M5-named files added under REF_PATH/REF_CA
 // report records err, at BAM offset off (or openFailed), as the failure
 // of st and prints msg once when isRef, saying what fails. The caller
 // holds n.mu.
-func (n *fileStates) report(st *fileState, err error, off int64, msg string, isRef bool, fails string) {
+func (n *fileReports) report(st *fileReport, err error, off int64, msg string, isRef bool, fails string) {
 	f := failure{msg: err.Error(), at: time.Now(), off: off}
 	if isRef {
 		f.msg = msg
@@ -214,29 +214,29 @@ func (n *fileStates) report(st *fileState, err error, off int64, msg string, isR
 }
 
 // setFailure makes f the failure of st (the zero failure: none). The
-// caller holds fileStates.mu.
-func (st *fileState) setFailure(f failure) {
+// caller holds fileReports.mu.
+func (st *fileReport) setFailure(f failure) {
 	st.fail = f
 	st.failing.Store(f.msg != "")
 }
 
 // readOK clears the failure of st when the read of n bytes at off, which
 // succeeded, delivered the byte a failed read could not. The caller holds
-// fileStates.mu.
-func (st *fileState) readOK(off int64, n int) {
+// fileReports.mu.
+func (st *fileReport) readOK(off int64, n int) {
 	if st.fail.off >= off && st.fail.off < off+int64(n) {
 		st.setFailure(failure{})
 	}
 }
 
 // noticedBAM is a file's virtual BAM whose reads are counted and whose
-// read errors are reported through fileStates: a file whose layout was
+// read errors are reported through fileReports: a file whose layout was
 // persisted by an earlier mount opens without its reference, and fails
 // only on its first read.
 type noticedBAM struct {
 	*engine.VirtualBAM
-	states *fileStates
-	st     *fileState
+	reports *fileReports
+	st      *fileReport
 }
 
 var _ fs.Viewer = (*noticedBAM)(nil)
@@ -269,16 +269,16 @@ func (b *noticedBAM) served(off int64, n int, failedAt int64, err error) {
 	b.st.bytesRead.Add(int64(n))
 	if err == nil || err == io.EOF {
 		if b.st.failing.Load() {
-			b.states.mu.Lock()
+			b.reports.mu.Lock()
 			b.st.readOK(off, n)
-			b.states.mu.Unlock()
+			b.reports.mu.Unlock()
 		}
 		return
 	}
 	msg, ok := referenceProblem(err)
-	b.states.mu.Lock()
-	b.states.report(b.st, err, failedAt, msg, ok, failsAtRead)
-	b.states.mu.Unlock()
+	b.reports.mu.Lock()
+	b.reports.report(b.st, err, failedAt, msg, ok, failsAtRead)
+	b.reports.mu.Unlock()
 }
 
 // referenceError is an error caused by a missing or mismatching

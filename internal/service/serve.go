@@ -56,7 +56,7 @@ func (s *Service) Serve(src string, o ServeOptions) (*HTTPServer, error) {
 		return nil, err
 	}
 	op := newOpener(s.mgr, s.refs, s.copt, s.log)
-	op.states = newFileStates(s.log, absolute(src))
+	op.reports = newFileReports(s.log, absolute(src))
 	op.onOpen = s.noteLayout
 	tree, err := cfs.OpenTree(src, op, s.log)
 	if err != nil {

@@ -146,7 +146,7 @@ type fileStatus struct {
 }
 
 // snapshot returns the files' states, sorted by path.
-func (n *fileStates) snapshot() []fileStatus {
+func (n *fileReports) snapshot() []fileStatus {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	out := make([]fileStatus, 0, n.files.Len())
@@ -290,7 +290,7 @@ func trustedUID(uid int) bool {
 type statusServer struct {
 	// dependencies
 	ln      *net.UnixListener
-	states  *fileStates
+	reports *fileReports
 	mgr     *engine.Manager
 	log     *slog.Logger
 	shadows shadowLister // nil: none
@@ -303,12 +303,12 @@ type statusServer struct {
 
 // newStatusServer listens on path, whatever its length (see socketDir);
 // a socket left by a dead mount is replaced.
-func newStatusServer(path string, base mountStatus, states *fileStates, mgr *engine.Manager, log *slog.Logger, shadows shadowLister) (*statusServer, error) {
+func newStatusServer(path string, base mountStatus, reports *fileReports, mgr *engine.Manager, log *slog.Logger, shadows shadowLister) (*statusServer, error) {
 	dir, err := openPrivateDir(filepath.Dir(path))
 	if err != nil {
 		return nil, err
 	}
-	s := &statusServer{states: states, mgr: mgr, log: log, shadows: shadows, dir: dir, path: path, base: base}
+	s := &statusServer{reports: reports, mgr: mgr, log: log, shadows: shadows, dir: dir, path: path, base: base}
 	if err := s.listen(); err != nil {
 		dir.Close()
 		return nil, err
@@ -365,7 +365,7 @@ func (s *statusServer) answer(c *net.UnixConn) {
 	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	st := s.base
 	st.Cache = cacheStatusOf(s.mgr.CacheStats())
-	st.Files = s.states.snapshot()
+	st.Files = s.reports.snapshot()
 	st.Scans = scansOf(s.mgr)
 	st.Shadowed, st.ShadowedMore = shadowedOf(s.shadows)
 	if err := json.NewEncoder(c).Encode(st); err != nil {

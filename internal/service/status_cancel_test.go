@@ -101,12 +101,12 @@ func killReadersMidRead(t *testing.T, bam string, n int) {
 // reads succeed meanwhile; a cancelled read neither fails it nor counts;
 // a failure to open holds until an open succeeds, not a read.
 func TestFileFailureHoldsUntilItsBytesRead(t *testing.T) {
-	n := newFileStates(slog.New(slog.DiscardHandler), "/src")
+	n := newFileReports(slog.New(slog.DiscardHandler), "/src")
 	k := fileKey{rel: "x.cram"}
 	n.mu.Lock()
 	st := n.state(k)
 	n.mu.Unlock()
-	b := &noticedBAM{states: n, st: st}
+	b := &noticedBAM{reports: n, st: st}
 	failure := func() string { return n.snapshot()[0].Error }
 
 	b.served(0, 0, 0, context.Canceled)
@@ -146,7 +146,7 @@ func TestFileFailureHoldsUntilItsBytesRead(t *testing.T) {
 // at most maxEntries, the least recently used paths forgotten, whatever
 // the number of files opened.
 func TestFileStatesBounded(t *testing.T) {
-	n := newFileStates(slog.New(slog.DiscardHandler), "/src")
+	n := newFileReports(slog.New(slog.DiscardHandler), "/src")
 	for i := range maxEntries + 100 {
 		n.failed(fileKey{rel: fmt.Sprintf("f%05d.cram", i), ino: uint64(i)}, errors.New("broken"))
 	}

@@ -39,7 +39,7 @@ func TestStatusShowsScans(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	mgr := engine.NewManager(engine.Options{Threads: 2, CacheDir: cache}, log)
 	defer mgr.Close()
-	ss, err := newStatusServer(statusSocket(cache, mnt), mountStatus{Mnt: mnt}, newFileStates(slog.New(slog.DiscardHandler), t.TempDir()), mgr, log, nil)
+	ss, err := newStatusServer(statusSocket(cache, mnt), mountStatus{Mnt: mnt}, newFileReports(slog.New(slog.DiscardHandler), t.TempDir()), mgr, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
