@@ -19,7 +19,8 @@ import (
 // same confinement (every access through an os.Root of the source) and
 // the same Opener. It is safe for concurrent use.
 type Tree struct {
-	m *mountFS // constant
+	m     *mountFS // constant
+	owned bool     // Close closes the source root (not a mount's)
 }
 
 // EntryKind is what a name of a Tree is.
@@ -75,11 +76,21 @@ func OpenTree(src string, op Opener, log *slog.Logger) (*Tree, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Tree{m: newMountFS(root, srcReal, op, log)}, nil
+	return &Tree{m: newMountFS(root, srcReal, op, log), owned: true}, nil
 }
 
-// Close closes the source directory.
-func (t *Tree) Close() error { return t.m.root.Close() }
+// Close closes the source directory of a tree OpenTree opened; a mount's
+// tree (Server.Tree) is closed with the mount.
+func (t *Tree) Close() error {
+	if !t.owned {
+		return nil
+	}
+	return t.m.root.Close()
+}
+
+// Tree is the tree the mount shows, for its own walkers (the background
+// indexing of --index-on-mount): the same names and the same Opener.
+func (s *Server) Tree() *Tree { return &Tree{m: s.m} }
 
 // Root is the source tree, for the Opener's walkers.
 func (t *Tree) Root() *os.Root { return t.m.root }

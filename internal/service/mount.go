@@ -65,7 +65,7 @@ func (s *Service) Mount(src, mnt string, o MountOptions) (*Mount, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	m.stop = stop
 	if o.IndexOnMount {
-		go op.indexAll(ctx, srv.Root())
+		go op.indexAll(ctx, srv.Tree())
 	}
 	go m.wait()
 	return m, nil

@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	iofs "io/fs"
 	"log/slog"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -203,79 +199,6 @@ func (o *opener) Close() {
 		}
 	}
 	o.entries.Purge()
-}
-
-// indexAll opens every regular file named *.cram below root, or link so
-// named to one inside root, in the background, so their layouts are ready
-// before a client asks. It walks the tree through root, does not descend
-// into linked directories and never opens a FIFO, socket or device (a
-// file swapped for one meanwhile is refused by OpenCRAMAt without
-// blocking).
-func (o *opener) indexAll(ctx context.Context, root *os.Root) {
-	o.indexDir(ctx, root, ".", nil)
-}
-
-// dirID is the device and inode of a directory, to skip one that a swap
-// made its own descendant.
-type dirID struct{ dev, ino uint64 }
-
-func (o *opener) indexDir(ctx context.Context, root *os.Root, dir string, above []dirID) {
-	f, err := root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		o.log.Warn("background index: listing failed", "dir", dir, "err", err)
-		return
-	}
-	var ents []iofs.DirEntry
-	fi, err := f.Stat()
-	if err == nil {
-		st, _ := fi.Sys().(*syscall.Stat_t)
-		if st == nil || slices.Contains(above, dirID{uint64(st.Dev), st.Ino}) {
-			f.Close()
-			return
-		}
-		above = append(slices.Clip(above), dirID{uint64(st.Dev), st.Ino})
-		ents, err = f.ReadDir(-1)
-	}
-	f.Close()
-	if err != nil {
-		o.log.Warn("background index: listing failed", "dir", dir, "err", err)
-	}
-	for _, d := range ents {
-		if ctx.Err() != nil {
-			return
-		}
-		rel := path.Join(dir, d.Name())
-		switch {
-		case d.IsDir():
-			o.indexDir(ctx, root, rel, above)
-		case strings.HasSuffix(d.Name(), ".cram") && (d.Type().IsRegular() || d.Type()&iofs.ModeSymlink != 0):
-			o.indexFile(ctx, root, rel)
-		}
-	}
-}
-
-// indexFile opens the CRAM rel, or what the link rel leads to inside root
-// (root.Stat refuses links out of it), when that is a regular file. The
-// layout scanned is persisted by content, so a lookup through the link,
-// keyed by the resolved path, loads it back instead of scanning again.
-func (o *opener) indexFile(ctx context.Context, root *os.Root, rel string) {
-	fi, err := root.Stat(rel)
-	if err != nil {
-		o.log.Debug("background index: not followed", "file", rel, "err", err)
-		return
-	}
-	if !fi.Mode().IsRegular() {
-		return // a FIFO, device or directory: never opened
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return
-	}
-	if _, err = o.OpenBAM(ctx, fs.CRAMRef{Root: root, Rel: rel, Stat: *st}); err != nil {
-		if _, reported := referenceProblem(err); !reported {
-			o.log.Warn("background index failed", "file", rel, "err", err)
-		}
-	}
 }
 
 // KnownIndexExt implements fs.IndexKnower: the extension of the index of
