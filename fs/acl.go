@@ -176,7 +176,7 @@ var (
 func (d *dirNode) aclSource() aclSource { return aclSource{rel: d.rel, mpath: d.mpath, dir: true} }
 
 func (n *fileNode) aclSource() aclSource {
-	return aclSource{rel: n.rel, mpath: n.mpath, dev: n.id.dev, ino: n.id.ino}
+	return aclSource{rel: n.rel, mpath: n.mpath, dev: n.id.Dev, ino: n.id.Ino}
 }
 
 func (n *bamNode) aclSource() aclSource {

@@ -74,14 +74,18 @@ func indexExt(f BAMFile) string {
 	return ".bai"
 }
 
-// ident is the identity of a source file version.
-type ident struct {
-	dev, ino           uint64
-	size, mtime, ctime int64 // ctime: an in-place rewrite cannot set it back
+// Version identifies one version of a source file, from its stat: a file
+// replaced (another device, inode, size or mtime) or changed in place (a
+// new ctime, which no user can set back) is another version. The mount's
+// nodes and the Opener's cache (internal/service) key by it.
+type Version struct {
+	Dev, Ino           uint64
+	Size, MTime, CTime int64 // times in nanoseconds since the Unix epoch
 }
 
-func identOf(st *syscall.Stat_t) ident {
-	return ident{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+// VersionOf is the version st describes.
+func VersionOf(st *syscall.Stat_t) Version {
+	return Version{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, MTime: st.Mtim.Nano(), CTime: st.Ctim.Nano()}
 }
 
 // errHidden reports a source name that exists but is not shown.
@@ -255,19 +259,19 @@ func inoOf(d *dirNode, name string, e *entry) uint64 {
 		}
 		h.Write(buf[:])
 	}
-	id := identOf(&e.st)
+	id := VersionOf(&e.st)
 	h.Write([]byte{byte(e.kind)})
-	put(id.dev)
-	put(id.ino)
+	put(id.Dev)
+	put(id.Ino)
 	h.Write([]byte(e.rel))
 	h.Write([]byte{0})
 	switch e.kind {
 	case kindDir:
 		h.Write([]byte(path.Join(d.mpath, name)))
 	case kindBAM, kindBAI:
-		put(uint64(id.size))
-		put(uint64(id.mtime))
-		put(uint64(id.ctime))
+		put(uint64(id.Size))
+		put(uint64(id.MTime))
+		put(uint64(id.CTime))
 	}
 	ino := h.Sum64()
 	if ino <= fuse.FUSE_ROOT_ID || ino == ^uint64(0) {
@@ -439,7 +443,7 @@ func (d *dirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		fillLinkAttr(&out.Attr, &e.st, len(e.text), ino)
 		return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino}), 0
 	case kindFile:
-		n := &fileNode{m: d.m, rel: e.rel, mpath: mp, id: identOf(&e.st)}
+		n := &fileNode{m: d.m, rel: e.rel, mpath: mp, id: VersionOf(&e.st)}
 		d.m.fillAttr(&out.Attr, &e.st, e.st.Size, ino)
 		return d.NewInode(ctx, n, fusefs.StableAttr{Mode: syscall.S_IFREG, Ino: ino}), 0
 	}
@@ -610,7 +614,7 @@ func (n *bamNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, ui
 	if err != nil {
 		return nil, 0, n.m.fail("open", n.mpath, err)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || identOf(st) != identOf(&n.st) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || VersionOf(st) != VersionOf(&n.st) {
 		return nil, 0, n.m.fail("open", n.mpath, fmt.Errorf("CRAM %s was replaced: %w", n.rel, syscall.ESTALE))
 	}
 	if err := ctx.Err(); err != nil {
@@ -735,7 +739,7 @@ type fileNode struct {
 	m     *mountFS
 	rel   string
 	mpath string
-	id    ident // dev and ino are what Open checks
+	id    Version // Dev and Ino are what Open checks
 }
 
 var (
@@ -780,7 +784,7 @@ func (n *fileNode) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, u
 		return nil, 0, n.m.fail("open", n.mpath, err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || !isReg(st) || uint64(st.Dev) != n.id.dev || st.Ino != n.id.ino {
+	if !ok || !isReg(st) || uint64(st.Dev) != n.id.Dev || st.Ino != n.id.Ino {
 		f.Close()
 		return nil, 0, n.m.fail("open", n.mpath, fmt.Errorf("source %s was replaced: %w", n.rel, syscall.ESTALE))
 	}

@@ -24,15 +24,12 @@ import (
 // inode, size or mtime) or one changed in place (new ctime, which no user
 // can set back) is a different key, so bytes never mix.
 type fileKey struct {
-	rel       string // below the mount's source root
-	dev, ino  uint64
-	size      int64
-	mtimeNsec int64
-	ctimeNsec int64
+	rel string // below the mount's source root
+	fs.Version
 }
 
 func keyOf(rel string, st *syscall.Stat_t) fileKey {
-	return fileKey{rel: rel, dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtimeNsec: st.Mtim.Nano(), ctimeNsec: st.Ctim.Nano()}
+	return fileKey{rel: rel, Version: fs.VersionOf(st)}
 }
 
 // opener gives the FUSE layer the virtual BAM of each CRAM, opening each
@@ -163,7 +160,7 @@ func (o *opener) open(ctx context.Context, ref fs.CRAMRef, k fileKey, e *openEnt
 	if got := keyOf(ref.Rel, st); !ok || got != k {
 		e.src.Close()
 		e.err = fmt.Errorf("%s: %w: wanted inode %d of %d bytes (mtime %d, ctime %d), opened inode %d of %d bytes (mtime %d, ctime %d)",
-			name, fs.ErrChanged, k.ino, k.size, k.mtimeNsec, k.ctimeNsec, got.ino, got.size, got.mtimeNsec, got.ctimeNsec)
+			name, fs.ErrChanged, k.Ino, k.Size, k.MTime, k.CTime, got.Ino, got.Size, got.MTime, got.CTime)
 		return
 	}
 	// The scan is not tied to one request's context: other readers may be

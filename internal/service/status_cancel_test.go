@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	cfs "github.com/cramfs/cramfs/fs"
 )
 
 // TestStatusKilledReadersAreNotFailures: readers killed mid-read (SIGKILL
@@ -148,7 +150,7 @@ func TestFileFailureHoldsUntilItsBytesRead(t *testing.T) {
 func TestFileStatesBounded(t *testing.T) {
 	n := newFileReports(slog.New(slog.DiscardHandler), "/src")
 	for i := range maxEntries + 100 {
-		n.failed(fileKey{rel: fmt.Sprintf("f%05d.cram", i), ino: uint64(i)}, errors.New("broken"))
+		n.failed(fileKey{rel: fmt.Sprintf("f%05d.cram", i), Version: cfs.Version{Ino: uint64(i)}}, errors.New("broken"))
 	}
 	got := n.snapshot()
 	if len(got) != maxEntries {
