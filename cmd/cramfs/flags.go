@@ -32,7 +32,7 @@ var commands = []command{
 	{"mount", "SRC MNT", "show the CRAM files under SRC as BAM files at MNT until unmounted", func() subcommand { return &mountCmd{} }},
 	{"serve", "SRC", "serve the CRAM files under SRC as BAM files over HTTP, where FUSE cannot go", func() subcommand { return &serveCmd{} }},
 	{"unmount", "MNT", "unmount a cramfs mount", func() subcommand { return &unmountCmd{} }},
-	{"status", "MNT", "show what a running mount serves: its files, their state, the cache", func() subcommand { return &statusCmd{} }},
+	{"status", "MNT|URL", "show what a running mount (or cramfs serve at URL) serves: its files, their state, the cache", func() subcommand { return &statusCmd{} }},
 	{"version", "", "print the version and exit", func() subcommand { return &versionCmd{} }},
 	{"completion", "SHELL", "print a bash or zsh completion script for cramfs", func() subcommand { return &completionCmd{} }},
 }

@@ -247,6 +247,13 @@ func (b *noticedBAM) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+// ReadAtContext is ReadAt ended with ctx (the HTTP front end's reads).
+func (b *noticedBAM) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	n, err := b.VirtualBAM.ReadAtContext(ctx, p, off)
+	b.served(off, n, off+int64(n), err)
+	return n, err
+}
+
 func (b *noticedBAM) View(ctx context.Context, off int64, n int) ([][]byte, func(), error) {
 	parts, release, err := b.VirtualBAM.View(ctx, off, n)
 	got := 0

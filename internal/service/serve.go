@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
+	"github.com/cramfs/cramfs/engine"
 	cfs "github.com/cramfs/cramfs/fs"
 	"github.com/cramfs/cramfs/internal/web"
 )
@@ -69,8 +71,16 @@ func (s *Service) Serve(src string, o ServeOptions) (*HTTPServer, error) {
 		op.Close()
 		return nil, fmt.Errorf("listening on %s: %w", o.Listen, err)
 	}
+	scheme := "http"
+	if o.TLSCert != "" {
+		scheme = "https"
+	}
+	status := &serverStatus{
+		base: mountStatus{Src: absolute(src), URL: scheme + "://" + ln.Addr().String() + "/", PID: os.Getpid(), Started: time.Now(),
+			Threads: s.mgr.Options().Threads, Level: s.opts.Level, CacheSize: s.mgr.Options().CacheSize},
+		mgr: s.mgr, reports: op.reports}
 	srv := &http.Server{
-		Handler:           web.New(tree, web.Options{Token: o.Token, MaxRequests: o.MaxRequests, Log: s.log}),
+		Handler:           web.New(tree, web.Options{Token: o.Token, MaxRequests: o.MaxRequests, Log: s.log, Status: status}),
 		ReadHeaderTimeout: headerTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    64 << 10,
@@ -90,6 +100,16 @@ func (s *Service) Serve(src string, o ServeOptions) (*HTTPServer, error) {
 	go h.serve()
 	return h, nil
 }
+
+// serverStatus is what cramfs status URL reports of a server.
+type serverStatus struct {
+	base    mountStatus // constant fields
+	mgr     *engine.Manager
+	reports *fileReports
+}
+
+// Status implements web.StatusSource.
+func (s *serverStatus) Status() any { return statusNow(s.base, s.mgr, s.reports, nil) }
 
 // checkListen refuses an address other than loopback without a token,
 // unless NoAuth says so, and a certificate without its key.

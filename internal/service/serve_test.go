@@ -412,3 +412,32 @@ func TestServeHtsget(t *testing.T) {
 		}
 	}
 }
+
+// TestServeStatus: cramfs status URL reports a server's files and cache,
+// with the token the server wants, and is refused without it.
+func TestServeStatus(t *testing.T) {
+	src := t.TempDir()
+	copyFile(t, testdata("cram", "ce_5b.3.0.cram"), filepath.Join(src, "x.cram"))
+	srv := serveT(t, src, []string{testdata("ref", "ce.fa")}, ServeOptions{Token: "tok"})
+	if r, _ := get(t, "GET", urlOf(srv, "x.bam"), map[string]string{"Authorization": "Bearer tok"}); r.StatusCode != 200 {
+		t.Fatalf("GET x.bam: %d", r.StatusCode)
+	}
+	root := urlOf(srv, "")
+	if _, err := QueryServerStatus(root, ""); err == nil {
+		t.Error("the status without the token: no error")
+	}
+	raw, err := QueryServerStatus(root, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st mountStatus
+	must(t, json.Unmarshal(raw, &st))
+	if st.URL != root || st.Src != src || len(st.Files) != 1 || st.Files[0].Path != filepath.Join(src, "x.cram") || st.Files[0].Reads == 0 {
+		t.Errorf("status %+v", st)
+	}
+	var out bytes.Buffer
+	must(t, WriteStatus(&out, root, raw))
+	if !strings.Contains(out.String(), "cramfs server of "+src+" at "+root) {
+		t.Errorf("status text:\n%s", out.String())
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/cramfs/cramfs/cache"
 	"github.com/cramfs/cramfs/engine"
 	cfs "github.com/cramfs/cramfs/fs"
+	"github.com/cramfs/cramfs/internal/web"
 )
 
 // A running mount answers `cramfs status MNT` on a unix socket in a
@@ -40,7 +42,8 @@ const statusXattr = "user.cramfs.status_socket"
 // mountStatus is what a mount reports: itself, its cache and its files.
 type mountStatus struct {
 	Src       string       `json:"src"`
-	Mnt       string       `json:"mnt"`
+	Mnt       string       `json:"mnt,omitempty"` // a mount's mount point
+	URL       string       `json:"url,omitempty"` // a server's root URL
 	PID       int          `json:"pid"`
 	Started   time.Time    `json:"started"`
 	Threads   int          `json:"threads"`
@@ -363,14 +366,25 @@ func (s *statusServer) answer(c *net.UnixConn) {
 		return
 	}
 	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	st := s.base
-	st.Cache = cacheStatusOf(s.mgr.CacheStats())
-	st.Files = s.reports.snapshot()
-	st.Scans = scansOf(s.mgr)
-	st.Shadowed, st.ShadowedMore = shadowedOf(s.shadows)
-	if err := json.NewEncoder(c).Encode(st); err != nil {
+	if err := json.NewEncoder(c).Encode(s.status()); err != nil {
 		s.log.Debug("status reply", "err", err)
 	}
+}
+
+// status is the mount's status now.
+func (s *statusServer) status() mountStatus {
+	return statusNow(s.base, s.mgr, s.reports, s.shadows)
+}
+
+// statusNow is the status of a front end with the constant fields base:
+// the cache, the files, the scans and the shadowed names now.
+func statusNow(base mountStatus, mgr *engine.Manager, reports *fileReports, shadows shadowLister) mountStatus {
+	st := base
+	st.Cache = cacheStatusOf(mgr.CacheStats())
+	st.Files = reports.snapshot()
+	st.Scans = scansOf(mgr)
+	st.Shadowed, st.ShadowedMore = shadowedOf(shadows)
+	return st
 }
 
 // peerUID is the user id of the process at the other end of c.
@@ -449,6 +463,31 @@ func checkAlive(mnt string) error {
 	return nil
 }
 
+// QueryServerStatus asks the cramfs server at url (its root URL) for its
+// status, sending token (when not empty) as its bearer token.
+func QueryServerStatus(url, token string) ([]byte, error) {
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(url, "/")+web.StatusPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the cramfs server at %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading the status of %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the server at %s answers %s (not a cramfs server, or give its --token-file)", url, resp.Status)
+	}
+	return raw, nil
+}
+
 // WriteStatus prints the status raw of the mount at mnt, as QueryStatus
 // returned it, for people.
 func WriteStatus(w io.Writer, mnt string, raw []byte) error {
@@ -478,8 +517,12 @@ func dialStatus(path string) (net.Conn, error) {
 
 // writeStatus prints a status for people.
 func writeStatus(w io.Writer, st mountStatus) {
-	fmt.Fprintf(w, "cramfs mount of %s at %s: pid %d, up %s, %d threads, level %d\n",
-		st.Src, st.Mnt, st.PID, time.Since(st.Started).Round(time.Second), st.Threads, st.Level)
+	what, at := "mount", st.Mnt
+	if st.URL != "" {
+		what, at = "server", st.URL
+	}
+	fmt.Fprintf(w, "cramfs %s of %s at %s: pid %d, up %s, %d threads, level %d\n",
+		what, st.Src, at, st.PID, time.Since(st.Started).Round(time.Second), st.Threads, st.Level)
 	cs := st.Cache
 	fmt.Fprintf(w, "cache: %s of %s in %d segments (%s reserved); %d hits, %d misses, %d evictions\n",
 		humanBytes(cs.Bytes), humanBytes(cs.MaxBytes), cs.Entries, humanBytes(cs.Reserved), cs.Hits, cs.Misses, cs.Evictions)

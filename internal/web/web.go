@@ -44,7 +44,18 @@ type Options struct {
 	MaxRequests int
 	// Log receives one access line per request and the failures.
 	Log *slog.Logger
+	// Status, when set, answers GET /.cramfs/status (cramfs status URL):
+	// what the server serves, as JSON.
+	Status StatusSource
 }
+
+// StatusSource gives a server's status (JSON-encodable).
+type StatusSource interface {
+	Status() any
+}
+
+// StatusPath is the path of a server's status.
+const StatusPath = "/.cramfs/status"
 
 // DefaultMaxRequests is the bound on requests served at once when
 // Options.MaxRequests is 0.
@@ -56,8 +67,9 @@ type Handler struct {
 	tree *cfs.Tree
 	log  *slog.Logger
 	// Constant.
-	token []byte
-	slots chan struct{} // one per request in flight
+	token  []byte
+	slots  chan struct{} // one per request in flight
+	status StatusSource  // nil: none
 }
 
 // New returns the handler of tree.
@@ -70,7 +82,7 @@ func New(tree *cfs.Tree, opts Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{tree: tree, log: log, token: []byte(opts.Token), slots: make(chan struct{}, n)}
+	return &Handler{tree: tree, log: log, token: []byte(opts.Token), slots: make(chan struct{}, n), status: opts.Status}
 }
 
 // statusWriter remembers the status and bytes of a response, for the
@@ -119,6 +131,11 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()
 	case <-r.Context().Done():
+		return
+	}
+	if r.URL.Path == StatusPath && h.status != nil {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(h.status.Status())
 		return
 	}
 	p, ok := cleanPath(r.URL.Path)
