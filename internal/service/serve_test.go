@@ -23,6 +23,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cramfs/cramfs/internal/corpus"
 )
 
 // serveT serves src over HTTP on a free loopback port with the options of
@@ -439,5 +441,65 @@ func TestServeStatus(t *testing.T) {
 	must(t, WriteStatus(&out, root, raw))
 	if !strings.Contains(out.String(), "cramfs server of "+src+" at "+root) {
 		t.Errorf("status text:\n%s", out.String())
+	}
+}
+
+// gmodScript counts, with @gmod/bam (what igv.js and JBrowse read BAM
+// with), the records of a region of the BAM at a URL, and how many of
+// them are repeats.
+const gmodScript = `import { BamFile } from '@gmod/bam'
+const [, , url, ref, start, end] = process.argv
+const f = new BamFile({ bamUrl: url, baiUrl: url + '.bai' })
+await f.getHeader()
+const recs = await f.getRecordsForRange(ref, Number(start), Number(end))
+const seen = new Set()
+let repeats = 0
+for (const r of recs) {
+  const k = r.name + '/' + r.flags + '/' + r.start
+  if (seen.has(k)) repeats++
+  seen.add(k)
+}
+console.log(recs.length, repeats)
+`
+
+// TestServeGmodBam reads the served BAM over HTTP with @gmod/bam under
+// node, installed from npm into the test's directory: each reference's
+// records, counted as samtools counts them in the CRAM, none repeated.
+func TestServeGmodBam(t *testing.T) {
+	requireMount(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		corpus.Missing(t, "node (Debian's nodejs): %v", err)
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		corpus.Missing(t, "npm: %v", err)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command(npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", dir, "@gmod/bam@7.1.17").CombinedOutput(); err != nil {
+		corpus.Missing(t, "npm install @gmod/bam@7.1.17: %v\n%s", err, out)
+	}
+	script := filepath.Join(dir, "count.mjs")
+	must(t, os.WriteFile(script, []byte(gmodScript), 0o644))
+	src := t.TempDir()
+	ref := testdata("ref", "ce.fa")
+	cram := filepath.Join(src, "x.cram")
+	copyFile(t, testdata("cram", "ce_5b.3.0-multislice.cram"), cram)
+	mustSamtools(t, "index", cram)
+	srv := serveT(t, src, []string{ref}, ServeOptions{})
+	for _, c := range []struct {
+		ref        string
+		start, end int
+	}{{"CHROMOSOME_I", 0, 1009800}, {"CHROMOSOME_V", 0, 5000}, {"CHROMOSOME_V", 9, 10}} {
+		cmd := exec.Command(node, script, urlOf(srv, "x.bam"), c.ref, fmt.Sprint(c.start), fmt.Sprint(c.end))
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("@gmod/bam %s:%d-%d: %v\n%s", c.ref, c.start, c.end, err, out)
+		}
+		want := strings.TrimSpace(string(mustSamtools(t, "view", "-c", "-T", ref, cram, fmt.Sprintf("%s:%d-%d", c.ref, c.start+1, c.end))))
+		if got := strings.TrimSpace(string(out)); got != want+" 0" {
+			t.Errorf("@gmod/bam %s:%d-%d: %q (records, repeats), want %s records, none repeated", c.ref, c.start, c.end, got, want)
+		}
 	}
 }
