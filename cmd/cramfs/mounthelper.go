@@ -88,7 +88,7 @@ func mountOption(o string, fs *pflag.FlagSet) ([]string, error) {
 	case name == "":
 		return nil, nil
 	case name == "rw":
-		return nil, usageError{"-o rw: cramfs is read-only; give ro, or leave rw out"}
+		return nil, usageError{"-o rw: cramfs is read-only: give -o ro (mount(8) passes rw unless ro is given)"}
 	case slices.Contains(ignoredMountOptions, name), strings.HasPrefix(name, "x-"), name == "comment":
 		return nil, nil
 	}
