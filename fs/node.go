@@ -490,14 +490,42 @@ const (
 // only once the Opener knows the CRAM has one (see IndexKnower), x.bam
 // always; names longer than NAME_MAX are left out.
 func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno) {
-	f, err := d.m.root.OpenFile(d.rel, dirOpenFlags, 0)
+	list, err := d.m.list(ctx, d)
 	if err != nil {
 		return nil, d.m.fail("readdir", d.mpath, err)
+	}
+	out := make([]fuse.DirEntry, 0, len(list))
+	for _, l := range list {
+		mode := uint32(syscall.S_IFREG)
+		switch l.e.kind {
+		case kindDir:
+			mode = syscall.S_IFDIR
+		case kindLink:
+			mode = syscall.S_IFLNK
+		}
+		out = append(out, fuse.DirEntry{Name: l.name, Mode: mode, Ino: entryIno(d, l.name, &l.e)})
+	}
+	return fusefs.NewListDirStream(out), 0
+}
+
+// listed is a name of a directory listing with its entry.
+type listed struct {
+	name string
+	e    entry
+}
+
+// list lists the source directory of d and maps its names as Lookup does,
+// from lstats only (see Readdir): the names shown, sorted, each with its
+// entry. A name that cannot be resolved is logged and left out.
+func (m *mountFS) list(ctx context.Context, d *dirNode) ([]listed, error) {
+	f, err := m.root.OpenFile(d.rel, dirOpenFlags, 0)
+	if err != nil {
+		return nil, err
 	}
 	names, err := f.Readdirnames(-1)
 	f.Close()
 	if err != nil {
-		return nil, d.m.fail("readdir", d.mpath, err)
+		return nil, err
 	}
 	cand := make(map[string]struct{}, len(names)*2)
 	for _, n := range names {
@@ -508,38 +536,31 @@ func (d *dirNode) Readdir(ctx context.Context) (fusefs.DirStream, syscall.Errno)
 			}
 		}
 	}
-	list := make([]string, 0, len(cand))
+	sorted := make([]string, 0, len(cand))
 	for n := range cand {
 		if len(n) <= nameMax {
-			list = append(list, n)
+			sorted = append(sorted, n)
 		}
 	}
-	sort.Strings(list)
-	out := make([]fuse.DirEntry, 0, len(list))
-	for _, n := range list {
+	sort.Strings(sorted)
+	out := make([]listed, 0, len(sorted))
+	for _, n := range sorted {
 		if err := ctx.Err(); err != nil {
-			return nil, d.m.fail("readdir", d.mpath, err)
+			return nil, err
 		}
-		e, err := d.m.child(d, n)
+		e, err := m.child(d, n)
 		if err != nil {
 			if !errors.Is(err, iofs.ErrNotExist) {
-				d.m.fail("readdir", path.Join(d.mpath, n), err)
+				m.fail("readdir", path.Join(d.mpath, n), err)
 			}
 			continue
 		}
-		if e.kind == kindBAI && !d.m.knownIndex(e) || e.kind == kindLink && e.want == kindBAI && !d.m.knownIndex(*e.dest) {
+		if e.kind == kindBAI && !m.knownIndex(e) || e.kind == kindLink && e.want == kindBAI && !m.knownIndex(*e.dest) {
 			continue
 		}
-		mode := uint32(syscall.S_IFREG)
-		switch e.kind {
-		case kindDir:
-			mode = syscall.S_IFDIR
-		case kindLink:
-			mode = syscall.S_IFLNK
-		}
-		out = append(out, fuse.DirEntry{Name: n, Mode: mode, Ino: entryIno(d, n, &e)})
+		out = append(out, listed{name: n, e: e})
 	}
-	return fusefs.NewListDirStream(out), 0
+	return out, nil
 }
 
 // bamNode is the synthetic .bam (or, with bai set, .bam.bai) of one

@@ -2,13 +2,10 @@ package fs
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	iofs "io/fs"
 	"log/slog"
 	"os"
 	"path"
-	"sort"
 	"strings"
 	"syscall"
 )
@@ -150,47 +147,13 @@ func (t *Tree) List(ctx context.Context, d Entry) ([]DirEntry, error) {
 	if d.Kind != KindDir {
 		return nil, fmt.Errorf("%s is not a directory: %w", d.Path, syscall.ENOTDIR)
 	}
-	f, err := t.m.root.OpenFile(d.e.rel, dirOpenFlags, 0)
+	list, err := t.m.list(ctx, &dirNode{rel: d.e.rel, mpath: d.Path})
 	if err != nil {
 		return nil, err
 	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	cand := map[string]struct{}{}
-	for _, n := range names {
-		cand[n] = struct{}{}
-		if base, ok := strings.CutSuffix(n, ".cram"); ok {
-			for _, s := range synthetic {
-				cand[base+s.suffix] = struct{}{}
-			}
-		}
-	}
-	list := make([]string, 0, len(cand))
-	for n := range cand {
-		if len(n) <= nameMax {
-			list = append(list, n)
-		}
-	}
-	sort.Strings(list)
-	out := make([]DirEntry, 0, len(list))
-	for _, n := range list {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		e, err := t.m.child(&dirNode{rel: d.e.rel}, n)
-		if err != nil {
-			if !errors.Is(err, iofs.ErrNotExist) {
-				t.m.log.Warn("cramfs: listing", "file", path.Join(d.Path, n), "err", err)
-			}
-			continue
-		}
-		if e.kind == kindBAI && !t.m.knownIndex(e) {
-			continue
-		}
-		out = append(out, DirEntry{Name: n, Kind: kindOf[e.kind]})
+	out := make([]DirEntry, len(list))
+	for i, l := range list {
+		out[i] = DirEntry{Name: l.name, Kind: kindOf[l.e.kind]}
 	}
 	return out, nil
 }

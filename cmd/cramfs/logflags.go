@@ -4,6 +4,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -89,4 +91,25 @@ func progressBar(w io.Writer, verbosity int, what, units string) *progressbar.Pr
 	}
 	return progressbar.NewOptions(-1, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
 		progressbar.OptionShowCount(), progressbar.OptionSetItsString(units), progressbar.OptionClearOnFinish())
+}
+
+// waitStop waits for done to close (nil returned) or for SIGINT or
+// SIGTERM (returned), reopening the log file at each SIGHUP meanwhile.
+func (p processLog) waitStop(done <-chan struct{}) os.Signal {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(stop)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-hup:
+			p.reopen()
+		case sig := <-stop:
+			return sig
+		}
+	}
 }

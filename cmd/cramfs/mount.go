@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"os/user"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -167,29 +165,15 @@ func (c *mountCmd) serve(src, mnt string, e *env, ready *readyPipe) error {
 	ready.ready()
 	notify(log, sdnotify.Ready)
 
-	stopSignals := make(chan os.Signal, 1)
-	signal.Notify(stopSignals, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(stopSignals)
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-m.Done():
-			notify(log, sdnotify.Stopping)
-			c.writeHeapProfile(log)
-			log.Info("unmounted", "mnt", absPath(mnt))
-			return nil
-		case <-hup:
-			plog.reopen()
-			continue
-		case sig := <-stopSignals:
-			notify(log, sdnotify.Stopping)
-			c.writeHeapProfile(log)
-			log.Info("signal received, unmounting", "signal", sig.String(), "mnt", absPath(mnt))
-			return m.Unmount()
-		}
+	sig := plog.waitStop(m.Done())
+	notify(log, sdnotify.Stopping)
+	c.writeHeapProfile(log)
+	if sig == nil {
+		log.Info("unmounted", "mnt", absPath(mnt))
+		return nil
 	}
+	log.Info("signal received, unmounting", "signal", sig.String(), "mnt", absPath(mnt))
+	return m.Unmount()
 }
 
 // mountOptions are the service's options of the mount flags.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -79,26 +77,15 @@ func (c *serveCmd) run(pos []string, e *env) error {
 	log.Info("serving", "src", absPath(pos[0]), "url", scheme+"://"+srv.Addr().String()+"/", "auth", so.Token != "", "threads", opts.Threads, "cache_size", c.ef.cacheSize)
 	notify(log, sdnotify.Ready)
 
-	stopSignals := make(chan os.Signal, 1)
-	signal.Notify(stopSignals, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(stopSignals)
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-srv.Done():
-			return fmt.Errorf("serving %s stopped", pos[0])
-		case <-hup:
-			plog.reopen()
-		case sig := <-stopSignals:
-			notify(log, sdnotify.Stopping)
-			log.Info("signal received, stopping", "signal", sig.String())
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			return srv.Shutdown(ctx)
-		}
+	sig := plog.waitStop(srv.Done())
+	if sig == nil {
+		return fmt.Errorf("serving %s stopped", pos[0])
 	}
+	notify(log, sdnotify.Stopping)
+	log.Info("signal received, stopping", "signal", sig.String())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(ctx)
 }
 
 // readToken reads the token of a token file: its first line, without
