@@ -149,6 +149,11 @@ func (b *bench) cases() []benchCase {
 		}
 	}
 	for _, f := range b.data.Flavours {
+		if f.ID == "v30" || f.ID == "v31" {
+			out = append(out, b.serveCases(f)...)
+		}
+	}
+	for _, f := range b.data.Flavours {
 		if f.ID == "v30" {
 			late := append(b.smallSliceCases(f), b.scaleCase(f))
 			for i := range late {
