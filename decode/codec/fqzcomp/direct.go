@@ -8,10 +8,11 @@ import (
 
 // The direct layout keeps one quality model per context in a slice indexed
 // by the context. A model is an array of words: a header of hdr words, then
-// one word per symbol, frequency<<8 | symbol, kept approximately sorted by
-// descending frequency as in arith.Model. The header holds a little-endian
-// 64-bit multiplier for the total frequency (see header), which turns the
-// range decoder's range/total into a multiplication, and then the total.
+// one word per symbol, frequency<<16 | symbol<<symShift (see symShift),
+// kept approximately sorted by descending frequency as in arith.Model. The
+// header holds a little-endian 64-bit multiplier for the total frequency
+// (see header), which turns the range decoder's range/total into a
+// multiplication, and then the total.
 // A zero word 1 (the multiplier's high word, never zero in a multiplier)
 // marks a model not yet created, total 0, or one whose total exceeded
 // maxFreq at its last use and which is renormalised at its next, with
@@ -20,17 +21,27 @@ import (
 // least 2.
 //
 // Models come in a few fixed sizes (modelArray), so that the decoding loop
-// is compiled for each with its stride and bounds known.
+// is compiled for each with its stride and bounds known; powers of two,
+// so that a context becomes a model's offset with a shift.
 const hdr = 3
 
 // modelArray is the set of direct-layout model sizes, in words.
 type modelArray interface {
-	[6]uint32 | [8]uint32 | [10]uint32 | [12]uint32 | [16]uint32 |
-		[20]uint32 | [24]uint32 | [32]uint32 | [40]uint32 | [48]uint32 | [64]uint32
+	[8]uint32 | [16]uint32 | [32]uint32 | [64]uint32
+}
+
+// symShift returns the shift of the symbols in the entries of models of
+// type M: the log2 of the model's size in bytes, so that the symbol's part
+// of an entry is the symbol's part of a context as an offset in the
+// models (the assembly loop uses it so). Symbols are below 256 and models
+// at most 256 bytes, so the part fits the entry's low 16 bits.
+func symShift[M modelArray]() uint {
+	var m M
+	return uint(bits.TrailingZeros(uint(4 * len(m))))
 }
 
 // strides lists the lengths of modelArray's types, ascending.
-var strides = [...]int{6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64}
+var strides = [...]int{8, 16, 32, 64}
 
 // maxDirectSymbols is the largest alphabet the direct layout holds.
 const maxDirectSymbols = 64 - hdr
@@ -65,26 +76,12 @@ type modelStore interface {
 // strides.
 func newStore(stride int) modelStore {
 	switch stride {
-	case 6:
-		return new(store[[6]uint32])
 	case 8:
 		return new(store[[8]uint32])
-	case 10:
-		return new(store[[10]uint32])
-	case 12:
-		return new(store[[12]uint32])
 	case 16:
 		return new(store[[16]uint32])
-	case 20:
-		return new(store[[20]uint32])
-	case 24:
-		return new(store[[24]uint32])
 	case 32:
 		return new(store[[32]uint32])
-	case 40:
-		return new(store[[40]uint32])
-	case 48:
-		return new(store[[48]uint32])
 	case 64:
 		return new(store[[64]uint32])
 	}
@@ -140,7 +137,8 @@ func quotient(rng uint32, h uint64) uint32 {
 // input, position in it, range and code, the next value's context, and
 // the context's history (FQZUpdateContext): qctx the past qualities,
 // delta the number of changes of quality and prev the last quality. The
-// assembly loop (direct_amd64.s) reads and writes it.
+// assembly loop (direct_amd64.s) reads and writes it, and keeps of qctx
+// only its part under param.hmask, the part the contexts use.
 type loop struct {
 	src       []byte
 	pos       int
@@ -196,6 +194,7 @@ func (s *store[M]) run(pm *param, out []byte, j int, l *loop) int {
 	qctx, delta, prev := l.qctx, l.delta, l.prev
 	models := s.models
 	n := uint(len(out))
+	sh := symShift[M]()
 	for ; j < len(out); j++ {
 		// The context is at most maxContext, so inside models. A model
 		// not created, or waiting for renormalisation, has no
@@ -206,10 +205,10 @@ func (s *store[M]) run(pm *param, out []byte, j int, l *loop) int {
 		}
 		r := quotient(rng, uint64((*m)[0])|uint64((*m)[1])<<32)
 		v := (*m)[hdr]
-		f := (v >> 8) * r
+		f := (v >> 16) * r
 		tot := (*m)[2] + modelStep
 		if f > code {
-			(*m)[hdr] = v + modelStep<<8
+			(*m)[hdr] = v + modelStep<<16
 			setTotal(m, tot, hdr)
 		} else {
 			if t := tot - modelStep; t*r <= code {
@@ -221,12 +220,12 @@ func (s *store[M]) run(pm *param, out []byte, j int, l *loop) int {
 				code -= f
 				x++
 				v = (*m)[x]
-				f = (v >> 8) * r
+				f = (v >> 16) * r
 			}
-			e := v + modelStep<<8
+			e := v + modelStep<<16
 			(*m)[x] = e
 			// With a renormalisation due, the move up waits for it.
-			if p := (*m)[x-1]; e>>8 > p>>8 && tot <= maxFreq {
+			if p := (*m)[x-1]; e>>16 > p>>16 && tot <= maxFreq {
 				(*m)[x-1] = e
 				(*m)[x] = p
 			}
@@ -244,8 +243,8 @@ func (s *store[M]) run(pm *param, out []byte, j int, l *loop) int {
 			rng <<= 8
 			code = code<<8 | uint32(b)
 		}
-		q := v & 0xFF
-		out[j] = pm.qmap[q]
+		q := v & 0xFFFF >> sh
+		out[j] = pm.qmap[q&0xFF]
 
 		// The parts that do not depend on q are summed first, so that
 		// few operations stand between q and the next model's load. The
@@ -260,7 +259,10 @@ func (s *store[M]) run(pm *param, out []byte, j int, l *loop) int {
 			delta, prev = nd, q
 		}
 		qctx = qctx*pm.qmul + pm.hq[q]
-		ctx = (qctx&pm.hmask + rest) & (ctxSize - 1)
+		ctx = qctx&pm.hmask + rest
+		if pm.wraps {
+			ctx &= ctxSize - 1
+		}
 	}
 	l.rng, l.code, l.ctx = rng, code, ctx
 	l.qctx, l.delta, l.prev = qctx, delta, prev
@@ -286,7 +288,7 @@ func setTotal[M modelArray](m *M, tot uint32, x int) {
 func (s *store[M]) create(d *decoder, ctx uint32) {
 	m := &s.models[ctx]
 	for i := range d.nsym {
-		(*m)[hdr+i] = 1<<8 | uint32(i)
+		(*m)[hdr+i] = 1<<16 | uint32(i)<<symShift[M]()
 	}
 	h := header(uint32(d.nsym))
 	(*m)[0], (*m)[1], (*m)[2] = uint32(h), uint32(h>>32), uint32(d.nsym)
@@ -304,13 +306,13 @@ func (s *store[M]) renormalise(m *M, nsym int) {
 	var tot uint32
 	for i := hdr; i < hdr+nsym; i++ {
 		v := (*m)[i]
-		f := v >> 8
+		f := v >> 16
 		f -= f >> 1
-		(*m)[i] = f<<8 | v&0xFF
+		(*m)[i] = f<<16 | v&0xFFFF
 		tot += f
 	}
 	if x := int((*m)[0]); x > hdr && x < hdr+nsym {
-		if e, p := (*m)[x], (*m)[x-1]; e>>8 > p>>8 {
+		if e, p := (*m)[x], (*m)[x-1]; e>>16 > p>>16 {
 			(*m)[x-1] = e
 			(*m)[x] = p
 		}

@@ -37,6 +37,7 @@ func testParam(nsym, shape int) param {
 		}
 	}
 	pm.derive()
+	pm.wraps = pm.partSum(1) > ctxSize-1
 	return pm
 }
 

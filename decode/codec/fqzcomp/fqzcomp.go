@@ -64,23 +64,27 @@ type param struct {
 	dtab     [256]uint32
 	// The direct layout's loop keeps the quality history shifted to
 	// qloc (see derive): hq[q] is qtab[q]<<qloc, hmask qmask<<qloc and
-	// qmul 1<<qshift. useDelta reports that dtab is not all zero, so
-	// that the delta needs counting.
-	hq       [256]uint32
-	hmask    uint32
-	qmul     uint32
-	useDelta bool
+	// qmul 1<<qshift; hqIdentity reports hq[q] == q for every q.
+	// useDelta reports that dtab is not all zero, so that the delta
+	// needs counting; wraps that contexts can exceed 16 bits (set by
+	// params.read).
+	hq         [256]uint32
+	hmask      uint32
+	qmul       uint32
+	hqIdentity bool
+	useDelta   bool
+	wraps      bool
 }
 
 // derive sets the fields of pm that the direct layout's loop uses from
 // the others. That loop keeps qctx<<qloc (modulo 2^32) as its history,
 // h' = h<<qshift + qtab[q]<<qloc, and its quality part (qctx&qmask)<<qloc
 // is then h&hmask: shifts modulo 2^32 commute with the sum and the mask.
-// Contexts are taken modulo 2^16 always, which changes none of a stream
-// whose context parts cannot sum beyond 16 bits.
 func (pm *param) derive() {
+	pm.hqIdentity = true
 	for i, v := range pm.qtab {
 		pm.hq[i] = v << (pm.qloc & 31)
+		pm.hqIdentity = pm.hqIdentity && pm.hq[i] == uint32(i)
 	}
 	pm.hmask = pm.qmask << (pm.qloc & 31)
 	pm.qmul = 1 << (pm.qshift & 31)
@@ -464,6 +468,9 @@ func (gp *params) read(src []byte) (int, error) {
 		}
 		pos += k
 		gp.maxSym = max(gp.maxSym, pm.maxSym)
+	}
+	for i := range gp.p {
+		gp.p[i].wraps = gp.p[i].partSum(gp.maxSel) > ctxSize-1
 	}
 	return pos, nil
 }
