@@ -8,25 +8,40 @@ import (
 
 // The direct layout keeps one quality model per context in a slice indexed
 // by the context. A model is an array of words: a header of hdr words, then
-// one word per symbol, frequency<<8 | symbol, kept approximately sorted by
-// descending frequency as in arith.Model. The header holds a little-endian
-// 64-bit multiplier for the total frequency (see header), which turns the
-// range decoder's range/total into a multiplication, and then the total.
-// A zero multiplier marks a model not yet created. The direct layout is
-// only used with two or more symbols, so totals are at least 2.
+// one word per symbol, frequency<<16 | symbol<<symShift (see symShift),
+// kept approximately sorted by descending frequency as in arith.Model. The
+// header holds a little-endian 64-bit multiplier for the total frequency
+// (see header), which turns the range decoder's range/total into a
+// multiplication, and then the total.
+// A zero word 1 (the multiplier's high word, never zero in a multiplier)
+// marks a model not yet created, total 0, or one whose total exceeded
+// maxFreq at its last use and which is renormalised at its next, with
+// the index of the symbol decoded then in word 0 (see renormalise). The
+// direct layout is only used with two or more symbols, so totals are at
+// least 2.
 //
 // Models come in a few fixed sizes (modelArray), so that the decoding loop
-// is compiled for each with its stride and bounds known.
+// is compiled for each with its stride and bounds known; powers of two,
+// so that a context becomes a model's offset with a shift.
 const hdr = 3
 
 // modelArray is the set of direct-layout model sizes, in words.
 type modelArray interface {
-	[6]uint32 | [8]uint32 | [10]uint32 | [12]uint32 | [16]uint32 |
-		[20]uint32 | [24]uint32 | [32]uint32 | [40]uint32 | [48]uint32 | [64]uint32
+	[8]uint32 | [16]uint32 | [32]uint32 | [64]uint32
+}
+
+// symShift returns the shift of the symbols in the entries of models of
+// type M: the log2 of the model's size in bytes, so that the symbol's part
+// of an entry is the symbol's part of a context as an offset in the
+// models (the assembly loop uses it so). Symbols are below 256 and models
+// at most 256 bytes, so the part fits the entry's low 16 bits.
+func symShift[M modelArray]() uint {
+	var m M
+	return uint(bits.TrailingZeros(uint(4 * len(m))))
 }
 
 // strides lists the lengths of modelArray's types, ascending.
-var strides = [...]int{6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64}
+var strides = [...]int{8, 16, 32, 64}
 
 // maxDirectSymbols is the largest alphabet the direct layout holds.
 const maxDirectSymbols = 64 - hdr
@@ -61,26 +76,12 @@ type modelStore interface {
 // strides.
 func newStore(stride int) modelStore {
 	switch stride {
-	case 6:
-		return new(store[[6]uint32])
 	case 8:
 		return new(store[[8]uint32])
-	case 10:
-		return new(store[[10]uint32])
-	case 12:
-		return new(store[[12]uint32])
 	case 16:
 		return new(store[[16]uint32])
-	case 20:
-		return new(store[[20]uint32])
-	case 24:
-		return new(store[[24]uint32])
 	case 32:
 		return new(store[[32]uint32])
-	case 40:
-		return new(store[[40]uint32])
-	case 48:
-		return new(store[[48]uint32])
 	case 64:
 		return new(store[[64]uint32])
 	}
@@ -90,11 +91,7 @@ func newStore(stride int) modelStore {
 // store is a modelStore of models of type M. A pooled decoder keeps one
 // store: streams whose alphabets need another model size allocate anew.
 type store[M modelArray] struct {
-	models []M // one per context; a zero header marks a model not created
-	// The input and output of the record being decoded, set by record
-	// for its duration (a decoder serves one stream at a time).
-	src []byte
-	out []byte
+	models []M // one per context; all zero for a model not created
 }
 
 func (s *store[M]) stride() int {
@@ -126,7 +123,7 @@ func (s *store[M]) clear(touched []uint32) {
 // floor(rng/tot). A float64 division costs far less than an integer one
 // of 64 bits, and it is off the path to the next symbol.
 func header(tot uint32) uint64 {
-	return (uint64(float64(1<<50)/float64(tot)) + 2) << 14
+	return uint64(int64(float64(1<<50)/float64(int32(tot)))+2) << 14
 }
 
 // quotient returns rng/tot for any 32-bit rng and a multiplier h from
@@ -136,148 +133,192 @@ func quotient(rng uint32, h uint64) uint32 {
 	return uint32(hi)
 }
 
+// loop is the state of record's loop between values: the range coder's
+// input, position in it, range and code, the next value's context, and
+// the context's history (FQZUpdateContext): qctx the past qualities,
+// delta the number of changes of quality and prev the last quality. The
+// assembly loop (direct_amd64.s) reads and writes it, and keeps of qctx
+// only its part under param.hmask, the part the contexts use.
+type loop struct {
+	src       []byte
+	pos       int
+	rng, code uint32
+	ctx       uint32
+	qctx      uint32
+	delta     uint32
+	prev      uint32
+}
+
 // record decodes the qualities out of one record, updating the context
 // after each value (FQZDecode's quality loop and FQZUpdateContext,
-// CRAMcodecs.tex "FQZComp Models").
+// CRAMcodecs.tex "FQZComp Models"). decode decodes the values; record
+// creates and renormalises the models it stops at.
+func (s *store[M]) record(d *decoder, pm *param, out []byte) {
+	var l loop
+	l.src, l.pos, l.rng, l.code = d.rc.Registers()
+	l.ctx = pm.context & (ctxSize - 1)
+	for j := 0; ; {
+		j = s.decode(pm, out, j, &l)
+		if j == len(out) {
+			break
+		}
+		if m := &s.models[l.ctx]; (*m)[1] != 0 {
+			continue
+		} else if (*m)[2] == 0 {
+			s.create(d, l.ctx)
+		} else {
+			s.renormalise(m, d.nsym)
+		}
+	}
+	d.rc.SetRegisters(l.pos, l.rng, l.code, false)
+}
+
+// run decodes out's values from j on with the state in l, and returns
+// the index of the first value whose model is not created or must be
+// renormalised first, or len(out).
 //
 // This loop is where fqzcomp spends its time. The range decoder's symbol
 // step (arith.RangeDecoder.Decode) is inlined with the coder's registers in
 // local variables; it must stay equivalent to Decode. Its speed is set by
-// mispredicted symbol searches and by the chains from one symbol to the
-// next (bench/archive/FQZCOMP.md), so the division by the model's total is a
-// multiplication by a stored reciprocal, the context's parts that do not
-// depend on the symbol are summed apart, and the delta is only counted
-// when the parameters use it. A range code outside its model, or input
-// needed beyond the end, sets pos past the end, which SetRegisters
-// reports.
-func (s *store[M]) record(d *decoder, pm *param, out []byte) {
-	// Go keeps few values in registers across a loop this size; those
-	// used at every symbol are locals, the rest are read through s, d and
-	// pm when needed.
-	s.src, s.out = d.rc.Src(), out
-	ctx := pm.context & (ctxSize - 1)
-	// st holds the running delta (bits 8 and up, at most 255) and the
-	// previous quality (bits 0-7).
-	var qctx, st uint32
-	_, pos, rng, code := d.rc.Registers()
-	for j := 0; j < len(s.out); j++ {
-		// The context is at most maxContext, so inside models.
-		m := &s.models[ctx]
-		h := uint64((*m)[0]) | uint64((*m)[1])<<32
-		if h == 0 {
-			h = s.create(d, ctx)
+// the instructions per value, by mispredicted symbol searches and by the
+// chains from one symbol to the next (bench/archive/FQZCOMP.md). So the
+// first symbol, the answer four times in five, is tested on its own, and
+// the search past it, the check that the code is inside the model and the
+// move up are kept off its path; the division by the model's total is a
+// multiplication by a stored reciprocal; the context's parts that do not
+// depend on the symbol are summed apart. A range code outside its model,
+// or input needed beyond the end, sets l.pos past the end, which
+// SetRegisters reports. direct_amd64.s is the same loop in assembly.
+func (s *store[M]) run(pm *param, out []byte, j int, l *loop) int {
+	rng, code, ctx := l.rng, l.code, l.ctx
+	qctx, delta, prev := l.qctx, l.delta, l.prev
+	models := s.models
+	n := uint(len(out))
+	sh := symShift[M]()
+	for ; j < len(out); j++ {
+		// The context is at most maxContext, so inside models. A model
+		// not created, or waiting for renormalisation, has no
+		// multiplier.
+		m := &models[ctx]
+		if (*m)[1] == 0 {
+			break
 		}
-		r := quotient(rng, h)
-		if tot := (*m)[2]; tot*r <= code {
-			pos = len(s.src) + 1
-			code = tot*r - 1
-		}
-		x := hdr
-		f := ((*m)[hdr] >> 8) * r
-		for f <= code {
-			code -= f
-			x++
-			f = ((*m)[x] >> 8) * r
-		}
-		rng = f
-		if rng < rangeTop {
-			pos, rng, code = s.shift(pos, rng, code)
-		}
-		e := (*m)[x] + modelStep<<8
-		(*m)[x] = e
+		r := quotient(rng, uint64((*m)[0])|uint64((*m)[1])<<32)
+		v := (*m)[hdr]
+		f := (v >> 16) * r
 		tot := (*m)[2] + modelStep
-		if tot > maxFreq {
-			tot = s.halve(m, d.nsym)
-			e = (*m)[x]
-		}
-		h = header(tot)
-		(*m)[0], (*m)[1], (*m)[2] = uint32(h), uint32(h>>32), tot
-		if x > hdr {
-			if p := (*m)[x-1]; e>>8 > p>>8 {
+		if f > code {
+			(*m)[hdr] = v + modelStep<<16
+			setTotal(m, tot, hdr)
+		} else {
+			if t := tot - modelStep; t*r <= code {
+				l.pos = len(l.src) + 1
+				code = t*r - 1
+			}
+			x := hdr
+			for f <= code {
+				code -= f
+				x++
+				v = (*m)[x]
+				f = (v >> 16) * r
+			}
+			e := v + modelStep<<16
+			(*m)[x] = e
+			// With a renormalisation due, the move up waits for it.
+			if p := (*m)[x-1]; e>>16 > p>>16 && tot <= maxFreq {
 				(*m)[x-1] = e
 				(*m)[x] = p
 			}
+			setTotal(m, tot, x)
 		}
-		q := e & 0xFF
-		s.out[j] = pm.qmap[q]
+		rng = f
+		for rng < rangeTop {
+			var b byte
+			if l.pos < len(l.src) {
+				b = l.src[l.pos]
+				l.pos++
+			} else {
+				l.pos = len(l.src) + 1
+			}
+			rng <<= 8
+			code = code<<8 | uint32(b)
+		}
+		q := v & 0xFFFF >> sh
+		out[j] = pm.qmap[q&0xFF]
 
-		// Most streams map qualities to themselves; skipping that table
-		// takes a load off the path from one symbol to the next.
-		qv := q
-		if !pm.qtabIdentity {
-			qv = pm.qtab[q]
-		}
 		// The parts that do not depend on q are summed first, so that
-		// few operations stand between q and the next model's load.
-		rest := pm.ptab[min(1023, uint(len(s.out)-j))] + pm.selCtx
+		// few operations stand between q and the next model's load. The
+		// history is kept shifted (see param.derive).
+		rest := pm.ptab[min(1023, n-uint(j))] + pm.selCtx
 		if pm.useDelta {
-			rest += pm.dtab[(st>>8)&255]
-			// Count a change of quality, saturating at 255: t|-t has
-			// its top bit set when t != 0, and st-255<<8 when the count
-			// is below 255.
-			t := (st ^ q) & 0xFF
-			st = st&^0xFF | q + ((t|-t)>>31)&((st-255<<8)>>31)<<8
+			rest += pm.dtab[min(delta, 255)]
+			nd := delta + 1
+			if q == prev {
+				nd = delta
+			}
+			delta, prev = nd, q
 		}
-		qctx = qctx<<(pm.qshift&31) + qv
-		qpart := qctx & pm.qmask
-		if pm.qloc != 0 {
-			qpart <<= pm.qloc & 31
-		}
-		ctx = qpart + rest
+		qctx = qctx*pm.qmul + pm.hq[q]
+		ctx = qctx&pm.hmask + rest
 		if pm.wraps {
 			ctx &= ctxSize - 1
 		}
 	}
-	d.rc.SetRegisters(pos, rng, code, false)
-	s.src, s.out = nil, nil
+	l.rng, l.code, l.ctx = rng, code, ctx
+	l.qctx, l.delta, l.prev = qctx, delta, prev
+	return j
+}
+
+// setTotal stores tot as model m's total after symbol x was decoded, with
+// its multiplier; a total beyond maxFreq gets no multiplier but x, for
+// renormalise.
+func setTotal[M modelArray](m *M, tot uint32, x int) {
+	if tot > maxFreq {
+		(*m)[0], (*m)[1] = uint32(x), 0
+	} else {
+		h := header(tot)
+		(*m)[0], (*m)[1] = uint32(h), uint32(h>>32)
+	}
+	(*m)[2] = tot
 }
 
 // create initialises the model of context ctx on its first use, nsym
 // symbols of frequency 1 (ModelCreate, CRAMcodecs.tex "Adaptive
-// Modelling"), records ctx in d.touched, and returns the model's header.
-func (s *store[M]) create(d *decoder, ctx uint32) uint64 {
+// Modelling"), and records ctx in d.touched.
+func (s *store[M]) create(d *decoder, ctx uint32) {
 	m := &s.models[ctx]
 	for i := range d.nsym {
-		(*m)[hdr+i] = 1<<8 | uint32(i)
+		(*m)[hdr+i] = 1<<16 | uint32(i)<<symShift[M]()
 	}
 	h := header(uint32(d.nsym))
 	(*m)[0], (*m)[1], (*m)[2] = uint32(h), uint32(h>>32), uint32(d.nsym)
 	d.touched[d.nt] = ctx
 	d.nt++
-	return h
 }
 
-// halve halves every frequency of model m's nsym symbols, keeping each at
-// least 1 (ModelRenormalise, CRAMcodecs.tex "Adaptive Modelling"), and
-// returns the new total.
-func (s *store[M]) halve(m *M, nsym int) uint32 {
+// renormalise completes the update of model m of nsym symbols whose total
+// exceeded maxFreq at its last use: it halves every frequency, keeping
+// each at least 1 (ModelRenormalise, CRAMcodecs.tex "Adaptive
+// Modelling"), moves the symbol run decoded then, at m[0], up by one if
+// it now has a higher frequency than its predecessor (as ModelDecode does
+// after renormalising), and stores the new total and multiplier.
+func (s *store[M]) renormalise(m *M, nsym int) {
 	var tot uint32
 	for i := hdr; i < hdr+nsym; i++ {
 		v := (*m)[i]
-		f := v >> 8
+		f := v >> 16
 		f -= f >> 1
-		(*m)[i] = f<<8 | v&0xFF
+		(*m)[i] = f<<16 | v&0xFFFF
 		tot += f
 	}
-	return tot
-}
-
-// shift shifts input bytes into the range coder while rng is below
-// rangeTop (RangeDecode's renormalisation), reading zeros and setting pos
-// past the end once the input is exhausted, which SetRegisters reports.
-func (s *store[M]) shift(pos int, rng, code uint32) (int, uint32, uint32) {
-	for rng < rangeTop {
-		var b byte
-		if pos < len(s.src) {
-			b = s.src[pos]
-			pos++
-		} else {
-			pos = len(s.src) + 1
+	if x := int((*m)[0]); x > hdr && x < hdr+nsym {
+		if e, p := (*m)[x], (*m)[x-1]; e>>16 > p>>16 {
+			(*m)[x-1] = e
+			(*m)[x] = p
 		}
-		rng <<= 8
-		code = code<<8 | uint32(b)
 	}
-	return pos, rng, code
+	h := header(tot)
+	(*m)[0], (*m)[1], (*m)[2] = uint32(h), uint32(h>>32), tot
 }
 
 // Model constants of the range coder, shared with package arith.

@@ -36,8 +36,7 @@ func testParam(nsym, shape int) param {
 			pm.ptab[i] = uint32(i) << 6
 		}
 	}
-	pm.qtabIdentity = shape != 1
-	pm.useDelta = shape == 1
+	pm.derive()
 	pm.wraps = pm.partSum(1) > ctxSize-1
 	return pm
 }

@@ -4,8 +4,10 @@
 package fqzcomp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -56,17 +58,37 @@ type param struct {
 	sloc     uint
 	qmask    uint32
 	selCtx   uint32 // the current record's selector shifted to sloc
-	// qtabIdentity reports qtab[q] == q for every symbol q the stream
-	// can hold (all of them below 256); useDelta that dtab is not all
-	// zero, so that the delta needs counting; wraps that contexts can
-	// exceed 16 bits (set by params.read).
-	qtabIdentity bool
-	useDelta     bool
-	wraps        bool
-	qmap         [256]byte
-	qtab         [256]uint32
-	ptab         [1024]uint32
-	dtab         [256]uint32
+	qmap     [256]byte
+	qtab     [256]uint32
+	ptab     [1024]uint32
+	dtab     [256]uint32
+	// The direct layout's loop keeps the quality history shifted to
+	// qloc (see derive): hq[q] is qtab[q]<<qloc, hmask qmask<<qloc and
+	// qmul 1<<qshift; hqIdentity reports hq[q] == q for every q.
+	// useDelta reports that dtab is not all zero, so that the delta
+	// needs counting; wraps that contexts can exceed 16 bits (set by
+	// params.read).
+	hq         [256]uint32
+	hmask      uint32
+	qmul       uint32
+	hqIdentity bool
+	useDelta   bool
+	wraps      bool
+}
+
+// derive sets the fields of pm that the direct layout's loop uses from
+// the others. That loop keeps qctx<<qloc (modulo 2^32) as its history,
+// h' = h<<qshift + qtab[q]<<qloc, and its quality part (qctx&qmask)<<qloc
+// is then h&hmask: shifts modulo 2^32 commute with the sum and the mask.
+func (pm *param) derive() {
+	pm.hqIdentity = true
+	for i, v := range pm.qtab {
+		pm.hq[i] = v << (pm.qloc & 31)
+		pm.hqIdentity = pm.hqIdentity && pm.hq[i] == uint32(i)
+	}
+	pm.hmask = pm.qmask << (pm.qloc & 31)
+	pm.qmul = 1 << (pm.qshift & 31)
+	pm.useDelta = slices.Max(pm.dtab[:]) != 0
 }
 
 // params is the decoded parameter header (FQZDecodeParams).
@@ -346,15 +368,26 @@ func (d *decoder) run(dst []byte, n, srcLen, directLimit int) ([]byte, error) {
 		for r, rev := range d.revs {
 			l := d.lens[r]
 			if rev {
-				q := out[i : i+l]
-				for a, b := 0, l-1; a < b; a, b = a+1, b-1 {
-					q[a], q[b] = q[b], q[a]
-				}
+				reverse(out[i : i+l])
 			}
 			i += l
 		}
 	}
 	return dst[:start+n], nil
+}
+
+// reverse reverses q in place, eight bytes from each end at a time.
+func reverse(q []byte) {
+	a, b := 0, len(q)
+	for ; b-a >= 16; a, b = a+8, b-8 {
+		x := binary.LittleEndian.Uint64(q[a:])
+		y := binary.LittleEndian.Uint64(q[b-8:])
+		binary.LittleEndian.PutUint64(q[a:], bits.ReverseBytes64(y))
+		binary.LittleEndian.PutUint64(q[b-8:], bits.ReverseBytes64(x))
+	}
+	for b--; a < b; a, b = a+1, b-1 {
+		q[a], q[b] = q[b], q[a]
+	}
 }
 
 // recordIndirect is record for the indirect model layout: models are found
@@ -493,13 +526,6 @@ func (pm *param) read(src []byte) (int, error) {
 			}
 		}
 	}
-	pm.qtabIdentity = true
-	for i, v := range pm.qtab {
-		if v != uint32(i) {
-			pm.qtabIdentity = false
-			break
-		}
-	}
 	if pflags&pflagHavePtab != 0 {
 		k, err := readArray(src[pos:], pm.ptab[:])
 		if err != nil {
@@ -510,7 +536,6 @@ func (pm *param) read(src []byte) (int, error) {
 			pm.ptab[i] <<= ploc
 		}
 	}
-	pm.useDelta = false
 	if pflags&pflagHaveDtab != 0 {
 		k, err := readArray(src[pos:], pm.dtab[:])
 		if err != nil {
@@ -520,8 +545,8 @@ func (pm *param) read(src []byte) (int, error) {
 		for i := range pm.dtab {
 			pm.dtab[i] <<= dloc
 		}
-		pm.useDelta = slices.Max(pm.dtab[:]) != 0
 	}
+	pm.derive()
 	return pos, nil
 }
 

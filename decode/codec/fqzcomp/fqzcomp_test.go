@@ -358,3 +358,19 @@ func TestFixtures(t *testing.T) {
 		})
 	}
 }
+
+// TestReverse compares reverse with a byte-wise reversal for every
+// length up to 40, around its eight-byte steps.
+func TestReverse(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		q := make([]byte, n)
+		want := make([]byte, n)
+		for i := range q {
+			q[i] = byte(i + 1)
+			want[n-1-i] = byte(i + 1)
+		}
+		if reverse(q); !bytes.Equal(q, want) {
+			t.Fatalf("length %d: reversed %v, want %v", n, q, want)
+		}
+	}
+}
