@@ -261,20 +261,7 @@ func TestFirstBuildOfRewrittenCRAMRefused(t *testing.T) {
 // segment's first build against the file's identity, its ctime included:
 // after a chmod that build is refused (ErrChanged), as before format 6.
 func TestLegacyIndexFirstBuildChecksIdentity(t *testing.T) {
-	f := newContentFixtureFrom(t, newContentFixture(t))
-	opts := Options{Level: Stored, Readahead: -1, CacheDir: t.TempDir()}
-	m0, _ := newTestManager(t, opts)
-	v0, _, _ := f.open(t, m0)
-	path := indexPathFor(t, m0, v0.src)
-	m0.Close()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := readIndex(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, opts, path, idx := scannedIndex(t)
 	os.Remove(path)
 	idx.Learned = nil
 	for i := range idx.Layout.Segments {
@@ -295,7 +282,7 @@ func TestLegacyIndexFirstBuildChecksIdentity(t *testing.T) {
 	if err := os.Chmod(f.path, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = v.ReadAt(make([]byte, 64), v.Layout().Segments[3].Offset)
+	_, err := v.ReadAt(make([]byte, 64), v.Layout().Segments[3].Offset)
 	if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "not the version scanned") {
 		t.Fatalf("first build after a chmod with a format-5 layout: %v, want ErrChanged", err)
 	}
@@ -307,27 +294,14 @@ func TestLegacyIndexFirstBuildChecksIdentity(t *testing.T) {
 // bytes) and is dropped, index file included, so that the next open
 // scans the file again.
 func TestWrongContentSumDropsLayout(t *testing.T) {
-	f := newContentFixtureFrom(t, newContentFixture(t))
-	opts := Options{Level: Stored, Readahead: -1, CacheDir: t.TempDir()}
-	m0, _ := newTestManager(t, opts)
-	v0, _, _ := f.open(t, m0)
-	path := indexPathFor(t, m0, v0.src)
-	m0.Close()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := readIndex(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, opts, path, idx := scannedIndex(t)
 	idx.Layout.Segments[3].Sum ^= 1
 	if err := os.WriteFile(path, marshalIndex(idx), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := newTestManager(t, opts)
 	v, _, _ := f.open(t, m)
-	_, err = v.ReadAt(make([]byte, 64), v.Layout().Segments[3].Offset)
+	_, err := v.ReadAt(make([]byte, 64), v.Layout().Segments[3].Offset)
 	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "content sum") {
 		t.Fatalf("first build against a wrong content sum: %v, want ErrMismatch", err)
 	}
@@ -401,4 +375,26 @@ func mustFile(t *testing.T, p string) *decode.File {
 	}
 	defer c.Close()
 	return c.File()
+}
+
+// scannedIndex scans a content fixture with a manager of its own and
+// returns the fixture, the options, and the index file written and read
+// back, for tests that alter it.
+func scannedIndex(t *testing.T) (*contentFixture, Options, string, *indexFile) {
+	t.Helper()
+	f := newContentFixtureFrom(t, newContentFixture(t))
+	opts := Options{Level: Stored, Readahead: -1, CacheDir: t.TempDir()}
+	m0, _ := newTestManager(t, opts)
+	v0, _, _ := f.open(t, m0)
+	path := indexPathFor(t, m0, v0.src)
+	m0.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := readIndex(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, opts, path, idx
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cramfs/cramfs/internal/service"
 	"github.com/cramfs/cramfs/internal/service/logging"
 )
 
@@ -112,4 +113,19 @@ func (p processLog) waitStop(done <-chan struct{}) os.Signal {
 			return sig
 		}
 	}
+}
+
+// openService opens the log the log flags ask for and reads the engine
+// flags into service options logging to it; the caller closes the log.
+func openService(lf *logFlags, ef *engineFlags, stderr io.Writer) (processLog, service.Options, error) {
+	plog, err := lf.open(stderr)
+	if err != nil {
+		return processLog{}, service.Options{}, err
+	}
+	opts, err := ef.options(plog.log)
+	if err != nil {
+		plog.close()
+		return processLog{}, service.Options{}, err
+	}
+	return plog, opts, nil
 }

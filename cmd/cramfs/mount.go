@@ -124,16 +124,12 @@ func (c *mountCmd) run(pos []string, e *env) error {
 // serve mounts src at mnt and serves it until unmounted or signalled,
 // telling ready (nil in the foreground) and systemd once it answers.
 func (c *mountCmd) serve(src, mnt string, e *env, ready *readyPipe) error {
-	plog, err := c.lf.open(e.stderr)
+	plog, opts, err := openService(&c.lf, &c.ef, e.stderr)
 	if err != nil {
 		return err
 	}
 	defer plog.close()
 	log := plog.log
-	opts, err := c.ef.options(log)
-	if err != nil {
-		return err
-	}
 	// One scheduler slot more than there are workers: a FUSE request that
 	// arrives while every slot runs a decoding worker otherwise waits for
 	// the Go scheduler to preempt one (up to 10 ms), and the reader with

@@ -45,16 +45,12 @@ func (c *serveCmd) run(pos []string, e *env) error {
 	if len(pos) != 1 {
 		return usageError{fmt.Sprintf("want SRC, got %d arguments", len(pos))}
 	}
-	plog, err := c.lf.open(e.stderr)
+	plog, opts, err := openService(&c.lf, &c.ef, e.stderr)
 	if err != nil {
 		return err
 	}
 	defer plog.close()
 	log := plog.log
-	opts, err := c.ef.options(log)
-	if err != nil {
-		return err
-	}
 	so := service.ServeOptions{Listen: c.listen, NoAuth: c.noAuth, TLSCert: c.tlsCert, TLSKey: c.tlsKey, MaxRequests: c.maxRequests}
 	if c.tokenFile != "" {
 		if so.Token, err = readToken(c.tokenFile); err != nil {
