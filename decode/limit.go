@@ -22,6 +22,10 @@ type SizeError struct {
 	BlockSize int64
 }
 
+// NeededMemory is the memory the container would take to decode
+// (source.TooLarge).
+func (e *SizeError) NeededMemory() int64 { return e.Need }
+
 func (e *SizeError) Error() string {
 	if e.ContentID < 0 {
 		return fmt.Sprintf("decoding needs about %d bytes, more than the limit of %d", e.Need, e.Limit)

@@ -13,12 +13,14 @@ import (
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/engine/source"
 )
 
 // benchDataCRAM opens a CRAM of the benchmark dataset
 // (../shared/bench/make-data.sh; directory in $CRAMFS_BENCH_DATA, file in
 // $CRAMFS_BENCH_CRAM, default sample.v30.cram), closed when b ends.
-func benchDataCRAM(b *testing.B) *CRAM {
+func benchDataCRAM(b *testing.B) *cram.CRAM {
 	b.Helper()
 	dir := os.Getenv("CRAMFS_BENCH_DATA")
 	if dir == "" {
@@ -33,7 +35,7 @@ func benchDataCRAM(b *testing.B) *CRAM {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
-	src, err := OpenCRAM(filepath.Join(dir, name), CRAMOptions{Reference: store})
+	src, err := cram.Open(filepath.Join(dir, name), cram.Options{Reference: store})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -181,17 +183,17 @@ func BenchmarkBenchDataContainers(b *testing.B) {
 	var dst []byte
 	var total int64
 	for i := 0; i < src.NumContainers(); i += 10 {
-		var raw int64
-		if dst, raw, err = src.RebuildContainerBlocks(ctx, i, comp, dst[:0]); err != nil {
+		var built source.Blocks
+		if dst, built, err = src.AppendContainerBlocks(ctx, i, comp, dst[:0], source.BlockOptions{Rebuild: true}); err != nil {
 			b.Fatal(err)
 		}
-		total += raw
+		total += built.Raw
 	}
 	b.SetBytes(total)
 	b.ReportAllocs()
 	for b.Loop() {
 		for i := 0; i < src.NumContainers(); i += 10 {
-			if dst, _, err = src.RebuildContainerBlocks(ctx, i, comp, dst[:0]); err != nil {
+			if dst, _, err = src.AppendContainerBlocks(ctx, i, comp, dst[:0], source.BlockOptions{Rebuild: true}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/engine/source"
+	"github.com/cramfs/cramfs/engine/states"
 )
 
 // CountDecoders makes the memory of p's decoders count against the cache
@@ -16,10 +17,22 @@ import (
 // (the one read and two built ahead): a cache taken over by decoders
 // would evict segments before they are read, and rebuild the one being
 // read at every read. Call it before opening files.
-func (m *Manager) CountDecoders(p *DecoderPool) {
-	m.decoders.Store(p)
-	p.count(m.cache, m.decoderShare())
+func (m *Manager) CountDecoders(p Decoders) {
+	m.decoders.Store(&decoderBudget{p})
+	p.Count(m.cache, m.decoderShare())
 }
+
+// Decoders is a pool of decoders whose memory can be counted against a
+// budget (cram.DecoderPool).
+type Decoders interface {
+	// Count makes the decoders' memory count against b, up to maxBytes.
+	Count(b states.Reserver, maxBytes int64)
+	// Footprint returns the decoders' memory and the part of it counted.
+	Footprint() (total, counted int64)
+}
+
+// decoderBudget is the Decoders a Manager counts, as one pointer.
+type decoderBudget struct{ Decoders }
 
 // decoderShare is how much of the cache budget counted decoders may take.
 func (m *Manager) decoderShare() int64 {
@@ -40,7 +53,7 @@ func (m *Manager) noteSegmentSize(n int64) {
 		}
 	}
 	if p := m.decoders.Load(); p != nil {
-		p.count(m.cache, m.decoderShare())
+		p.Count(m.cache, m.decoderShare())
 	}
 }
 
@@ -60,14 +73,14 @@ func (m *Manager) segmentsThatFit(seg int64) int {
 	return int(max(free, 0) / (seg + seg/16))
 }
 
-// explainSize adds to a container refused for its size (decode.ErrTooLarge)
+// explainSize adds to a container refused for its size (source.TooLarge)
 // the cache size that would let it be decoded.
 func (m *Manager) explainSize(err error) error {
-	var se *decode.SizeError
+	var se source.TooLarge
 	if !errors.As(err, &se) {
 		return err
 	}
 	mib := func(n int64) int64 { return (n + 1<<20 - 1) >> 20 }
 	return fmt.Errorf("%w; with %d threads (-@) and a %d MiB cache (--cache-size) a container may take %d MiB to decode: --cache-size %dM would allow this one",
-		err, m.opts.Threads, mib(m.opts.CacheSize), mib(m.opts.ContainerMemory()), mib(m.opts.cacheSizeFor(se.Need)))
+		err, m.opts.Threads, mib(m.opts.CacheSize), mib(m.opts.ContainerMemory()), mib(m.opts.cacheSizeFor(se.NeededMemory())))
 }

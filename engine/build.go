@@ -7,11 +7,13 @@ import (
 
 	"github.com/cramfs/cramfs/cache"
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/source"
 )
 
 // buildHeader builds the header's blocks of src again and checks them
 // against want, the header segment src was opened with.
-func (m *Manager) buildHeader(src Source, want Segment) (*cache.Buf, error) {
+func (m *Manager) buildHeader(src source.Source, want layout.Segment) (*cache.Buf, error) {
 	raw, err := headerOf(src)
 	if err != nil {
 		return nil, err
@@ -22,10 +24,10 @@ func (m *Manager) buildHeader(src Source, want Segment) (*cache.Buf, error) {
 	}
 	defer m.putComp(c)
 	buf := m.pool.Get(int(want.CompLen))
-	var got Segment
+	var got layout.Segment
 	buf.B, got, err = compressHeader(c, src, buf.B[:0], raw)
 	if err == nil && got != want {
-		err = fmt.Errorf("%w: %s: header built again gives %+v, not %+v", ErrChanged, src.Name(), got, want)
+		err = fmt.Errorf("%w: %s: header built again gives %+v, not %+v", source.ErrChanged, src.Name(), got, want)
 	}
 	if err != nil {
 		buf.Release()
@@ -52,43 +54,27 @@ type building struct {
 	err error
 }
 
-// contentSum is the content sum of the container a build decoded (see
-// ContentSummer); ok is false when its Source gives none.
-type contentSum struct {
-	sum uint32
-	ok  bool
-}
-
 // build appends container i of src to buf.B as BGZF blocks made by c and
 // returns the BAM bytes they hold, and the container's content sum when
-// src gives it. With rebuild, a Rebuilder source may leave out the checks
-// the caller's digest comparison covers (and the content sum).
-func (m *Manager) build(ctx context.Context, src Source, i int, c *bgzf.Compressor, buf *cache.Buf, rebuild bool) (int64, contentSum, error) {
-	var rawLen int64
-	var err error
-	if rb, ok := src.(Rebuilder); ok && rebuild {
-		buf.B, rawLen, err = rb.RebuildContainerBlocks(ctx, i, c, buf.B)
-		return rawLen, contentSum{}, err
-	}
-	if cs, ok := src.(ContentSummer); ok {
-		sum := contentSum{ok: true}
-		buf.B, rawLen, sum.sum, err = cs.AppendContainerBlocksSum(ctx, i, c, buf.B)
-		return rawLen, sum, err
-	}
-	if ba, ok := src.(BlockAppender); ok {
+// src gives it. With rebuild, a BlockAppender may leave out the checks the
+// caller's digest comparison covers (and the content sum).
+func (m *Manager) build(ctx context.Context, src source.Source, i int, c *bgzf.Compressor, buf *cache.Buf, rebuild bool) (int64, source.Sum, error) {
+	if ba, ok := src.(source.BlockAppender); ok {
 		// Records go into blocks as they are encoded: no BAM buffer.
-		buf.B, rawLen, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, nil)
-		return rawLen, contentSum{}, err
+		var b source.Blocks
+		var err error
+		buf.B, b, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, source.BlockOptions{Rebuild: rebuild})
+		return b.Raw, b.Sum, err
 	}
 	raw, err := src.AppendContainer(ctx, i, m.getRaw())
 	defer m.putRaw(raw)
 	if err != nil {
-		return 0, contentSum{}, err
+		return 0, source.Sum{}, err
 	}
 	if buf.B, err = compressSegment(c, buf.B, raw); err != nil {
-		return 0, contentSum{}, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
+		return 0, source.Sum{}, fmt.Errorf("%s: container %d: compressing: %w", src.Name(), i, err)
 	}
-	return int64(len(raw)), contentSum{}, nil
+	return int64(len(raw)), source.Sum{}, nil
 }
 
 // buildSegment rebuilds segment i of src, with a worker for p, checks it
@@ -97,17 +83,17 @@ func (m *Manager) build(ctx context.Context, src Source, i int, c *bgzf.Compress
 // only its lengths are compared, and the content sum of the container
 // read is returned for the caller to compare. The Buf it returns holds
 // one reference, the caller's.
-func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int, want Segment) (*cache.Buf, uint32, contentSum, error) {
-	if i == headerSegment {
+func (m *Manager) buildSegment(ctx context.Context, src source.Source, p *party, i int, want layout.Segment) (*cache.Buf, uint32, source.Sum, error) {
+	if i == layout.HeaderSegment {
 		buf, err := m.buildHeader(src, want)
-		return buf, want.Digest, contentSum{}, err
+		return buf, want.Digest, source.Sum{}, err
 	}
 	if err := m.acquire(ctx, p, i); err != nil {
-		return nil, 0, contentSum{}, err
+		return nil, 0, source.Sum{}, err
 	}
 	defer m.release()
 	if err := ctx.Err(); err != nil {
-		return nil, 0, contentSum{}, err
+		return nil, 0, source.Sum{}, err
 	}
 	// The segment's storage counts against the cache's bound while it is
 	// built, so that the cache budget covers the builds in flight too.
@@ -116,14 +102,14 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int,
 	c, err := m.getComp()
 	if err != nil {
 		buf.Release()
-		return nil, 0, contentSum{}, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level.Deflate(), err)
+		return nil, 0, source.Sum{}, fmt.Errorf("%s: BGZF level %d: %w", src.Name(), m.opts.Level.Deflate(), err)
 	}
 	defer m.putComp(c)
 	rebuild := !want.NoDigest
 	rawLen, sum, err := m.build(ctx, src, i, c, buf, rebuild)
 	if err != nil {
 		buf.Release()
-		return nil, 0, contentSum{}, m.explainSize(err) // Source errors name the file and container
+		return nil, 0, source.Sum{}, m.explainSize(err) // source.Source errors name the file and container
 	}
 	comp := buf.B
 	crc, err := segmentDigest(comp)
@@ -132,12 +118,12 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int,
 		// The rebuild skipped checks the digest stands in for; building
 		// with them names the cause when one of them fails (a different
 		// reference than the layout was made with fails its MD5 check).
-		if _, ok := src.(Rebuilder); ok && rebuild {
+		if _, ok := src.(source.BlockAppender); ok && rebuild {
 			buf.B = buf.B[:0]
 			if _, _, cerr := m.build(ctx, src, i, c, buf, false); cerr != nil {
 				buf.Release()
 				m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", src.Name(), "container", i, "err", cerr)
-				return nil, 0, contentSum{}, fmt.Errorf("%w: %w", ErrMismatch, cerr)
+				return nil, 0, source.Sum{}, fmt.Errorf("%w: %w", ErrMismatch, cerr)
 			}
 		}
 	}
@@ -145,13 +131,13 @@ func (m *Manager) buildSegment(ctx context.Context, src Source, p *party, i int,
 		buf.Release()
 		err := fmt.Errorf("%w: %s: container %d at offset %d: %w", ErrMismatch, src.Name(), i, src.ContainerOffset(i), err)
 		m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", src.Name(), "container", i, "err", err)
-		return nil, 0, contentSum{}, err
+		return nil, 0, source.Sum{}, err
 	}
 	return buf, crc, sum, nil
 }
 
 // digestText describes the digest of s for messages.
-func digestText(s Segment) string {
+func digestText(s layout.Segment) string {
 	if s.NoDigest {
 		return "digest not yet known"
 	}
@@ -162,7 +148,7 @@ func digestText(s Segment) string {
 // the build already in flight, and returns it with a reference for the
 // caller. The builds in flight are the Manager's: every VirtualBAM of the
 // same file version shares them.
-func (m *Manager) buildOrWait(ctx context.Context, v *VirtualBAM, key cache.Key, want Segment, i int, skip func() bool) (*cache.Buf, error) {
+func (m *Manager) buildOrWait(ctx context.Context, v *VirtualBAM, key cache.Key, want layout.Segment, i int, skip func() bool) (*cache.Buf, error) {
 	m.mu.Lock()
 	if b, ok := m.building[key]; ok {
 		b.waiters++
@@ -198,7 +184,7 @@ func (m *Manager) buildOrWait(ctx context.Context, v *VirtualBAM, key cache.Key,
 // against its digest when known (learned since the scan measured it), else
 // checked in full and made from the bytes the scan measured (checkFirst),
 // its digest then learned.
-func (m *Manager) buildChecked(ctx context.Context, v *VirtualBAM, want Segment, i int) (*cache.Buf, error) {
+func (m *Manager) buildChecked(ctx context.Context, v *VirtualBAM, want layout.Segment, i int) (*cache.Buf, error) {
 	if !want.NoDigest {
 		buf, _, _, err := m.buildSegment(ctx, v.src, &v.party, i, want)
 		return buf, err
@@ -228,35 +214,34 @@ func (m *Manager) buildChecked(ctx context.Context, v *VirtualBAM, want Segment,
 // removed, which move its ctime) changes nothing; without a sum, the file
 // is still of the identity scanned (its ctime changes with every write).
 // A sum that differs while the identity does not is the layout's fault
-// (ErrMismatch: the caller drops it), else the file's (ErrChanged).
-func (m *Manager) checkFirst(v *VirtualBAM, i int, want Segment, got contentSum) error {
-	fsrc, ok := v.src.(fileSource)
-	persisted := ok && v.key != ""
-	if want.HasSum && got.ok && got.sum == want.Sum {
+// (ErrMismatch: the caller drops it), else the file's (source.ErrChanged).
+func (m *Manager) checkFirst(v *VirtualBAM, i int, want layout.Segment, got source.Sum) error {
+	persisted := v.key != ""
+	if want.HasSum && got.OK && got.CRC == want.Sum {
 		return nil
 	}
-	if !want.HasSum || !got.ok {
+	if !want.HasSum || !got.OK {
 		if !persisted {
 			return nil // nothing to compare with: the scan kept no identity
 		}
-		id, _, err := m.identify(fsrc)
+		id, _, err := m.identify(v.src)
 		if err == nil && id != v.fid {
 			err = fmt.Errorf("%w: not the version scanned (size %d, mtime %d, ctime %d then; %d, %d, %d now)",
-				ErrChanged, v.fid.Size, v.fid.MTime, v.fid.CTime, id.Size, id.MTime, id.CTime)
+				source.ErrChanged, v.fid.Size, v.fid.MTime, v.fid.CTime, id.Size, id.MTime, id.CTime)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: container %d: first build: %w", v.src.Name(), i, err)
 		}
 		return nil
 	}
-	kind := ErrChanged
+	kind := source.ErrChanged
 	if persisted {
-		if id, _, err := m.identify(fsrc); err == nil && id == v.fid {
+		if id, _, err := m.identify(v.src); err == nil && id == v.fid {
 			kind = ErrMismatch
 		}
 	}
 	err := fmt.Errorf("%w: %s: container %d at offset %d: first build: the container's bytes have content sum %08x, the scan measured %08x",
-		kind, v.src.Name(), i, v.src.ContainerOffset(i), got.sum, want.Sum)
+		kind, v.src.Name(), i, v.src.ContainerOffset(i), got.CRC, want.Sum)
 	if kind == ErrMismatch {
 		m.log.Error("rebuilt segment differs from layout; refusing to serve it", "file", v.src.Name(), "container", i, "err", err)
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -55,13 +57,17 @@ func convertMD5(t *testing.T, path string, fastas []string, noMD bool) (string, 
 		return "", err
 	}
 	defer store.Close()
-	c, err := OpenCRAM(path, CRAMOptions{Reference: store, NoMD: noMD, AllowMissingEOF: true})
+	c, err := cram.Open(path, cram.Options{Reference: store, NoMD: noMD, AllowMissingEOF: true})
 	if err != nil {
 		return "", err
 	}
 	defer c.Close()
 	h := md5.New()
-	h.Write(c.Header())
+	hdr, err := c.Header()
+	if err != nil {
+		return "", err
+	}
+	h.Write(hdr)
 	var buf, blocks, want []byte
 	var comps [2]*bgzf.Compressor
 	for l := range comps {
@@ -82,8 +88,8 @@ func convertMD5(t *testing.T, path string, fastas []string, noMD bool) (string, 
 		// Blocks cut as the records are encoded are AppendBlocks' blocks
 		// of the whole container, stored in place and compressed.
 		for level, comp := range comps {
-			var raw int64
-			if blocks, raw, err = c.AppendContainerBlocks(context.Background(), i, comp, blocks[:0], nil); err != nil {
+			var built source.Blocks
+			if blocks, built, err = c.AppendContainerBlocks(context.Background(), i, comp, blocks[:0], source.BlockOptions{}); err != nil {
 				t.Fatalf("container %d: AppendContainerBlocks at level %d: %v", i, level, err)
 			}
 			refComp := comp
@@ -93,8 +99,8 @@ func convertMD5(t *testing.T, path string, fastas []string, noMD bool) (string, 
 			if want, err = refComp.AppendBlocks(want[:0], buf); err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(blocks, want) || raw != int64(len(buf)) {
-				t.Fatalf("container %d: level %d blocks (%d bytes, %d raw) differ from AppendBlocks (%d bytes, %d raw)", i, level, len(blocks), raw, len(want), len(buf))
+			if !bytes.Equal(blocks, want) || built.Raw != int64(len(buf)) {
+				t.Fatalf("container %d: level %d blocks (%d bytes, %d raw) differ from AppendBlocks (%d bytes, %d raw)", i, level, len(blocks), built.Raw, len(want), len(buf))
 			}
 		}
 	}

@@ -8,14 +8,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/source"
+	"github.com/cramfs/cramfs/engine/states"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
 
@@ -69,7 +70,7 @@ func newContentFixture(t *testing.T) *contentFixture {
 	f.orig = rawCRAM(t, f.path)
 	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(f.dir, "other.cram"))
 	f.root = openTestRoot(t, f.dir)
-	c, err := OpenCRAM(f.path, CRAMOptions{})
+	c, err := cram.Open(f.path, cram.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +83,12 @@ func newContentFixture(t *testing.T) *contentFixture {
 	return f
 }
 
-// open opens the fixture's CRAM, with a FileStates of one descriptor,
+// open opens the fixture's CRAM, with a states.FileStates of one descriptor,
 // and its virtual BAM with m; the first segment is read.
-func (f *contentFixture) open(t *testing.T, m *Manager) (*VirtualBAM, *CRAM, CRAMOptions) {
+func (f *contentFixture) open(t *testing.T, m *Manager) (*VirtualBAM, *cram.CRAM, cram.Options) {
 	t.Helper()
-	opt := CRAMOptions{States: NewFileStates(1<<30, 1)}
-	c, err := OpenCRAMAt(f.root, "x.cram", f.path, opt)
+	opt := cram.Options{States: states.NewFileStates(1<<30, 1)}
+	c, err := cram.OpenAt(f.root, "x.cram", f.path, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func newContentFixtureFrom(t *testing.T, f *contentFixture) *contentFixture {
 // TestFirstBuildOfRewrittenCRAMRefused: the CRAM is rewritten in place,
 // one read renamed in a middle container (the same size, the records of
 // the same lengths), and its mtime set back. The first build of that
-// container's segment is refused (ErrChanged, naming it), whether the
+// container's segment is refused (source.ErrChanged, naming it), whether the
 // descriptor stayed open or the file was opened again; a header changed
 // the same way is refused when the file is opened again.
 func TestFirstBuildOfRewrittenCRAMRefused(t *testing.T) {
@@ -248,8 +249,8 @@ func TestFirstBuildOfRewrittenCRAMRefused(t *testing.T) {
 				evictByOther(t, c, f.root, opt)
 			}
 			_, err := v.ReadAt(make([]byte, 64), v.Layout().Segments[seg].Offset)
-			if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), want) {
-				t.Fatalf("first build of segment %d after the rewrite: %v, want ErrChanged saying %q", seg, err, want)
+			if !errors.Is(err, source.ErrChanged) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("first build of segment %d after the rewrite: %v, want source.ErrChanged saying %q", seg, err, want)
 			}
 			m.checkInvariants(t, v)
 		})
@@ -259,7 +260,7 @@ func TestFirstBuildOfRewrittenCRAMRefused(t *testing.T) {
 // TestLegacyIndexFirstBuildChecksIdentity: a layout read from an index
 // file of format 5, which has no content sums, checks a measured
 // segment's first build against the file's identity, its ctime included:
-// after a chmod that build is refused (ErrChanged), as before format 6.
+// after a chmod that build is refused (source.ErrChanged), as before format 6.
 func TestLegacyIndexFirstBuildChecksIdentity(t *testing.T) {
 	f, opts, path, idx := scannedIndex(t)
 	os.Remove(path)
@@ -270,8 +271,8 @@ func TestLegacyIndexFirstBuildChecksIdentity(t *testing.T) {
 		}
 		idx.Layout.Segments[i].Sum, idx.Layout.Segments[i].HasSum = 0, false
 	}
-	idx.Depends = dependsOnFormat(5, 0, "md=1")
-	if err := os.WriteFile(filepath.Join(opts.CacheDir, indexName(indexKey(idx.ID, idx.Depends))), marshalFormat(idx, 5), 0o600); err != nil {
+	idx.Depends = layout.DependsFormat(5, 0, "md=1")
+	if err := os.WriteFile((layout.Dir{Path: opts.CacheDir}).PathOf(layout.Key(idx.ID, idx.Depends)), marshalFormat(idx, 5), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	m, lc := newTestManager(t, opts)
@@ -283,8 +284,8 @@ func TestLegacyIndexFirstBuildChecksIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := v.ReadAt(make([]byte, 64), v.Layout().Segments[3].Offset)
-	if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "not the version scanned") {
-		t.Fatalf("first build after a chmod with a format-5 layout: %v, want ErrChanged", err)
+	if !errors.Is(err, source.ErrChanged) || !strings.Contains(err.Error(), "not the version scanned") {
+		t.Fatalf("first build after a chmod with a format-5 layout: %v, want source.ErrChanged", err)
 	}
 }
 
@@ -296,7 +297,7 @@ func TestLegacyIndexFirstBuildChecksIdentity(t *testing.T) {
 func TestWrongContentSumDropsLayout(t *testing.T) {
 	f, opts, path, idx := scannedIndex(t)
 	idx.Layout.Segments[3].Sum ^= 1
-	if err := os.WriteFile(path, marshalIndex(idx), 0o600); err != nil {
+	if err := os.WriteFile(path, layout.Marshal(idx), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := newTestManager(t, opts)
@@ -315,72 +316,10 @@ func TestWrongContentSumDropsLayout(t *testing.T) {
 	m.checkInvariants(t, v, v2)
 }
 
-// TestFileShapeCoversTheFile: fileShape changes with each part of the
-// file structure that decoding a container takes besides its data, and
-// covers every field decode has for it (a new field must be added there,
-// or here as not needed).
-func TestFileShapeCoversTheFile(t *testing.T) {
-	// Of File, Name and r are not content, size is compared on its own
-	// (fileVersion) and maxRefLen follows from Refs.
-	fields := map[reflect.Type]string{
-		reflect.TypeFor[decode.File]():            "Name r size Def HeaderText Refs ReadGroups Containers HasEOF maxRefLen",
-		reflect.TypeFor[decode.FileDefinition]():  "Major Minor FileID",
-		reflect.TypeFor[decode.RefSeq]():          "Name Length M5 UR",
-		reflect.TypeFor[decode.ContainerHeader](): "Offset HeaderSize Length RefSeqID RefStart AlignmentSpan NumRecords RecordCounter Bases NumBlocks Landmarks",
-	}
-	for typ, want := range fields {
-		var got []string
-		for i := range typ.NumField() {
-			got = append(got, typ.Field(i).Name)
-		}
-		if strings.Join(got, " ") != want {
-			t.Errorf("decode.%s has fields %v, fileShape knows %s", typ.Name(), got, want)
-		}
-	}
-	p := filepath.Join(t.TempDir(), "x.cram")
-	copyTestCRAM(t, "ce_5b.3.0-noref.cram", p)
-	f := mustFile(t, p)
-	base := fileShape(f)
-	for name, change := range map[string]func(g *decode.File){
-		"major":       func(g *decode.File) { g.Def.Major++ },
-		"file ID":     func(g *decode.File) { g.Def.FileID[3] ^= 1 },
-		"header text": func(g *decode.File) { g.HeaderText = append(slices.Clone(g.HeaderText), ' ') },
-		"@SQ name":    func(g *decode.File) { g.Refs = slices.Clone(g.Refs); g.Refs[1].Name += "x" },
-		"@SQ M5":      func(g *decode.File) { g.Refs = slices.Clone(g.Refs); g.Refs[0].M5 = "0" },
-		"@SQ UR":      func(g *decode.File) { g.Refs = slices.Clone(g.Refs); g.Refs[0].UR += "x" },
-		"@SQ length":  func(g *decode.File) { g.Refs = slices.Clone(g.Refs); g.Refs[0].Length++ },
-		"@RG":         func(g *decode.File) { g.ReadGroups = append(slices.Clone(g.ReadGroups), "x") },
-		"EOF":         func(g *decode.File) { g.HasEOF = !g.HasEOF },
-		"records":     func(g *decode.File) { g.Containers = slices.Clone(g.Containers); g.Containers[0].NumRecords++ },
-		"landmark": func(g *decode.File) {
-			g.Containers = slices.Clone(g.Containers)
-			g.Containers[0].Landmarks = []int32{g.Containers[0].Landmarks[0] + 1}
-		},
-		"record count": func(g *decode.File) { g.Containers = slices.Clone(g.Containers); g.Containers[0].RecordCounter++ },
-	} {
-		g := *f
-		change(&g)
-		if fileShape(&g) == base {
-			t.Errorf("a change of the %s leaves fileShape as it was", name)
-		}
-	}
-}
-
-// mustFile opens the CRAM at p and returns its file structure.
-func mustFile(t *testing.T, p string) *decode.File {
-	t.Helper()
-	c, err := OpenCRAM(p, CRAMOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return c.File()
-}
-
 // scannedIndex scans a content fixture with a manager of its own and
 // returns the fixture, the options, and the index file written and read
 // back, for tests that alter it.
-func scannedIndex(t *testing.T) (*contentFixture, Options, string, *indexFile) {
+func scannedIndex(t *testing.T) (*contentFixture, Options, string, *layout.File) {
 	t.Helper()
 	f := newContentFixtureFrom(t, newContentFixture(t))
 	opts := Options{Level: Stored, Readahead: -1, CacheDir: t.TempDir()}
@@ -392,7 +331,7 @@ func scannedIndex(t *testing.T) (*contentFixture, Options, string, *indexFile) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := readIndex(b)
+	idx, err := layout.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"runtime"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/source"
+	"github.com/cramfs/cramfs/internal/sizehint"
 )
 
 // ConvertOptions configures Convert.
@@ -24,7 +26,7 @@ type ConvertOptions struct {
 // shorter), so w needs no buffering. Containers are decoded and compressed by Threads
 // workers and written in order, so the output does not depend on Threads.
 // At most 2×Threads containers are held in memory at once.
-func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) error {
+func Convert(ctx context.Context, src source.Source, w io.Writer, opt ConvertOptions) error {
 	threads := opt.Threads
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
@@ -37,7 +39,11 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	if err != nil {
 		return err
 	}
-	out, err := comp.AppendBlocks(nil, src.Header())
+	hdr, err := src.Header()
+	if err != nil {
+		return err
+	}
+	out, err := comp.AppendBlocks(nil, hdr)
 	if err != nil {
 		return err
 	}
@@ -55,7 +61,7 @@ func Convert(ctx context.Context, src Source, w io.Writer, opt ConvertOptions) e
 	if level > 0 {
 		guess = 3 * 256 / 4
 	}
-	cw := &convertWorkers{src: src, hint: newSizeHint(guess),
+	cw := &convertWorkers{src: src, hint: sizehint.New(guess),
 		raws: make(chan []byte, threads), outs: make(chan []byte, 3*threads),
 		comps: make(chan *bgzf.Compressor, threads)}
 	for range threads {
@@ -141,11 +147,11 @@ type convertResult struct {
 
 // convertWorkers is what Convert's workers share.
 type convertWorkers struct {
-	src  Source
-	hint *sizeHint // sizes the blocks' buffers from src's estimates
+	src  source.Source
+	hint *sizehint.Hint // sizes the blocks' buffers from src's estimates
 	// Buffers cycle between the workers and the writer: compressed bytes
 	// back after writing, and raw BAM bytes back to the workers for a
-	// Source that is not a BlockAppender.
+	// source.Source that is not a source.BlockAppender.
 	raws, outs chan []byte
 	comps      chan *bgzf.Compressor // one per worker
 }
@@ -157,21 +163,21 @@ func (cw *convertWorkers) container(ctx context.Context, i int) convertResult {
 	case out = <-cw.outs:
 	default:
 	}
-	if ba, ok := cw.src.(BlockAppender); ok {
+	if ba, ok := cw.src.(source.BlockAppender); ok {
 		// Records go into blocks as they are encoded: no container-sized
 		// BAM buffer.
 		var est int64
-		if e, ok := cw.src.(Estimator); ok {
+		if e, ok := cw.src.(source.Estimator); ok {
 			est = e.EstimateContainer(i)
 		}
-		if hint := cw.hint.size(est); int64(cap(out)) < hint {
+		if hint := cw.hint.Size(est); int64(cap(out)) < hint {
 			out = make([]byte, 0, hint)
 		}
 		c := <-cw.comps
-		data, _, err := ba.AppendContainerBlocks(ctx, i, c, out[:0], nil)
+		data, _, err := ba.AppendContainerBlocks(ctx, i, c, out[:0], source.BlockOptions{})
 		cw.comps <- c
 		if err == nil {
-			cw.hint.observe(est, int64(len(data)))
+			cw.hint.Observe(est, int64(len(data)))
 		}
 		return convertResult{data: data, err: err}
 	}

@@ -5,21 +5,26 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
-// bigSource is a Source of one container of n bytes.
+// bigSource is a source.Source of one container of n bytes.
 type bigSource struct{ data []byte }
 
-func (s bigSource) Name() string              { return "big" }
-func (s bigSource) Header() []byte            { return []byte("BAM\x01") }
+func (s bigSource) Name() string            { return "big" }
+func (s bigSource) Header() ([]byte, error) { return []byte("BAM\x01"), nil }
+func (s bigSource) Identity() (source.Identity, error) {
+	return source.Identity{}, source.ErrNoIdentity
+}
+func (s bigSource) Variant() string           { return "" }
 func (s bigSource) NumContainers() int        { return 1 }
 func (s bigSource) ContainerOffset(int) int64 { return 0 }
 func (s bigSource) AppendContainer(_ context.Context, _ int, dst []byte) ([]byte, error) {
@@ -68,7 +73,7 @@ func TestConvertWritesInPieces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := append(src.Header(), data...); !bytes.Equal(raw, want) {
+		if want := append([]byte("BAM\x01"), data...); !bytes.Equal(raw, want) {
 			t.Fatalf("level %d: output holds %d bytes, want the %d of header and container", level, len(raw), len(want))
 		}
 	}
@@ -99,7 +104,7 @@ func TestConvertGathersSmallContainers(t *testing.T) {
 // buffer Convert builds them in, with its size estimate optionally
 // replaced by a fixed one.
 type hintProbe struct {
-	*CRAM
+	*cram.CRAM
 	fixed int64 // the estimate of every container; 0: the CRAM's own
 
 	mu    sync.Mutex // guards grown
@@ -113,8 +118,8 @@ func (p *hintProbe) EstimateContainer(i int) int64 {
 	return p.CRAM.EstimateContainer(i)
 }
 
-func (p *hintProbe) AppendContainerBlocks(ctx context.Context, i int, c *bgzf.Compressor, dst []byte, each func(rec []byte, start, end int64) error) ([]byte, int64, error) {
-	out, n, err := p.CRAM.AppendContainerBlocks(ctx, i, c, dst, each)
+func (p *hintProbe) AppendContainerBlocks(ctx context.Context, i int, c *bgzf.Compressor, dst []byte, opt source.BlockOptions) ([]byte, source.Blocks, error) {
+	out, n, err := p.CRAM.AppendContainerBlocks(ctx, i, c, dst, opt)
 	if err == nil && cap(out) != cap(dst) {
 		p.mu.Lock()
 		p.grown = append(p.grown, i)
@@ -130,7 +135,7 @@ var hintCRAMs = []string{"ce_1000.scramble-3.0-s1S50.cram", "ce_1000.scramble-4.
 // openHintCRAMs opens the hintCRAMs and, made by samtools from the
 // "synth" fixture, CRAMs 3.0 and 3.1 of six containers of 2,000 reads
 // (about 500 KB of BAM each).
-func openHintCRAMs(t *testing.T) []*CRAM {
+func openHintCRAMs(t *testing.T) []*cram.CRAM {
 	store := testdataReference(t)
 	var paths []string
 	for _, name := range hintCRAMs {
@@ -143,9 +148,9 @@ func openHintCRAMs(t *testing.T) []*CRAM {
 			"--output-fmt-option", "seqs_per_slice=2000", "-o", p, synth.path)
 		paths = append(paths, p)
 	}
-	var cs []*CRAM
+	var cs []*cram.CRAM
 	for _, p := range paths {
-		c, err := OpenCRAM(p, CRAMOptions{Reference: store})
+		c, err := cram.Open(p, cram.Options{Reference: store})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,34 +202,6 @@ func TestConvertHintKeepsBytes(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// TestSizeHintBounded checks that no estimate, however large (a container
-// header is untrusted), makes a hint allocate more than maxSizeHint, and
-// that a hint learns from the containers done.
-func TestSizeHintBounded(t *testing.T) {
-	for _, est := range []int64{1 << 30, 1 << 50, math.MaxInt64} {
-		h := newSizeHint(2 * 256)
-		if hint := h.size(est); hint != maxSizeHint {
-			t.Errorf("estimate %d: hint %d, want the bound %d", est, hint, maxSizeHint)
-		}
-		h.observe(est, math.MaxInt32)
-		h.observe(1, 1<<40)
-		if hint := h.size(est); hint > maxSizeHint || hint <= 0 {
-			t.Errorf("estimate %d after outputs far above estimates: hint %d, want 1..%d", est, hint, maxSizeHint)
-		}
-	}
-	h := newSizeHint(2 * 256)
-	h.observe(1e6, 1.5e6)
-	if hint := h.size(1e6); hint < 1.5e6 || hint > 1.7e6 {
-		t.Errorf("after a container of 1.5 MB estimated at 1 MB: hint %d for another such, want 1.5-1.7 MB", hint)
-	}
-	if hint := newSizeHint(2 * 256).size(100); hint != bgzf.MaxBlockSize {
-		t.Errorf("estimate of 100 bytes: hint %d, want a block's %d", hint, bgzf.MaxBlockSize)
-	}
-	if hint := newSizeHint(2 * 256).size(0); hint != 0 {
-		t.Errorf("no estimate: hint %d, want 0", hint)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/cramfs/cramfs/engine/layout"
 )
 
 // A level-0 layout scanned by measuring records (Segment.NoDigest) learns
@@ -42,7 +44,7 @@ type learnedDigests struct {
 
 // init makes l hold the digests idx has learned and returns how many of
 // its segments are measured.
-func (l *learnedDigests) init(idx *indexFile) int {
+func (l *learnedDigests) init(idx *layout.File) int {
 	segs := idx.Layout.Segments
 	measured := 0
 	for _, s := range segs {
@@ -93,7 +95,7 @@ func (l *learnedDigests) snapshot() map[int]uint32 {
 
 // want returns segment i of the layout as its build is checked: with its
 // digest once learned.
-func (ls *layoutState) want(i int) Segment {
+func (ls *layoutState) want(i int) layout.Segment {
 	s := ls.idx.Layout.Segments[i]
 	if !s.NoDigest {
 		return s
@@ -278,15 +280,14 @@ func (ls *layoutState) writeLearnedIfCurrent(learned map[int]uint32) error {
 // check this Manager's builds too. Called with saves.fileMu held.
 func (ls *layoutState) writeLearned(learned map[int]uint32) error {
 	m := ls.m
-	name := indexName(ls.key)
-	if disk, err := loadIndex(m.opts.CacheDir, name, m.opts.SharedCache); err == nil && sameLayout(disk, ls.idx) {
+	if disk, err := m.dir.Load(ls.key); err == nil && sameLayout(disk, ls.idx) {
 		theirs := digestsOf(disk)
 		for i, d := range theirs {
 			if !ls.idx.Layout.Segments[i].NoDigest {
 				continue
 			}
 			if mine, ok := learned[i]; ok && mine != d {
-				m.log.Warn("another writer's index learned another digest for a segment; keeping this one", "index", name, "segment", i, "digest", mine, "theirs", d)
+				m.log.Warn("another writer's index learned another digest for a segment; keeping this one", "index", m.dir.PathOf(ls.key), "segment", i, "digest", mine, "theirs", d)
 				continue
 			}
 			learned[i] = d
@@ -295,7 +296,7 @@ func (ls *layoutState) writeLearned(learned map[int]uint32) error {
 	}
 	f := *ls.idx
 	f.Learned = maps.Clone(learned)
-	return writeIndex(m.opts.CacheDir, name, &f, m.opts.SharedCache)
+	return m.dir.Save(ls.key, &f)
 }
 
 // adopt takes the digests of learned that ls does not know yet.
@@ -313,14 +314,14 @@ func (ls *layoutState) adopt(learned map[int]uint32) {
 
 // sameLayout reports whether a and b are layouts of the same file version
 // and of the same shape, whatever digests each knows.
-func sameLayout(a, b *indexFile) bool {
+func sameLayout(a, b *layout.File) bool {
 	return a.Depends == b.Depends && a.ID == b.ID && len(a.Layout.Segments) == len(b.Layout.Segments) &&
 		layoutTag(&a.Layout, 0) == layoutTag(&b.Layout, 0) && a.Layout.Header == b.Layout.Header
 }
 
 // digestsOf returns the digests f knows of its data segments: built by its
 // scan or learned.
-func digestsOf(f *indexFile) map[int]uint32 {
+func digestsOf(f *layout.File) map[int]uint32 {
 	out := maps.Clone(f.Learned)
 	if out == nil {
 		out = map[int]uint32{}

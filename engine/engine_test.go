@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +20,8 @@ import (
 
 	"github.com/cramfs/cramfs/cache"
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/bgzftest"
 )
 
@@ -38,7 +39,7 @@ func newTestManager(t testing.TB, opts Options) (*Manager, *logCounter) {
 	return m, lc
 }
 
-func openT(t testing.TB, m *Manager, src Source) *VirtualBAM {
+func openT(t testing.TB, m *Manager, src source.Source) *VirtualBAM {
 	t.Helper()
 	v, err := m.Open(context.Background(), src)
 	if err != nil {
@@ -98,7 +99,7 @@ func TestWholeFileEqualsIndependentCompression(t *testing.T) {
 }
 
 // interestingOffsets lists offsets around every boundary of the layout.
-func interestingOffsets(l Layout) []int64 {
+func interestingOffsets(l layout.Layout) []int64 {
 	offs := []int64{0, 1, l.Header.CompLen - 1, l.Header.CompLen, l.Size - 28, l.Size - 1, l.Size, l.Size + 1, l.Size + 1<<20}
 	for _, s := range l.Segments {
 		offs = append(offs, s.Offset-1, s.Offset, s.Offset+1, s.End()-1)
@@ -261,7 +262,7 @@ func TestOneBuildPerSegment(t *testing.T) {
 	m.checkInvariants(t, vs...)
 }
 
-func v0Seg(v *VirtualBAM, i int) Segment { return v.Layout().Segments[i] }
+func v0Seg(v *VirtualBAM, i int) layout.Segment { return v.Layout().Segments[i] }
 
 func TestReadahead(t *testing.T) {
 	src := newFakeSource(fixture(t, "synth"), "")
@@ -296,7 +297,7 @@ func TestReadahead(t *testing.T) {
 		}
 		off += int64(n)
 	}
-	next := l.segmentAt(off)
+	next := l.SegmentAt(off)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		ahead := 0
@@ -364,13 +365,13 @@ func TestUnsortedHasNoIndex(t *testing.T) {
 	}
 }
 
-func indexPathFor(t *testing.T, m *Manager, src Source) string {
+func indexPathFor(t *testing.T, m *Manager, src source.Source) string {
 	t.Helper()
-	id, depends, err := m.identify(src.(fileSource))
+	id, depends, err := m.identify(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(m.opts.CacheDir, indexName(indexKey(id, depends)))
+	return m.dir.PathOf(layout.Key(id, depends))
 }
 
 func TestPersistedIndex(t *testing.T) {
@@ -619,12 +620,12 @@ func TestOpenErrors(t *testing.T) {
 // roundTripIndex is an index file with a segment of every digest kind:
 // built, measured and not yet known, measured and learned; measured ones
 // with a content sum and without.
-func roundTripIndex() *indexFile {
-	return &indexFile{
-		Depends: dependsOn(1, "md=1"),
-		ID:      identity{Dev: 7, Ino: 8, Size: 123, MTime: 456, CTime: 789, Head: [32]byte{1}, Tail: [32]byte{2}},
-		Layout: Layout{Level: 1, Header: Segment{CompLen: 50, RawLen: 70, Digest: 9},
-			Segments: []Segment{{Offset: 50, CompLen: 10, RawLen: 20, Digest: 1}, {Offset: 60}, {Offset: 60, CompLen: 5, RawLen: 6, Digest: 2},
+func roundTripIndex() *layout.File {
+	return &layout.File{
+		Depends: layout.Depends(1, "md=1"),
+		ID:      source.Identity{Dev: 7, Ino: 8, Size: 123, MTime: 456, CTime: 789, Head: [32]byte{1}, Tail: [32]byte{2}},
+		Layout: layout.Layout{Level: 1, Header: layout.Segment{CompLen: 50, RawLen: 70, Digest: 9},
+			Segments: []layout.Segment{{Offset: 50, CompLen: 10, RawLen: 20, Digest: 1}, {Offset: 60}, {Offset: 60, CompLen: 5, RawLen: 6, Digest: 2},
 				{Offset: 65, CompLen: 7, RawLen: 3, NoDigest: true}, {Offset: 72, CompLen: 8, RawLen: 4, NoDigest: true},
 				{Offset: 80, CompLen: 9, RawLen: 5, NoDigest: true, Sum: 0x1234, HasSum: true},
 				{Offset: 89, CompLen: 2, RawLen: 1, NoDigest: true, HasSum: true}},
@@ -637,8 +638,8 @@ func roundTripIndex() *indexFile {
 
 func TestIndexRoundTrip(t *testing.T) {
 	f := roundTripIndex()
-	b := marshalIndex(f)
-	g, err := readIndex(b)
+	b := layout.Marshal(f)
+	g, err := layout.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -646,7 +647,7 @@ func TestIndexRoundTrip(t *testing.T) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", g, f)
 	}
 	for cut := range len(b) {
-		if _, err := readIndex(b[:cut]); !errors.Is(err, ErrInvalid) {
+		if _, err := layout.Parse(b[:cut]); !errors.Is(err, layout.ErrInvalid) {
 			t.Fatalf("truncated to %d: %v", cut, err)
 		}
 	}
@@ -655,9 +656,9 @@ func TestIndexRoundTrip(t *testing.T) {
 // FuzzReadIndex feeds arbitrary bytes to the index parser: it must never
 // panic, and whatever it accepts must re-encode to the same bytes.
 func FuzzReadIndex(f *testing.F) {
-	f.Add(marshalIndex(&indexFile{Depends: dependsOn(1, "md=1"), Layout: Layout{Header: Segment{CompLen: 1, RawLen: 1}}}))
+	f.Add(layout.Marshal(&layout.File{Depends: layout.Depends(1, "md=1"), Layout: layout.Layout{Header: layout.Segment{CompLen: 1, RawLen: 1}}}))
 	measured := roundTripIndex()
-	f.Add(marshalIndex(measured))
+	f.Add(layout.Marshal(measured))
 	for i := range measured.Layout.Segments {
 		measured.Layout.Segments[i].Sum, measured.Layout.Segments[i].HasSum = 0, false
 	}
@@ -696,10 +697,10 @@ func FuzzReadIndex(f *testing.F) {
 
 func checkIndexBytes(t *testing.T, b []byte) {
 	{
-		idx, err := readIndex(b)
+		idx, err := layout.Parse(b)
 		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("error not wrapping ErrInvalid: %v", err)
+			if !errors.Is(err, layout.ErrInvalid) {
+				t.Fatalf("error not wrapping layout.ErrInvalid: %v", err)
 			}
 			return
 		}
@@ -943,7 +944,7 @@ func TestReadaheadRamp(t *testing.T) {
 	}
 	read()
 	read()
-	c := lay.segmentAt(off) // where the window of the last read starts
+	c := lay.SegmentAt(off) // where the window of the last read starts
 	time.Sleep(100 * time.Millisecond)
 	for i := c + 1; i < len(segs); i++ {
 		if built(i) {
@@ -953,7 +954,7 @@ func TestReadaheadRamp(t *testing.T) {
 	for range 4 * rampReads * maxAhead {
 		read()
 	}
-	c = lay.segmentAt(off)
+	c = lay.SegmentAt(off)
 	// The window counts segments that hold data; empty ones are skipped.
 	var window []int
 	beyond := c
@@ -1266,7 +1267,7 @@ func TestReadaheadFollowsReorderedReads(t *testing.T) {
 	if end >= v.Size()/2 {
 		t.Fatalf("fixture too small: reads reached %d of %d bytes", end, v.Size())
 	}
-	next := lay.segmentAt(end) + 1
+	next := lay.SegmentAt(end) + 1
 	for next < len(lay.Segments) && lay.Segments[next].CompLen == 0 {
 		next++
 	}
@@ -1314,7 +1315,7 @@ func TestReadaheadWaitsForLongRun(t *testing.T) {
 	if reads < 4*rampReads {
 		t.Fatalf("only %d reads: the window would not have grown anyway", reads)
 	}
-	c := lay.segmentAt(off - 1)
+	c := lay.SegmentAt(off - 1)
 	time.Sleep(100 * time.Millisecond)
 	if i := builtBeyond(c); i >= 0 {
 		t.Fatalf("a run of %d reads, %d bytes, ending in segment %d built segment %d ahead", reads, off-start, c, i)
@@ -1325,7 +1326,7 @@ func TestReadaheadWaitsForLongRun(t *testing.T) {
 		}
 		off += chunk
 	}
-	c = lay.segmentAt(off - 1)
+	c = lay.SegmentAt(off - 1)
 	for deadline := time.Now().Add(10 * time.Second); builtBeyond(c) < 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a run of %d bytes ending in segment %d built nothing ahead", off-start, c)
@@ -1385,35 +1386,5 @@ func TestLeavingSegmentsKeptForBuilds(t *testing.T) {
 	if got := m.pool.Reused() - before; got != burst {
 		t.Errorf("%d of %d builds after a burst of %d segments of %d KiB left a %d KiB cache reused their storage",
 			got, burst, burst, seg>>10, cacheSize>>10)
-	}
-}
-
-// TestIdentityReusesItsWindow: the identity check that every first build
-// of a segment makes reads the file's ends without a fresh buffer each
-// time (800 builds of a file made 50 MB of garbage).
-func TestIdentityReusesItsWindow(t *testing.T) {
-	f, err := os.Open(fixture(t, "synth").path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	first, err := descriptorIdentity(f, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first.Size < 2*identityWindow {
-		t.Fatalf("fixture of %d bytes, want at least %d", first.Size, 2*identityWindow)
-	}
-	const calls = 20
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range calls {
-		if id, err := descriptorIdentity(f, true); err != nil || id != first {
-			t.Fatalf("identity %+v, %v; want %+v", id, err, first)
-		}
-	}
-	runtime.ReadMemStats(&after)
-	if per := (after.TotalAlloc - before.TotalAlloc) / calls; per > identityWindow/4 {
-		t.Errorf("%d bytes allocated per identity check of a %d KiB window", per, identityWindow>>10)
 	}
 }

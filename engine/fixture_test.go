@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
@@ -241,22 +242,22 @@ func newFakeSource(f *bamFixture, name string) *fakeSource {
 }
 
 func (s *fakeSource) Name() string                { return s.name }
-func (s *fakeSource) Header() []byte              { return s.header }
+func (s *fakeSource) Header() ([]byte, error)     { return s.header, nil }
 func (s *fakeSource) NumContainers() int          { return len(s.conts) }
 func (s *fakeSource) ContainerOffset(i int) int64 { return int64(1000 * i) }
 
-// fileIdentity implements fileSource with the identity of the file named,
+// Identity implements source.Source with the identity of the file named,
 // when there is one (the fixture's BAM stands in for a CRAM).
-func (s *fakeSource) fileIdentity(withDev bool) (identity, error) {
+func (s *fakeSource) Identity() (source.Identity, error) {
 	f, err := os.Open(s.name)
 	if err != nil {
-		return identity{}, err
+		return source.Identity{}, fmt.Errorf("%w: %w", source.ErrNoIdentity, err)
 	}
 	defer f.Close()
-	return descriptorIdentity(f, withDev)
+	return source.FileIdentity(f)
 }
 
-func (s *fakeSource) variant() string { return "fake" }
+func (s *fakeSource) Variant() string { return "fake" }
 
 func (s *fakeSource) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {

@@ -13,6 +13,9 @@ import (
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/encode/bai"
+	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/corpus"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
@@ -26,16 +29,16 @@ func forgeIndex(t *testing.T, path string, nRef int) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := readIndex(b)
+	idx, err := layout.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged, err := bai.NewBuilder(nRef).Finish(uint64(idx.Layout.eofOffset()) << 16)
+	forged, err := bai.NewBuilder(nRef).Finish(uint64(idx.Layout.EOFOffset()) << 16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	idx.BAI = forged
-	if err := os.WriteFile(path, marshalIndex(idx), 0o644); err != nil {
+	if err := os.WriteFile(path, layout.Marshal(idx), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return forged
@@ -143,7 +146,7 @@ func chmodT(t *testing.T, p string, mode os.FileMode) {
 }
 
 // openCRAMWith opens a CRAM with the reference FASTA ref and opts.
-func openCRAMWith(t *testing.T, path, ref string, opts CRAMOptions) *CRAM {
+func openCRAMWith(t *testing.T, path, ref string, opts cram.Options) *cram.CRAM {
 	t.Helper()
 	store, err := reference.Open([]string{ref}, reference.Options{NoEnv: true})
 	if err != nil {
@@ -151,7 +154,7 @@ func openCRAMWith(t *testing.T, path, ref string, opts CRAMOptions) *CRAM {
 	}
 	t.Cleanup(func() { store.Close() })
 	opts.Reference = store
-	c, err := OpenCRAM(path, opts)
+	c, err := cram.Open(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,18 +172,18 @@ func readAllErr(v *VirtualBAM) ([]byte, error) {
 // not used for the BAM without them (`cramfs index`, then `mount
 // --no-md` on the same cache); each variant gets its own.
 func TestIndexKeyHasNoMD(t *testing.T) {
-	cram := filepath.Join(corpus.Root(), "testdata", "cram", "ce_1000.3.0.cram")
+	path := filepath.Join(corpus.Root(), "testdata", "cram", "ce_1000.3.0.cram")
 	ref := filepath.Join(corpus.Root(), "testdata", "ref", "ce.fa")
 	dir := t.TempDir()
 	opts := Options{CacheDir: dir, Level: Stored, CacheSize: -1, Readahead: -1}
 	mWith, mNo := mustManager(t, opts), mustManager(t, opts)
-	withMD := openT(t, mWith, openCRAMWith(t, cram, ref, CRAMOptions{}))
-	noMD := openT(t, mNo, openCRAMWith(t, cram, ref, CRAMOptions{NoMD: true}))
+	withMD := openT(t, mWith, openCRAMWith(t, path, ref, cram.Options{}))
+	noMD := openT(t, mNo, openCRAMWith(t, path, ref, cram.Options{NoMD: true}))
 	got, err := readAllErr(noMD)
 	if err != nil {
 		t.Fatalf("--no-md after an index with MD: %v (size %d, with MD %d)", err, noMD.Size(), withMD.Size())
 	}
-	fresh := openT(t, mustManager(t, Options{Level: Stored}), openCRAMWith(t, cram, ref, CRAMOptions{NoMD: true}))
+	fresh := openT(t, mustManager(t, Options{Level: Stored}), openCRAMWith(t, path, ref, cram.Options{NoMD: true}))
 	want, err := readAllErr(fresh)
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("--no-md BAM differs from one made with an empty cache (%v)", err)
@@ -215,7 +218,7 @@ func TestIdentityIsOfTheFileRead(t *testing.T) {
 	}
 	dir := t.TempDir()
 	opts := Options{CacheDir: dir, Level: Stored, CacheSize: -1, Readahead: -1}
-	c := openCRAMWith(t, p, ref, CRAMOptions{})
+	c := openCRAMWith(t, p, ref, cram.Options{})
 	if err := os.WriteFile(p+".new", changed, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -226,12 +229,12 @@ func TestIdentityIsOfTheFileRead(t *testing.T) {
 	if _, err := readAllErr(first); err != nil {
 		t.Fatalf("the old file, still open: %v", err)
 	}
-	v := openT(t, mustManager(t, opts), openCRAMWith(t, p, ref, CRAMOptions{}))
+	v := openT(t, mustManager(t, opts), openCRAMWith(t, p, ref, cram.Options{}))
 	got, err := readAllErr(v)
 	if err != nil {
 		t.Fatalf("the new file got the old file's layout: %v", err)
 	}
-	want, err := readAllErr(openT(t, mustManager(t, Options{Level: Stored}), openCRAMWith(t, p, ref, CRAMOptions{})))
+	want, err := readAllErr(openT(t, mustManager(t, Options{Level: Stored}), openCRAMWith(t, p, ref, cram.Options{})))
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("the new file's BAM differs from one made with an empty cache (%v)", err)
 	}
@@ -256,14 +259,14 @@ func decodableFlip(t *testing.T, orig []byte, path, ref string) []byte {
 	return nil
 }
 
-// convertBytes writes cram to path and returns its BAM, or nil when it
-// does not decode.
-func convertBytes(t *testing.T, cram []byte, path, ref string) []byte {
+// convertBytes writes data, a CRAM, to path and returns its BAM, or nil
+// when it does not decode.
+func convertBytes(t *testing.T, data []byte, path, ref string) []byte {
 	t.Helper()
-	if err := os.WriteFile(path, cram, 0o644); err != nil {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := openCRAMWith(t, path, ref, CRAMOptions{})
+	c := openCRAMWith(t, path, ref, cram.Options{})
 	var out bytes.Buffer
 	if err := Convert(context.Background(), c, &out, ConvertOptions{Threads: 1, Level: Stored}); err != nil {
 		return nil
@@ -273,7 +276,7 @@ func convertBytes(t *testing.T, cram []byte, path, ref string) []byte {
 
 // TestFileChangedDuringScan: the file is rewritten in place while its
 // layout is scanned. Its identity after the scan differs from the one
-// before: the open fails with ErrChanged and nothing is persisted.
+// before: the open fails with source.ErrChanged and nothing is persisted.
 func TestFileChangedDuringScan(t *testing.T) {
 	fx := fixture(t, "synth")
 	p := filepath.Join(t.TempDir(), "x.bam")
@@ -293,8 +296,8 @@ func TestFileChangedDuringScan(t *testing.T) {
 	}
 	m := mustManager(t, Options{})
 	_, err = m.Open(context.Background(), src)
-	if !errors.Is(err, ErrChanged) {
-		t.Fatalf("Open of a file changed during its scan: %v, want ErrChanged", err)
+	if !errors.Is(err, source.ErrChanged) {
+		t.Fatalf("Open of a file changed during its scan: %v, want source.ErrChanged", err)
 	}
 	if ents, _ := os.ReadDir(m.opts.CacheDir); len(ents) != 0 {
 		t.Fatalf("%d files persisted for a file that changed during its scan", len(ents))
@@ -344,7 +347,7 @@ func TestDigestMismatchDropsLayout(t *testing.T) {
 }
 
 // TestDroppedLayoutNotReloadedAsAnother: two VirtualBAMs of one file
-// version share its layout in the FileStates. Once a rebuilt segment of
+// version share its layout in the states.FileStates. Once a rebuilt segment of
 // one disagrees with it, the other, reading the layout again, finds the
 // file scanned to another layout: it fails with ErrMismatch and is Stale
 // rather than serving the new layout's segments at its own offsets under

@@ -1,13 +1,14 @@
 package engine
 
 import (
-	"container/list"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/states"
 )
 
 // checkInvariants checks the INVARIANT lines of the engine's state for m
@@ -41,7 +42,6 @@ func (m *Manager) checkLocked(t testing.TB, vs ...*VirtualBAM) {
 	}
 	m.checkStates(t, known)
 	m.checkSaves(t)
-	m.checkDecoders(t)
 	parties := make([]*party, 0, len(vs)+len(m.scans))
 	for _, v := range vs {
 		parties = append(parties, &v.party)
@@ -136,7 +136,7 @@ func (m *Manager) checkLayoutState(t testing.TB, where string, ls *layoutState) 
 
 // checkLayout checks that l is contiguous, of m's level, with the
 // header's digest known and no digest kept for a segment without one.
-func (m *Manager) checkLayout(t testing.TB, where string, l *Layout) {
+func (m *Manager) checkLayout(t testing.TB, where string, l *layout.Layout) {
 	t.Helper()
 	if l.Level != m.opts.Level.Deflate() {
 		t.Errorf("%s: layout of level %d, Manager level %d", where, l.Level, m.opts.Level.Deflate())
@@ -226,61 +226,39 @@ func (v *VirtualBAM) checkRun(t testing.TB, name string, segs int) {
 	}
 }
 
-// checkStates checks the FileStates and their entries, under
-// FileStates.mu (and each entry's lock), and the residents of the layouts
-// known (held, pinned or dropped).
+// checkStates checks the FileStates' counts against its entries, and the
+// layouts among them and those known (held, pinned or dropped). The
+// FileStates' own invariants are checked by package states' tests, a
+// CRAM's by package cram's.
 func (m *Manager) checkStates(t testing.TB, known []*layoutState) {
 	t.Helper()
-	s := m.states
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var bytes int64
-	files := 0
-	for e := s.lru.Front(); e != nil; e = e.Next() {
-		v := e.Value.(stateEntry)
-		r := v.res()
-		if r.elem != e || r.gone {
-			t.Errorf("FileStates: entry %T is not at its element (%v) or is gone (%v)", v, r.elem == e, r.gone)
+	entries, bytes, files := m.states.Snapshot()
+	maxBytes, maxFiles := m.states.Bounds()
+	var sum int64
+	n := 0
+	for _, e := range entries {
+		r := e.Resident()
+		sum += r.Bytes
+		if r.File {
+			n++
 		}
-		bytes += r.bytes
-		if r.file {
-			files++
-		}
-		switch st := v.(type) {
-		case *layoutState:
+		if st, ok := e.(*layoutState); ok {
 			if !st.persist {
 				t.Errorf("FileStates: holds layout %s, not persisted", st.key)
 			}
 			m.checkLayoutState(t, "FileStates entry "+st.key, st)
-		case *cramState:
-			checkCRAMEntry(t, st)
 		}
 	}
-	if bytes != s.bytes || files != s.files {
-		t.Errorf("FileStates: counts %d bytes and %d descriptors, its entries hold %d and %d", s.bytes, s.files, bytes, files)
+	if sum != bytes || n != files {
+		t.Errorf("FileStates: counts %d bytes and %d descriptors, its entries hold %d and %d", bytes, files, sum, n)
 	}
-	if (s.bytes > s.maxBytes || s.files > s.maxFiles) && s.lru.Len() > 1 {
-		t.Errorf("FileStates: %d entries hold %d bytes and %d descriptors, bounds %d and %d", s.lru.Len(), s.bytes, s.files, s.maxBytes, s.maxFiles)
+	if (bytes > maxBytes || files > maxFiles) && len(entries) > 1 {
+		t.Errorf("FileStates: %d entries hold %d bytes and %d descriptors, bounds %d and %d", len(entries), bytes, files, maxBytes, maxFiles)
 	}
 	for _, ls := range known {
-		if ls.gone && ls.elem != nil || !ls.persist && ls.elem != nil {
-			t.Errorf("layout %s (persisted %v): gone %v, yet an entry of the FileStates", ls.key, ls.persist, ls.gone)
+		if !ls.persist && slices.Contains(entries, states.Entry(ls)) {
+			t.Errorf("layout %s: not persisted, yet an entry of the FileStates", ls.key)
 		}
-	}
-}
-
-// checkCRAMEntry checks st, an entry of the FileStates, and its CRAM,
-// under the CRAM's lock.
-func checkCRAMEntry(t testing.TB, st *cramState) {
-	t.Helper()
-	c := st.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st.users < 0 || st.dropped {
-		t.Errorf("CRAM %s: an entry of the FileStates with %d users, dropped %v; want users >= 0, not dropped", c.path, st.users, st.dropped)
-	}
-	if c.st != nil && c.st.dropped || c.closed && c.st != nil {
-		t.Errorf("CRAM %s: its state is dropped (%v) or it is closed (%v) with a state", c.path, c.st != nil && c.st.dropped, c.closed)
 	}
 }
 
@@ -304,25 +282,6 @@ func (m *Manager) checkSaves(t testing.TB) {
 		if !ls.persist || !saving {
 			t.Errorf("saveQueue: layout %s queued, persisted %v, save under way %v; want both", ls.key, ls.persist, saving)
 		}
-	}
-}
-
-// checkDecoders checks the counted decoders' reservation, under their
-// pool's lock.
-func (m *Manager) checkDecoders(t testing.TB) {
-	t.Helper()
-	p := m.decoders.Load()
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	want := int64(0)
-	if p.budget != nil {
-		want = min(p.total, p.maxCount)
-	}
-	if p.counted != want {
-		t.Errorf("DecoderPool: %d bytes counted of %d (at most %d, budget set %v), want %d", p.counted, p.total, p.maxCount, p.budget != nil, want)
 	}
 }
 
@@ -401,20 +360,13 @@ func (m *Manager) checkAtRest(t testing.TB, vs ...*VirtualBAM) {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.states
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	entries, bytes, _ := m.states.Snapshot()
 	for k, ls := range m.layouts {
-		if ls.elem == nil {
+		if !slices.Contains(entries, states.Entry(ls)) {
 			t.Errorf("Manager.layouts[%q]: not an entry of the FileStates at rest", k)
 		}
 	}
-	for e := s.lru.Front(); e != nil; e = e.Next() {
-		if st, ok := e.Value.(*cramState); ok {
-			checkCRAMAtRest(t, st)
-		}
-	}
-	m.checkReserved(t, &s.lru, s.bytes)
+	m.checkReserved(t, len(entries), bytes)
 	w := m.workers
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -428,30 +380,15 @@ func (m *Manager) checkAtRest(t testing.TB, vs ...*VirtualBAM) {
 	}
 }
 
-// checkCRAMAtRest checks st, an entry of the FileStates, at rest.
-func checkCRAMAtRest(t testing.TB, st *cramState) {
-	t.Helper()
-	c := st.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st.users != 0 || c.st != st {
-		t.Errorf("CRAM %s at rest: its entry in the FileStates has %d users, is its current state %v; want 0 users, current", c.path, st.users, c.st == st)
-	}
-}
-
-// checkReserved checks, under FileStates.mu, that the cache's
-// reservations are the states' bytes and the decoders' counted ones.
-func (m *Manager) checkReserved(t testing.TB, lru *list.List, stateBytes int64) {
+// checkReserved checks that the cache's reservations are the file
+// states' bytes and the decoders' counted ones.
+func (m *Manager) checkReserved(t testing.TB, entries int, stateBytes int64) {
 	t.Helper()
 	var decoders int64
 	if p := m.decoders.Load(); p != nil {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.budget == reserver(m.cache) {
-			decoders = p.counted
-		}
+		_, decoders = p.Footprint()
 	}
 	if got := m.cache.Stats().Reserved; got != stateBytes+decoders {
-		t.Errorf("cache at rest: %d bytes reserved, want the %d of the %d file states plus the %d of the decoders", got, stateBytes, lru.Len(), decoders)
+		t.Errorf("cache at rest: %d bytes reserved, want the %d of the %d file states plus the %d of the decoders", got, stateBytes, entries, decoders)
 	}
 }

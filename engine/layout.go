@@ -10,70 +10,13 @@ import (
 	"github.com/cramfs/cramfs/encode/bai"
 	"github.com/cramfs/cramfs/encode/bam"
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/source"
 )
 
 // castagnoli is the CRC-32C table used for segment digests and index
 // checksums.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// Segment is one contiguous run of BGZF blocks in the virtual BAM: the
-// header's blocks, or the records of one CRAM data container (CRAMv3 §7)
-// compressed to BGZF (SAMv1 §4.1). No BGZF block spans two segments.
-type Segment struct {
-	Offset  int64  // byte offset of the first block in the virtual BAM
-	CompLen int64  // length of the BGZF blocks; 0 for a container without records
-	RawLen  int64  // length of the BAM data the blocks hold
-	Digest  uint32 // segmentDigest of the BGZF blocks, unless NoDigest
-	// NoDigest marks a segment measured, not built, by the scan (level 0,
-	// a LayoutScanner): its lengths follow from its records' lengths, its
-	// digest is learned from its first build (see layoutState.learn).
-	NoDigest bool
-	// Sum is the content sum of the container the scan measured (see
-	// ContentSummer), when HasSum: a measured segment's first build must
-	// be decoded from bytes of the same sum. A measured segment without
-	// one (an index of format 5) is checked against the file's identity.
-	Sum    uint32
-	HasSum bool
-}
-
-// End returns the offset just past the segment.
-func (s Segment) End() int64 { return s.Offset + s.CompLen }
-
-// Layout is the shape of a virtual BAM (SAMv1 §4): the BGZF blocks of the
-// header, one segment per CRAM data container, then the BGZF EOF block.
-//
-// INVARIANT: contiguous: Header.Offset == 0 < Header.CompLen, each
-// segment begins where the one before ends (the first at Header.CompLen),
-// and Size is where the last ends plus the EOF block; segmentAt's search
-// relies on it (the scan and readIndex derive the offsets so)
-// INVARIANT: !Header.NoDigest; a segment with NoDigest has Digest 0
-// INVARIANT: a segment's CompLen is 0 exactly when its RawLen is
-// INVARIANT: HasSum => NoDigest (a content sum is a measured segment's);
-// !HasSum => Sum == 0
-type Layout struct {
-	Level    int       // deflate level of the blocks; 0 = stored
-	Header   Segment   // the BAM header's blocks, at offset 0
-	Segments []Segment // one per data container, in file order
-	Size     int64     // total size including the 28-byte EOF block
-}
-
-// clone returns a deep copy of l.
-func (l Layout) clone() Layout {
-	l.Segments = append([]Segment(nil), l.Segments...)
-	return l
-}
-
-// eofOffset returns the offset of the BGZF EOF block.
-func (l *Layout) eofOffset() int64 { return l.Size - int64(len(bgzf.EOF)) }
-
-// maxSegment returns the size of the largest segment's BGZF bytes.
-func (l *Layout) maxSegment() int64 {
-	var n int64
-	for _, s := range l.Segments {
-		n = max(n, s.CompLen)
-	}
-	return n
-}
 
 // blockInfo is one BGZF block of a compressed segment.
 type blockInfo struct {
@@ -228,7 +171,7 @@ func (m *voffsetMapper) at(u int64) (uint64, error) {
 
 // builtSegment is one container decoded and compressed by the scan.
 type builtSegment struct {
-	seg    Segment // Offset not yet known
+	seg    layout.Segment // Offset not yet known
 	blocks []blockInfo
 	recs   []recInfo
 	frag   *bai.Fragment // what recs add to the index (scanRun.fragment); nil for none
@@ -245,18 +188,18 @@ func storedBlocks(dst []blockInfo, n int64) []blockInfo {
 	return dst
 }
 
-// measureContainer measures container i of src, a LayoutScanner, for a
+// measureContainer measures container i of src, a source.LayoutScanner, for a
 // level-0 layout without building it: its segment's lengths (the digest
 // left unknown) and content sum (when ls is a ContentSummer), its blocks
 // and what the index needs of its records, in a table made for hint
 // records.
-func measureContainer(ctx context.Context, src Source, ls LayoutScanner, i, hint int) (*builtSegment, error) {
+func measureContainer(ctx context.Context, src source.Source, ls source.LayoutScanner, i, hint int) (*builtSegment, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	recs := make([]recInfo, 0, hint)
 	var off int64
-	each := func(r RecordLayout) error {
+	each := func(r source.RecordLayout) error {
 		if r.Len < 4+32 {
 			return fmt.Errorf("%w: %s: container %d: record at offset %d of %d bytes, shorter than a BAM record's fixed part", ErrInvalid, src.Name(), i, off, r.Len)
 		}
@@ -264,15 +207,9 @@ func measureContainer(ctx context.Context, src Source, ls LayoutScanner, i, hint
 		off += r.Len
 		return nil
 	}
-	seg := Segment{NoDigest: true}
-	var rawLen int64
-	var err error
-	if cs, ok := ls.(ContentSummer); ok {
-		rawLen, seg.Sum, err = cs.ScanLayoutSum(ctx, i, each)
-		seg.HasSum = true
-	} else {
-		rawLen, err = ls.ScanLayout(ctx, i, each)
-	}
+	seg := layout.Segment{NoDigest: true}
+	rawLen, sum, err := ls.ScanLayout(ctx, i, each)
+	seg.Sum, seg.HasSum = sum.CRC, sum.OK
 	if err != nil {
 		return nil, err // ScanLayout's errors name the file and the container
 	}
@@ -291,8 +228,8 @@ func measureContainer(ctx context.Context, src Source, ls LayoutScanner, i, hint
 // segment (sizes and segmentDigest of its blocks at c's level), its blocks and
 // what the index needs of its records. raw is scratch for the BAM bytes;
 // it is returned for reuse. hint is the size the blocks probably need.
-// A BlockAppender writes the blocks as it encodes the records, without raw.
-func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, pool *cache.Pool, hint int64, i int, raw []byte) (*builtSegment, []byte, error) {
+// A source.BlockAppender writes the blocks as it encodes the records, without raw.
+func scanContainer(ctx context.Context, src source.Source, c *bgzf.Compressor, pool *cache.Pool, hint int64, i int, raw []byte) (*builtSegment, []byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, raw, err
 	}
@@ -302,16 +239,18 @@ func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, pool *ca
 	defer buf.Release()
 	var recs []recInfo
 	var rawLen int64
-	if ba, ok := src.(BlockAppender); ok {
+	if ba, ok := src.(source.BlockAppender); ok {
 		var err error
-		buf.B, rawLen, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, func(rec []byte, start, end int64) error {
+		var b source.Blocks
+		buf.B, b, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, source.BlockOptions{Each: func(rec []byte, start, end int64) error {
 			refID, pos, rend, flags, err := bam.RecordInfo(rec)
 			if err != nil {
 				return fmt.Errorf("%w: record at offset %d: %w", ErrInvalid, start, err)
 			}
 			recs = append(recs, recInfo{refID: refID, unmapped: flags&4 != 0, beg: pos, end: rend, uStart: start, uEnd: end})
 			return nil
-		})
+		}})
+		rawLen = b.Raw
 		if err != nil {
 			return nil, raw, fmt.Errorf("%s: container %d at offset %d: %w", src.Name(), i, src.ContainerOffset(i), err)
 		}
@@ -347,7 +286,7 @@ func scanContainer(ctx context.Context, src Source, c *bgzf.Compressor, pool *ca
 		return nil, raw, fmt.Errorf("%w: %s: container %d: blocks hold %d bytes, want %d", ErrInvalid, src.Name(), i, total, rawLen)
 	}
 	return &builtSegment{
-		seg:    Segment{CompLen: int64(len(comp)), RawLen: rawLen, Digest: digest},
+		seg:    layout.Segment{CompLen: int64(len(comp)), RawLen: rawLen, Digest: digest},
 		blocks: blocks,
 		recs:   recs,
 	}, raw, nil

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/engine/source"
 )
 
 // BenchmarkBenchDataFirstAccess is the first access of a never-indexed
@@ -60,8 +62,8 @@ func TestBenchDataLeanEqualsFull(t *testing.T) {
 	defer store.Close()
 	for _, path := range crams {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			_, _, leanIdx, fullIdx := scanBoth(t, func() Source {
-				c, err := OpenCRAM(path, CRAMOptions{Reference: store})
+			_, _, leanIdx, fullIdx := scanBoth(t, func() source.Source {
+				c, err := cram.Open(path, cram.Options{Reference: store})
 				if err != nil {
 					t.Fatal(err)
 				}

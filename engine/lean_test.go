@@ -15,6 +15,9 @@ import (
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -67,42 +70,51 @@ func TestStoredBlocksAreTheCompressors(t *testing.T) {
 // (LayoutScanner) by framing the records it would build.
 type scanningSource struct{ *fakeSource }
 
-func (s *scanningSource) ScanLayout(ctx context.Context, i int, each func(RecordLayout) error) (int64, error) {
+func (s *scanningSource) ScanLayout(ctx context.Context, i int, each func(source.RecordLayout) error) (int64, source.Sum, error) {
 	return measureBuilt(ctx, s, i, each)
 }
 
 // measureBuilt implements ScanLayout for src by building container i and
 // framing its records.
-func measureBuilt(ctx context.Context, src Source, i int, each func(RecordLayout) error) (int64, error) {
+func measureBuilt(ctx context.Context, src source.Source, i int, each func(source.RecordLayout) error) (int64, source.Sum, error) {
 	raw, err := src.AppendContainer(ctx, i, nil)
 	if err != nil {
-		return 0, err
+		return 0, source.Sum{}, err
 	}
-	return measureRecords(raw, each)
+	recs, err := walkRecords(nil, raw)
+	if err != nil {
+		return 0, source.Sum{}, err
+	}
+	for _, r := range recs {
+		if err := each(source.RecordLayout{Len: r.uEnd - r.uStart, RefID: r.refID, Beg: r.beg, End: r.end, Unmapped: r.unmapped}); err != nil {
+			return 0, source.Sum{}, err
+		}
+	}
+	return int64(len(raw)), source.Sum{}, nil
 }
 
 // comparableIndex returns the index file f as it would be without any
 // digest of a data segment (every one not yet known) nor content sum.
-func comparableIndex(f *indexFile) []byte {
+func comparableIndex(f *layout.File) []byte {
 	g := *f
-	g.Layout = f.Layout.clone()
+	g.Layout = f.Layout.Clone()
 	g.Learned = nil
 	for i := range g.Layout.Segments {
 		g.Layout.Segments[i].Digest, g.Layout.Segments[i].NoDigest = 0, true
 		g.Layout.Segments[i].Sum, g.Layout.Segments[i].HasSum = 0, false
 	}
-	return marshalIndex(&g)
+	return layout.Marshal(&g)
 }
 
 // checkSums checks that every segment of the lean index file idx of the
 // CRAM at path has the content sum of its container's data in the file.
-func checkSums(t *testing.T, idx *indexFile, path string) {
+func checkSums(t *testing.T, idx *layout.File, path string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := OpenCRAM(path, CRAMOptions{AllowMissingEOF: true})
+	c, err := cram.Open(path, cram.Options{AllowMissingEOF: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +130,10 @@ func checkSums(t *testing.T, idx *indexFile, path string) {
 // scanBoth opens src with a measuring (lean) Manager and with one that
 // builds every container (Options.Digests), each with its own cache
 // directory, and returns both VirtualBAMs and the index files written.
-func scanBoth(t *testing.T, open func() Source) (lean, full *VirtualBAM, leanIdx, fullIdx *indexFile) {
+func scanBoth(t *testing.T, open func() source.Source) (lean, full *VirtualBAM, leanIdx, fullIdx *layout.File) {
 	t.Helper()
 	var vs [2]*VirtualBAM
-	var idxs [2]*indexFile
+	var idxs [2]*layout.File
 	for k, digests := range []bool{false, true} {
 		m, _ := newTestManager(t, Options{Level: Stored, Digests: digests, Readahead: -1})
 		src := open()
@@ -130,7 +142,7 @@ func scanBoth(t *testing.T, open func() Source) (lean, full *VirtualBAM, leanIdx
 		if err != nil {
 			t.Fatalf("digests=%v: index not written: %v", digests, err)
 		}
-		if idxs[k], err = readIndex(b); err != nil {
+		if idxs[k], err = layout.Parse(b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -140,7 +152,7 @@ func scanBoth(t *testing.T, open func() Source) (lean, full *VirtualBAM, leanIdx
 // checkLeanEqualsFull compares the lean and full index files of one file
 // byte for byte, digests aside, and checks that every data segment of the
 // lean one is measured and of the full one built.
-func checkLeanEqualsFull(t *testing.T, leanIdx, fullIdx *indexFile) {
+func checkLeanEqualsFull(t *testing.T, leanIdx, fullIdx *layout.File) {
 	t.Helper()
 	if a, b := comparableIndex(leanIdx), comparableIndex(fullIdx); !bytes.Equal(a, b) {
 		t.Fatalf("lean index file (%d bytes) differs from the full scan's (%d bytes), digests aside", len(a), len(b))
@@ -161,7 +173,7 @@ func TestLeanScanEqualsFullScan(t *testing.T) {
 	for _, name := range []string{"synth", "small", "unsorted"} {
 		t.Run(name, func(t *testing.T) {
 			fx := fixture(t, name)
-			lean, full, leanIdx, fullIdx := scanBoth(t, func() Source {
+			lean, full, leanIdx, fullIdx := scanBoth(t, func() source.Source {
 				return &scanningSource{newFakeSource(fx, "")}
 			})
 			checkLeanEqualsFull(t, leanIdx, fullIdx)
@@ -216,8 +228,8 @@ func TestLeanScanEqualsFullScanCRAM(t *testing.T) {
 				}
 				defer store.Close()
 				for _, noMD := range []bool{false, true} {
-					lean, full, leanIdx, fullIdx := scanBoth(t, func() Source {
-						c, err := OpenCRAM(filepath.Join(set.dir, e.path), CRAMOptions{Reference: store, NoMD: noMD, AllowMissingEOF: true})
+					lean, full, leanIdx, fullIdx := scanBoth(t, func() source.Source {
+						c, err := cram.Open(filepath.Join(set.dir, e.path), cram.Options{Reference: store, NoMD: noMD, AllowMissingEOF: true})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -270,7 +282,7 @@ func learnedOnDisk(t *testing.T, path string) (map[int]uint32, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := readIndex(b)
+	f, err := layout.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,17 +382,25 @@ func TestLearnedDigestsMerged(t *testing.T) {
 	m2.checkInvariants(t, v2)
 }
 
-// marshalFormat encodes f in the index format given, 6 (marshalIndex) or
+// marshalFormat encodes f in the index format given, 6 (layout.Marshal) or
 // an older one: format 5 has no content sum per segment, format 4 no kind
 // of digest either (every digest built).
-func marshalFormat(f *indexFile, format uint32) []byte {
-	b := marshalIndex(f)
-	if format == indexFormat {
+func marshalFormat(f *layout.File, format uint32) []byte {
+	// The format's record lengths, as layout.Parse describes them: a segment
+	// of format 6 is CompLen, RawLen (u64), digest (u32), digest kind and
+	// sum kind (u8), sum (u32); format 5 has no sum, format 4 neither
+	// kind.
+	const (
+		indexFixedHead = 8 + 4 + 4 // magic, format, depends length
+		segRecordLen   = 8 + 8 + 4 + 1 + 1 + 4
+	)
+	keep := map[uint32]int{4: segRecordLen - 6, 5: segRecordLen - 5}[format]
+	b := layout.Marshal(f)
+	if format == layout.Format {
 		return b
 	}
 	b = b[:len(b)-4]
 	binary.LittleEndian.PutUint32(b[8:], format)
-	keep := segRecordLenOf(format)
 	// The segments follow the fixed part: keep the start of each record.
 	at := indexFixedHead + len(f.Depends) + 5*8 + 2*32 + 4
 	out := append([]byte(nil), b[:at]...)
@@ -393,7 +413,7 @@ func marshalFormat(f *indexFile, format uint32) []byte {
 		at += segRecordLen
 	}
 	out = append(out, b[at:]...)
-	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	return binary.LittleEndian.AppendUint32(out, crc32.Checksum(out, crc32.MakeTable(crc32.Castagnoli)))
 }
 
 // TestLegacyIndexRead: an index file of format 4, as an earlier cramfs
@@ -411,13 +431,13 @@ func TestLegacyIndexRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := readIndex(b)
+	f, err := layout.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(path)
-	f.Depends = dependsOnFormat(4, 0, "fake")
-	old := filepath.Join(dir, indexName(indexKey(f.ID, f.Depends)))
+	f.Depends = layout.DependsFormat(4, 0, "fake")
+	old := m.dir.PathOf(layout.Key(f.ID, f.Depends))
 	if err := os.WriteFile(old, marshalFormat(f, 4), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -437,13 +457,13 @@ func TestLegacyIndexRead(t *testing.T) {
 	if err != nil {
 		t.Fatalf("not written again in the current format: %v", err)
 	}
-	if g, err := readIndex(b); err != nil || binary.LittleEndian.Uint32(b[8:]) != indexFormat || fmt.Sprint(g.Layout) != fmt.Sprint(f.Layout) {
+	if g, err := layout.Parse(b); err != nil || binary.LittleEndian.Uint32(b[8:]) != layout.Format || fmt.Sprint(g.Layout) != fmt.Sprint(f.Layout) {
 		t.Fatalf("the current format's copy: %v", err)
 	}
 }
 
 // TestFirstBuildOfChangedFileRefused: a measured segment's first build
-// from a Source without content sums, checked against the layout's
+// from a source.Source without content sums, checked against the layout's
 // lengths only, is refused once the file is no longer the version scanned
 // (here its ctime moved), rather than serving bytes that may be another
 // version's.
@@ -466,8 +486,8 @@ func TestFirstBuildOfChangedFileRefused(t *testing.T) {
 	if err := os.Chmod(path, 0o600); err != nil { // a new ctime
 		t.Fatal(err)
 	}
-	if _, err := v.ReadAt(make([]byte, 64), segs[4].Offset); !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "container 4") {
-		t.Fatalf("first build after the file changed: %v, want ErrChanged naming the container", err)
+	if _, err := v.ReadAt(make([]byte, 64), segs[4].Offset); !errors.Is(err, source.ErrChanged) || !strings.Contains(err.Error(), "container 4") {
+		t.Fatalf("first build after the file changed: %v, want source.ErrChanged naming the container", err)
 	}
 }
 
@@ -496,7 +516,7 @@ func TestDroppedIndexNotRestoredBySave(t *testing.T) {
 			t.Fatal("the digest learned was not saved")
 		}
 	}
-	m.states.dropAll() // the state leaves memory; v reads it again
+	m.states.DropAll() // the state leaves memory; v reads it again
 	if _, err := v.ReadAt(make([]byte, 64), seg.Offset); !errors.Is(err, ErrMismatch) {
 		t.Fatalf("build of other bytes: %v, want ErrMismatch", err)
 	}
@@ -580,7 +600,7 @@ func TestLearnedDigestsSurviveKill(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := readIndex(b)
+		f, err := layout.Parse(b)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/engine/cram"
 	"github.com/cramfs/cramfs/internal/corpus"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
@@ -42,8 +43,8 @@ func TestContainerOverMemoryLimitRefused(t *testing.T) {
 	if limit != MinContainerMemory {
 		t.Fatalf("a 16 MiB cache lets a container take %d bytes, want the minimum %d", limit, MinContainerMemory)
 	}
-	open := func(name string) (*CRAM, error) {
-		c, err := OpenCRAM(filepath.Join(dir, name), CRAMOptions{Reference: store, MaxContainerMemory: limit})
+	open := func(name string) (*cram.CRAM, error) {
+		c, err := cram.Open(filepath.Join(dir, name), cram.Options{Reference: store, MaxContainerMemory: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +117,7 @@ func TestFileStatesDroppedAndReadAgain(t *testing.T) {
 	var vs []*VirtualBAM
 	var want, wantIdx [][]byte
 	for _, name := range []string{"ce_1000.3.0.cram", "ce_5b.3.0.cram"} {
-		c, err := OpenCRAM(filepath.Join(corpus.Root(), "testdata", "cram", name), CRAMOptions{Reference: store, States: m.States()})
+		c, err := cram.Open(filepath.Join(corpus.Root(), "testdata", "cram", name), cram.Options{Reference: store, States: m.States()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,12 +129,12 @@ func TestFileStatesDroppedAndReadAgain(t *testing.T) {
 	}
 	for round := range 3 {
 		for i, v := range vs {
-			m.states.dropAll()
+			m.states.DropAll()
 			if got := readAll(t, v, 7000); !bytes.Equal(got, want[i]) {
 				t.Fatalf("round %d, file %d read again: %d bytes differ from the %d first read", round, i, len(got), len(want[i]))
 			}
 			m.checkInvariants(t, vs...) // with the CRAM's state held
-			m.states.dropAll()
+			m.states.DropAll()
 			if got := v.Index(); !bytes.Equal(got, wantIdx[i]) {
 				t.Fatalf("round %d, file %d: index read again differs", round, i)
 			}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/cramfs/cramfs/cache"
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/states"
 )
 
 // LOCK ORDERING
@@ -24,7 +26,7 @@ import (
 //  1. saveQueue.fileMu (held while an index file is written with learned
 //     digests, or removed as wrong: file I/O)
 //  2. Manager.mu
-//  3. FileStates.mu
+//  3. states.FileStates.mu
 //  4. CRAM.mu (held while the file is opened again and its header and
 //     container table read: file I/O), DecoderPool.mu, saveQueue.mu
 //  5. layoutState.mu, VirtualBAM.mu, workerPool.mu
@@ -40,16 +42,16 @@ import (
 //     VirtualBAM.behind).
 //   - Manager.mu, then cache.Cache.mu: buildOrWait looks the segment up
 //     again before it registers a build.
-//   - FileStates.mu, then cache.Cache.mu: FileStates.count.
+//   - states.FileStates.mu, then cache.Cache.mu: states.FileStates.Count.
 //   - DecoderPool.mu, then cache.Cache.mu: DecoderPool.settle.
 //
 // The rest of the order is that of the invariant check (checkInvariants,
-// invariants_test.go), which holds Manager.mu, FileStates.mu and the
+// invariants_test.go), which holds Manager.mu, states.FileStates.mu and the
 // locks of the entries together to see one consistent state.
 //
-// Callbacks run without their caller's lock: FileStates calls
+// Callbacks run without their caller's lock: states.FileStates calls
 // stateEntry.drop (which takes Manager.mu or CRAM.mu) after releasing
-// FileStates.mu, and DecoderPool its OnChange function after DecoderPool.mu.
+// states.FileStates.mu, and DecoderPool its OnChange function after DecoderPool.mu.
 //
 // Waits: no lock is held while waiting for a worker (workerPool.acquire),
 // for a segment build led by another caller (building.done) or for a
@@ -74,9 +76,11 @@ type Manager struct {
 	// the cache and that no reader holds any more, within the cache's
 	// bound.
 	pool *cache.Pool
-	// states holds the per-file state of open files (see FileStates),
+	// states holds the per-file state of open files (see states.FileStates),
 	// its bytes counted against the cache.
-	states *FileStates
+	states *states.FileStates
+	// dir is the cache directory the layouts are persisted in.
+	dir layout.Dir
 
 	// Constant after NewManager.
 	opts   Options         // defaults resolved
@@ -130,7 +134,7 @@ type Manager struct {
 	anonSeq    atomic.Uint64      // numbers the layouts of files without identity
 	// decoders, set by CountDecoders, count against the cache; maxSeg is
 	// the largest segment of the files opened. Both atomic.
-	decoders atomic.Pointer[DecoderPool]
+	decoders atomic.Pointer[decoderBudget]
 	maxSeg   atomic.Int64
 }
 
@@ -145,16 +149,18 @@ func NewManager(opts Options, log *slog.Logger) *Manager {
 	if err != nil { // unreachable: withDefaults makes the size non-negative
 		c, _ = cache.New[cache.Key](0)
 	}
-	if n, err := removeStaleTemps(opts.CacheDir, opts.SharedCache, time.Now()); n > 0 {
+	dir := layout.Dir{Path: opts.CacheDir, Shared: opts.SharedCache}
+	if n, err := dir.RemoveStaleTemps(time.Now()); n > 0 {
 		log.Info("removed temporary layout indexes of killed writers", "dir", opts.CacheDir, "count", n)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		log.Debug("cache directory not cleaned", "dir", opts.CacheDir, "err", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	states := NewFileStates(opts.stateBytes(), opts.MaxOpenFiles)
-	states.count(c)
+	fileStates := states.NewFileStates(opts.stateBytes(), opts.MaxOpenFiles)
+	fileStates.Count(c)
 	return &Manager{
-		states:   states,
+		states:   fileStates,
+		dir:      dir,
 		opts:     opts,
 		log:      log,
 		cache:    c,
@@ -181,7 +187,7 @@ func (m *Manager) Close() {
 	m.closed = true
 	m.mu.Unlock()
 	m.background.Wait()
-	m.states.dropAll()
+	m.states.DropAll()
 }
 
 // startBackground counts a goroutine about to start, which must call
@@ -197,9 +203,9 @@ func (m *Manager) startBackground() bool {
 	return true
 }
 
-// States returns the FileStates of the Manager: CRAMs opened with it as
+// States returns the states.FileStates of the Manager: CRAMs opened with it as
 // CRAMOptions.States share the bounds and the budget of the layouts.
-func (m *Manager) States() *FileStates { return m.states }
+func (m *Manager) States() *states.FileStates { return m.states }
 
 // Options returns the options in effect, defaults resolved.
 func (m *Manager) Options() Options { return m.opts }

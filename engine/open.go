@@ -8,18 +8,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
 	"unsafe"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/source"
+	"github.com/cramfs/cramfs/engine/states"
 )
 
 // Open returns the virtual BAM of src. The first Open of a file scans every
 // container once (or loads the persisted layout index); concurrent Opens of
 // the same file share one scan.
-func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
+func (m *Manager) Open(ctx context.Context, src source.Source) (*VirtualBAM, error) {
 	hdrRaw, err := headerOf(src)
 	if err != nil {
 		return nil, err
@@ -40,12 +41,11 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		return nil, fmt.Errorf("%w: %s: %d containers", ErrInvalid, src.Name(), src.NumContainers())
 	}
 
-	fsrc, _ := src.(fileSource)
-	id, depends, idErr := m.identify(fsrc)
+	id, depends, idErr := m.identify(src)
 	persist := idErr == nil
 	var key string
 	if persist {
-		key = indexKey(id, depends)
+		key = layout.Key(id, depends)
 	} else {
 		key, depends = "anon:"+src.Name(), ""
 		m.log.Debug("no file identity; layout kept in memory only", "file", src.Name(), "err", idErr)
@@ -68,7 +68,7 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 		layoutKey = ""
 	}
 
-	maxSeg := idx.Layout.maxSegment()
+	maxSeg := idx.Layout.MaxSegment()
 	m.noteSegmentSize(maxSeg)
 	v := &VirtualBAM{
 		m:         m,
@@ -97,26 +97,15 @@ func (m *Manager) Open(ctx context.Context, src Source) (*VirtualBAM, error) {
 // openedLayout is the layout an Open found, and whether it scanned the
 // file for it.
 type openedLayout struct {
-	idx     *indexFile
+	idx     *layout.File
 	scanned bool
 }
 
-// headerReader is a Source whose header can fail to be read (a CRAM read
-// again after its state was dropped).
-type headerReader interface {
-	ReadHeader() ([]byte, error)
-}
-
 // headerOf returns the uncompressed BAM header of src.
-func headerOf(src Source) ([]byte, error) {
-	var h []byte
-	if hr, ok := src.(headerReader); ok {
-		var err error
-		if h, err = hr.ReadHeader(); err != nil {
-			return nil, err
-		}
-	} else {
-		h = src.Header()
+func headerOf(src source.Source) ([]byte, error) {
+	h, err := src.Header()
+	if err != nil {
+		return nil, err
 	}
 	if len(h) == 0 {
 		return nil, fmt.Errorf("%w: %s: empty BAM header", ErrInvalid, src.Name())
@@ -124,31 +113,27 @@ func headerOf(src Source) ([]byte, error) {
 	return h, nil
 }
 
-// headerSegment is the segment number of the header's blocks in the
-// cache.
-const headerSegment = -1
-
 // compressHeader appends the BGZF blocks of the BAM header hdrRaw of src,
 // made by c, to dst, and returns them with their segment.
-func compressHeader(c *bgzf.Compressor, src Source, dst, hdrRaw []byte) ([]byte, Segment, error) {
+func compressHeader(c *bgzf.Compressor, src source.Source, dst, hdrRaw []byte) ([]byte, layout.Segment, error) {
 	start := len(dst)
 	dst, err := compressSegment(c, dst, hdrRaw)
 	if err != nil {
-		return dst[:start], Segment{}, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
+		return dst[:start], layout.Segment{}, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
 	}
 	digest, err := segmentDigest(dst[start:])
 	if err != nil {
-		return dst[:start], Segment{}, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
+		return dst[:start], layout.Segment{}, fmt.Errorf("%s: compressing header: %w", src.Name(), err)
 	}
-	return dst, Segment{CompLen: int64(len(dst) - start), RawLen: int64(len(hdrRaw)), Digest: digest}, nil
+	return dst, layout.Segment{CompLen: int64(len(dst) - start), RawLen: int64(len(hdrRaw)), Digest: digest}, nil
 }
 
 // layoutState is the layout and index of one file version: in the
-// Manager's FileStates when the layout can be read again from its index
+// Manager's states.FileStates when the layout can be read again from its index
 // key, else pinned by its VirtualBAMs.
 //
 // A layout is made by Manager.keep, held in Manager.layouts and the
-// FileStates while it is persisted, and leaves them when the FileStates
+// states.FileStates while it is persisted, and leaves them when the states.FileStates
 // drop it (drop: its learned digests are flushed, the VirtualBAMs read
 // it again) or when a rebuilt segment disagrees with it (dropLayout: it
 // is the wrong one, kept only by the VirtualBAMs that found it so, as
@@ -162,18 +147,18 @@ type layoutState struct {
 	//
 	// INVARIANT: tag == layoutTag(&idx.Layout, gen)
 	// INVARIANT: measured is the number of idx.Layout.Segments with NoDigest
-	// INVARIANT: idx.Layout is contiguous (see Layout) and of m's level
+	// INVARIANT: idx.Layout is contiguous (see layout.Layout) and of m's level
 	key      string
-	idx      *indexFile // as scanned or loaded; its Learned is not updated
-	tag      string     // layoutTag of idx.Layout and gen
-	gen      uint64     // layouts of the file version dropped before this one (Manager.gens)
-	persist  bool       // idx is persisted under key in the cache directory
-	measured int        // segments with NoDigest
+	idx      *layout.File // as scanned or loaded; its Learned is not updated
+	tag      string       // layoutTag of idx.Layout and gen
+	gen      uint64       // layouts of the file version dropped before this one (Manager.gens)
+	persist  bool         // idx is persisted under key in the cache directory
+	measured int          // segments with NoDigest
 
-	// Mutable, guarded by the FileStates' lock.
+	// Mutable, guarded by the states.FileStates' lock.
 	//
-	// INVARIANT: !persist => never an entry of the FileStates (elem == nil)
-	resident
+	// INVARIANT: !persist => never an entry of the states.FileStates (elem == nil)
+	res states.Resident
 	// Mutable, guarded by mu: the digests learned (see learned).
 	//
 	// INVARIANT: learn.by == nil if measured == 0, else
@@ -185,10 +170,11 @@ type layoutState struct {
 	learn learnedDigests
 }
 
-func (ls *layoutState) res() *resident { return &ls.resident }
+// Resident implements states.Entry.
+func (ls *layoutState) Resident() *states.Resident { return &ls.res }
 
-// drop implements stateEntry.
-func (ls *layoutState) drop() {
+// Drop implements states.Entry.
+func (ls *layoutState) Drop() {
 	m := ls.m
 	m.mu.Lock()
 	if m.layouts[ls.key] == ls {
@@ -200,10 +186,10 @@ func (ls *layoutState) drop() {
 
 // keep returns the state of the file version key, made of idx unless it
 // is held already; a persisted one goes into m.states.
-func (m *Manager) keep(key string, idx *indexFile, persist bool) *layoutState {
+func (m *Manager) keep(key string, idx *layout.File, persist bool) *layoutState {
 	ls := &layoutState{m: m, key: key, idx: idx, persist: persist}
 	ls.measured = ls.learn.init(idx)
-	ls.resident.bytes = int64(256 + len(idx.BAI) + len(idx.Layout.Segments)*int(unsafe.Sizeof(Segment{})+unsafe.Sizeof(learnedDigest{})))
+	ls.res.Bytes = int64(256 + len(idx.BAI) + len(idx.Layout.Segments)*int(unsafe.Sizeof(layout.Segment{})+unsafe.Sizeof(learnedDigest{})))
 	m.mu.Lock()
 	ls.gen = m.gens[key]
 	ls.tag = layoutTag(&idx.Layout, ls.gen)
@@ -217,7 +203,7 @@ func (m *Manager) keep(key string, idx *indexFile, persist bool) *layoutState {
 		m.layouts[key] = ls
 	}
 	m.mu.Unlock()
-	m.states.touch(ls)
+	m.states.Touch(ls)
 	return ls
 }
 
@@ -237,7 +223,7 @@ func (m *Manager) layoutState(ctx context.Context, v *VirtualBAM) (*layoutState,
 			return m.reloadLayout(context.WithoutCancel(ctx), v)
 		})
 		if err != nil {
-			if errors.Is(err, ErrChanged) {
+			if errors.Is(err, source.ErrChanged) {
 				v.stale.Store(true)
 			}
 			return nil, err
@@ -248,7 +234,7 @@ func (m *Manager) layoutState(ctx context.Context, v *VirtualBAM) (*layoutState,
 		v.stale.Store(true)
 		return nil, fmt.Errorf("%w: %s: its layout was found wrong and dropped; the file must be opened again", ErrMismatch, v.src.Name())
 	}
-	m.states.touch(ls)
+	m.states.Touch(ls)
 	return ls, nil
 }
 
@@ -261,23 +247,20 @@ func (m *Manager) reloadLayout(ctx context.Context, v *VirtualBAM) (*layoutState
 		return nil, m.explainSize(err)
 	}
 	if idx.Layout.Size != v.size || idx.HasBAI != v.hasBAI || idx.CSI != v.csi {
-		return nil, fmt.Errorf("%w: %s: layout read again is of %d bytes, not %d", ErrChanged, v.src.Name(), idx.Layout.Size, v.size)
+		return nil, fmt.Errorf("%w: %s: layout read again is of %d bytes, not %d", source.ErrChanged, v.src.Name(), idx.Layout.Size, v.size)
 	}
 	m.log.Debug("file state read again", "file", v.src.Name())
 	return m.keep(v.key, idx, true), nil
 }
 
-// errNoFile is identify's answer for a Source that reads no file.
-var errNoFile = errors.New("source reads no file")
-
 // identify returns the identity of the file src reads and what its bytes
 // depend on, or an error when its layout cannot be persisted.
-func (m *Manager) identify(src fileSource) (identity, string, error) {
-	if src == nil {
-		return identity{}, "", errNoFile
+func (m *Manager) identify(src source.Source) (source.Identity, string, error) {
+	id, err := src.Identity()
+	if m.opts.SharedCache {
+		id.Dev = 0 // NFS clients number devices differently
 	}
-	id, err := src.fileIdentity(!m.opts.SharedCache)
-	return id, dependsOn(m.opts.Level.Deflate(), src.variant()), err
+	return id, layout.Depends(m.opts.Level.Deflate(), src.Variant()), err
 }
 
 // layoutTag fingerprints the level and the segments' lengths of l, and
@@ -286,7 +269,7 @@ func (m *Manager) identify(src fileSource) (identity, string, error) {
 // rather than shape the file, and a measured layout learns them later
 // (or another writer's index has them from the start). A layout dropped
 // and scanned again to the same lengths still gets another tag.
-func layoutTag(l *Layout, gen uint64) string {
+func layoutTag(l *layout.Layout, gen uint64) string {
 	h := sha256.New()
 	var b [2 * 8]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(l.Level))
@@ -305,7 +288,7 @@ func layoutTag(l *Layout, gen uint64) string {
 }
 
 // validFor reports why idx cannot serve src, or nil if it can.
-func (m *Manager) validFor(idx *indexFile, src Source, depends string, id identity, hdrSeg Segment) error {
+func (m *Manager) validFor(idx *layout.File, src source.Source, depends string, id source.Identity, hdrSeg layout.Segment) error {
 	switch {
 	case idx.Depends != depends:
 		return fmt.Errorf("%w: index built for %q, want %q", ErrInvalid, idx.Depends, depends)
@@ -321,15 +304,11 @@ func (m *Manager) validFor(idx *indexFile, src Source, depends string, id identi
 	return nil
 }
 
-// indexName is the file name of the index with key key in the cache
-// directory.
-func indexName(key string) string { return key + ".idx" }
-
 // layoutFor finds a trustworthy layout for src: in memory, on disk, or by
-// scanning (then persisting it; scanned is then true). depends is "" for a Source whose layout
+// scanning (then persisting it; scanned is then true). depends is "" for a source.Source whose layout
 // is not persisted. hdrRaw, the BAM header, is read from src when the
 // scan needs it and it is nil. The caller keeps the layout (Manager.keep).
-func (m *Manager) layoutFor(ctx context.Context, src Source, key, depends string, id identity, hdrRaw []byte, hdrSeg Segment) (*indexFile, bool, error) {
+func (m *Manager) layoutFor(ctx context.Context, src source.Source, key, depends string, id source.Identity, hdrRaw []byte, hdrSeg layout.Segment) (*layout.File, bool, error) {
 	persist := depends != ""
 	if persist {
 		if idx := m.loadLayout(src, key, depends, id, hdrSeg); idx != nil {
@@ -348,17 +327,17 @@ func (m *Manager) layoutFor(ctx context.Context, src Source, key, depends string
 	}
 	// The file read must still be the version identified before the scan:
 	// else the layout could be of neither, and is not kept.
-	after, _, err := m.identify(src.(fileSource))
+	after, _, err := m.identify(src)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: identity after the scan: %w", src.Name(), err)
 	}
 	if after != id {
 		return nil, false, fmt.Errorf("%w: %s: identity before the scan (size %d, mtime %d, ctime %d, inode %d), after (size %d, mtime %d, ctime %d, inode %d)",
-			ErrChanged, src.Name(), id.Size, id.MTime, id.CTime, id.Ino, after.Size, after.MTime, after.CTime, after.Ino)
+			source.ErrChanged, src.Name(), id.Size, id.MTime, id.CTime, id.Ino, after.Size, after.MTime, after.CTime, after.Ino)
 	}
 	idx.Depends = depends
 	idx.ID = id
-	if err := writeIndex(m.opts.CacheDir, indexName(key), idx, m.opts.SharedCache); err != nil {
+	if err := m.dir.Save(key, idx); err != nil {
 		m.warnOnce.Do(func() {
 			m.log.Warn("cannot persist layout indexes; keeping them in memory while they fit, scanning files again after", "dir", m.opts.CacheDir, "err", err)
 		})
@@ -369,14 +348,14 @@ func (m *Manager) layoutFor(ctx context.Context, src Source, key, depends string
 // loadLayout returns the layout of src kept in memory or persisted in the
 // cache directory, or nil when there is none that is valid and trusted.
 // An index refused is logged, with why.
-func (m *Manager) loadLayout(src Source, key, depends string, id identity, hdrSeg Segment) *indexFile {
+func (m *Manager) loadLayout(src source.Source, key, depends string, id source.Identity, hdrSeg layout.Segment) *layout.File {
 	m.mu.Lock()
 	ls := m.layouts[key]
 	m.mu.Unlock()
 	if ls != nil && m.validFor(ls.idx, src, depends, id, hdrSeg) == nil {
 		return ls.idx
 	}
-	idx, err := loadIndex(m.opts.CacheDir, indexName(key), m.opts.SharedCache)
+	idx, err := m.dir.Load(key)
 	if err == nil {
 		err = m.validFor(idx, src, depends, id, hdrSeg)
 	} else if errors.Is(err, fs.ErrNotExist) {
@@ -384,43 +363,39 @@ func (m *Manager) loadLayout(src Source, key, depends string, id identity, hdrSe
 		if legacy, idx, err = m.loadLegacy(src, id, hdrSeg); err == nil {
 			// Kept, and written again, in the current format.
 			idx.Depends = depends
-			werr := writeIndex(m.opts.CacheDir, indexName(key), idx, m.opts.SharedCache)
-			m.log.Debug("layout index of an earlier format loaded", "file", src.Name(), "index", indexName(legacy), "rewritten", werr == nil)
+			werr := m.dir.Save(key, idx)
+			m.log.Debug("layout index of an earlier format loaded", "file", src.Name(), "index", m.dir.PathOf(legacy), "rewritten", werr == nil)
 			return idx
 		}
 	}
 	switch {
 	case err == nil:
-		m.log.Debug("layout index loaded", "file", src.Name(), "index", indexName(key))
+		m.log.Debug("layout index loaded", "file", src.Name(), "index", m.dir.PathOf(key))
 		return idx
 	case errors.Is(err, fs.ErrNotExist):
-	case errors.Is(err, errUntrustedDir):
+	case errors.Is(err, layout.ErrUntrustedDir):
 		// Said once: every file would say it, and nothing is written there.
 		m.warnOnce.Do(func() {
 			m.log.Warn("layout indexes refused; keeping layouts in memory", "dir", m.opts.CacheDir, "why", err)
 		})
-	case errors.Is(err, errUntrusted):
-		m.log.Warn("layout index refused; rebuilding the layout", "file", src.Name(), "index", filepath.Join(m.opts.CacheDir, indexName(key)), "why", err)
+	case errors.Is(err, layout.ErrUntrusted):
+		m.log.Warn("layout index refused; rebuilding the layout", "file", src.Name(), "index", m.dir.PathOf(key), "why", err)
 	default:
-		m.log.Info("layout index unusable; rebuilding", "file", src.Name(), "index", filepath.Join(m.opts.CacheDir, indexName(key)), "err", err)
+		m.log.Info("layout index unusable; rebuilding", "file", src.Name(), "index", m.dir.PathOf(key), "err", err)
 	}
 	return nil
 }
 
 // loadLegacy loads the index of src in an older format still read
-// (legacyIndexFormats, newest first), made by an earlier cramfs, and
+// (layout.LegacyFormats, newest first), made by an earlier cramfs, and
 // returns its key. With none there, the error is the newest format's.
-func (m *Manager) loadLegacy(src Source, id identity, hdrSeg Segment) (string, *indexFile, error) {
-	fsrc, ok := src.(fileSource)
-	if !ok {
-		return "", nil, errNoFile
-	}
+func (m *Manager) loadLegacy(src source.Source, id source.Identity, hdrSeg layout.Segment) (string, *layout.File, error) {
 	var first error
 	var firstKey string
-	for _, format := range legacyIndexFormats {
-		depends := dependsOnFormat(format, m.opts.Level.Deflate(), fsrc.variant())
-		key := indexKey(id, depends)
-		idx, err := loadIndex(m.opts.CacheDir, indexName(key), m.opts.SharedCache)
+	for _, format := range layout.LegacyFormats {
+		depends := layout.DependsFormat(format, m.opts.Level.Deflate(), src.Variant())
+		key := layout.Key(id, depends)
+		idx, err := m.dir.Load(key)
 		if err == nil {
 			err = m.validFor(idx, src, depends, id, hdrSeg)
 		}
@@ -461,7 +436,7 @@ func (m *Manager) dropLayout(v *VirtualBAM) {
 	}
 	m.mu.Unlock()
 	if ls != nil {
-		m.states.remove(ls)
+		m.states.Remove(ls)
 	}
 	if newer {
 		m.log.Warn("a rebuilt segment disagrees with a layout dropped before; the file was scanned again since", "file", v.src.Name())
@@ -469,9 +444,8 @@ func (m *Manager) dropLayout(v *VirtualBAM) {
 	}
 	m.saves.fileMu.Lock()
 	defer m.saves.fileMu.Unlock()
-	path := filepath.Join(m.opts.CacheDir, indexName(v.key))
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		m.log.Warn("cannot remove a layout index found wrong", "file", v.src.Name(), "index", path, "err", err)
+	if err := m.dir.Remove(v.key); err != nil {
+		m.log.Warn("cannot remove a layout index found wrong", "file", v.src.Name(), "index", m.dir.PathOf(v.key), "err", err)
 	}
 	m.log.Warn("layout dropped: a rebuilt segment disagrees with it; the next open scans the file again", "file", v.src.Name())
 }

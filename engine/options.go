@@ -15,21 +15,9 @@ import (
 // are never served.
 var ErrMismatch = errors.New("engine: rebuilt segment does not match layout")
 
-// ErrChanged is returned (wrapped) when a CRAM file changed under the
-// engine: while its layout was scanned (its identity before and after
-// differ; the layout is then neither kept nor persisted), between its
-// open and a re-open of its descriptor, or since the scan measured a
-// container built for the first time (its content sum differs).
-var ErrChanged = errors.New("engine: file changed since it was opened")
-
-// ErrInvalid is returned for malformed input: a Source whose records are
-// not well-framed BAM, or a layout index file that cannot be trusted.
+// ErrInvalid is returned for malformed input: a source.Source whose
+// records are not well-framed BAM.
 var ErrInvalid = errors.New("engine: invalid data")
-
-// EncoderVersion names the generation of the BGZF output this package
-// produces. Bump it whenever the bytes produced for the same records
-// change (compressor upgrade, block cutting), so persisted layouts rebuild.
-const EncoderVersion = 1
 
 // DefaultCacheSize is the block cache bound used when Options.CacheSize is 0.
 const DefaultCacheSize = 256 << 20
@@ -70,7 +58,7 @@ type Options struct {
 	// Digests makes the layout scan at level 0 build every container, as
 	// at the other levels, so that each segment's digest is known from
 	// the start (its first build may then skip the reference MD5 checks).
-	// Without it a level-0 scan of a LayoutScanner only measures the
+	// Without it a level-0 scan of a source.LayoutScanner only measures the
 	// records, and each segment's digest is learned at its first build.
 	Digests bool
 }
@@ -83,7 +71,7 @@ const DefaultMaxOpenFiles = 512
 // take (see stateBytes).
 const minStateBytes = 8 << 20
 
-// stateBytes bounds the per-file state of open files (FileStates): an
+// stateBytes bounds the per-file state of open files (states.FileStates): an
 // eighth of the cache, in which it is counted, and at least minStateBytes.
 func (o Options) stateBytes() int64 {
 	return max(o.CacheSize/8, minStateBytes)

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/cramfs/cramfs/cache"
+	"github.com/cramfs/cramfs/engine/layout"
 )
 
 // reorderWindow is how far before or after the previous read's end a read
@@ -38,7 +39,7 @@ const tailPage = 4096
 // file keeps every worker busy without region queries paying for
 // containers they never read. Reads that arrive slightly out of
 // order (the kernel's concurrent readahead requests) keep the run going.
-func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
+func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 	v.mu.Lock()
 	win := v.m.reorder
 	near := v.lastEnd >= 0 && off >= v.lastEnd-win && off <= v.lastEnd+win
@@ -123,11 +124,11 @@ func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 // the EOF block, which a reader opening the file (the read at offset 0)
 // reads next when it checks the EOF block, as htslib does: their build
 // then overlaps the first segment's rather than following it.
-func (v *VirtualBAM) prefetchTail(l *Layout, runID uint64) {
-	eof := l.eofOffset()
+func (v *VirtualBAM) prefetchTail(l *layout.Layout, runID uint64) {
+	eof := l.EOFOffset()
 	from := max(eof&^(tailPage-1), l.Header.CompLen)
 	segs := l.Segments
-	for i := l.segmentAt(from); i < len(segs) && segs[i].Offset < eof; i++ {
+	for i := l.SegmentAt(from); i < len(segs) && segs[i].Offset < eof; i++ {
 		if segs[i].CompLen > 0 {
 			v.prefetch(segs[i], i, runID)
 		}
@@ -136,7 +137,7 @@ func (v *VirtualBAM) prefetchTail(l *Layout, runID uint64) {
 
 // prefetch builds segment i (want) in the background, for the run of reads
 // runID, unless it is cached or already being prefetched.
-func (v *VirtualBAM) prefetch(want Segment, i int, runID uint64) {
+func (v *VirtualBAM) prefetch(want layout.Segment, i int, runID uint64) {
 	if v.m.ctx.Err() != nil || v.m.cache.Contains(cache.Key{File: v.id, Segment: i}) {
 		return
 	}
@@ -159,7 +160,7 @@ func (v *VirtualBAM) prefetch(want Segment, i int, runID uint64) {
 }
 
 // buildAhead is prefetch's goroutine, one of those Manager.Close waits for.
-func (v *VirtualBAM) buildAhead(want Segment, i int, runID uint64) {
+func (v *VirtualBAM) buildAhead(want layout.Segment, i int, runID uint64) {
 	defer v.m.background.Done()
 	defer v.doneAhead(i)
 	defer v.m.workers.unclaim(&v.party, i) // if it built nothing itself

@@ -11,6 +11,8 @@ import (
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -42,14 +44,14 @@ func otherReference(t *testing.T) string {
 	return path
 }
 
-func openTestCRAM(t *testing.T, name, ref string) *CRAM {
+func openTestCRAM(t *testing.T, name, ref string) *cram.CRAM {
 	t.Helper()
 	store, err := reference.Open([]string{ref}, reference.Options{NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	c, err := OpenCRAM(filepath.Join(corpus.Root(), "testdata", "cram", name), CRAMOptions{Reference: store})
+	c, err := cram.Open(filepath.Join(corpus.Root(), "testdata", "cram", name), cram.Options{Reference: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,18 +73,18 @@ func TestRebuildSkipsOnlyMD5(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range right.NumContainers() {
-		want, _, err := right.AppendContainerBlocks(ctx, i, comp, nil, nil)
+		want, _, err := right.AppendContainerBlocks(ctx, i, comp, nil, source.BlockOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _, err := right.RebuildContainerBlocks(ctx, i, comp, nil)
+		got, _, err := right.AppendContainerBlocks(ctx, i, comp, nil, source.BlockOptions{Rebuild: true})
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("container %d: rebuild gives %d bytes, %v; want the %d bytes of a checked build", i, len(got), err, len(want))
 		}
-		if _, _, err := wrong.AppendContainerBlocks(ctx, i, comp, nil, nil); !errors.Is(err, decode.ErrReference) {
+		if _, _, err := wrong.AppendContainerBlocks(ctx, i, comp, nil, source.BlockOptions{}); !errors.Is(err, decode.ErrReference) {
 			t.Fatalf("container %d: checked build with another reference: %v, want ErrReference", i, err)
 		}
-		got, _, err = wrong.RebuildContainerBlocks(ctx, i, comp, nil)
+		got, _, err = wrong.AppendContainerBlocks(ctx, i, comp, nil, source.BlockOptions{Rebuild: true})
 		if err != nil || bytes.Equal(got, want) {
 			t.Fatalf("container %d: rebuild with another reference: %d bytes equal to the right ones: %v, error %v", i, len(got), bytes.Equal(got, want), err)
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"testing"
 
+	"github.com/cramfs/cramfs/engine/layout"
 	"github.com/cramfs/cramfs/fs"
 )
 
@@ -16,11 +17,11 @@ func TestReorderWindowCoversKernelReadahead(t *testing.T) {
 	m, _ := newTestManager(t, Options{})
 	req, ahead := int64(fs.DefaultMaxRead), int64(fs.DefaultMaxReadAhead)
 	const windows = 6
-	var segs []Segment
+	var segs []layout.Segment
 	for off := int64(0); off < windows*ahead+req; off += 3 << 20 {
-		segs = append(segs, Segment{Offset: off, CompLen: 3 << 20})
+		segs = append(segs, layout.Segment{Offset: off, CompLen: 3 << 20})
 	}
-	l := &Layout{Segments: segs}
+	l := &layout.Layout{Segments: segs}
 	v := &VirtualBAM{m: m, lastEnd: -1, ahead: map[int]bool{}}
 	v.noteRead(l, 0, req) // the reader's own request starts the run
 	first := v.runID

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/layout"
 )
 
 // The benchmarks below measure how the scan and the segment builds share
@@ -87,7 +88,7 @@ func BenchmarkBenchDataParallelRead(b *testing.B) {
 
 // readSegments reads segments first, first+step, ... of v in 128 KiB
 // pieces.
-func readSegments(v *VirtualBAM, segs []Segment, first, step int) error {
+func readSegments(v *VirtualBAM, segs []layout.Segment, first, step int) error {
 	p := make([]byte, 128<<10)
 	for i := first; i < len(segs); i += step {
 		for off := segs[i].Offset; off < segs[i].End(); {
@@ -121,7 +122,7 @@ func BenchmarkBenchDataScanIndex(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var segs []Segment
+	var segs []layout.Segment
 	var built []*builtSegment
 	_, hdrSeg, err := compressHeader(c, src, nil, hdrRaw)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/cramfs/cramfs/encode/bai"
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/encode/csi"
+	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/source"
 )
 
 // indexBuilder is a BAI or CSI builder.
@@ -31,7 +33,7 @@ const baiMaxRefLen = 1 << 29
 // also make each container's part of the index (a bai.Fragment), so that
 // the consumer's work follows the bins a container touches, not its
 // records.
-func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Segment) (*indexFile, error) {
+func (m *Manager) scan(ctx context.Context, src source.Source, hdrRaw []byte, hdrSeg layout.Segment) (*layout.File, error) {
 	n := src.NumContainers()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -66,8 +68,8 @@ func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Se
 		}
 		return nil, fmt.Errorf("%s: scan stopped after %d of %d containers", src.Name(), len(segs), n)
 	}
-	idx := &indexFile{
-		Layout: Layout{
+	idx := &layout.File{
+		Layout: layout.Layout{
 			Level:    m.opts.Level.Deflate(),
 			Header:   hdrSeg,
 			Segments: segs,
@@ -90,11 +92,11 @@ func (m *Manager) scan(ctx context.Context, src Source, hdrRaw []byte, hdrSeg Se
 type scanRun struct {
 	// Dependencies.
 	m   *Manager
-	src Source
+	src source.Source
 
 	// Constant for the scan. lean is src when its containers are measured
 	// rather than built (see Manager.leanScanner), else nil.
-	lean   LayoutScanner
+	lean   source.LayoutScanner
 	g      *errgroup.Group
 	gctx   context.Context // ends with the first failed build
 	cancel context.CancelFunc
@@ -177,7 +179,7 @@ func (r *scanRun) measure(i int) error {
 
 // ScanProgress is a layout scan in progress (see Manager.Scans).
 type ScanProgress struct {
-	File  string // the Source's Name
+	File  string // the source.Source's Name
 	Done  int    // containers scanned
 	Total int    // data containers of the file
 }
@@ -205,11 +207,11 @@ func (m *Manager) scanning(r *scanRun, on bool) {
 	}
 }
 
-// leanScanner returns src as a LayoutScanner when its layout can be
+// leanScanner returns src as a source.LayoutScanner when its layout can be
 // measured rather than built: at level 0, where the blocks follow from the
 // records' lengths, unless Options.Digests asks for every segment's digest.
-func (m *Manager) leanScanner(src Source) LayoutScanner {
-	ls, ok := src.(LayoutScanner)
+func (m *Manager) leanScanner(src source.Source) source.LayoutScanner {
+	ls, ok := src.(source.LayoutScanner)
 	if !ok || m.opts.Level.Deflate() != 0 || m.opts.Digests {
 		return nil
 	}
@@ -274,8 +276,8 @@ func (r *scanRun) noIndex(err error) {
 // stops early, with those placed so far, when the scan's context ends,
 // and with an error (cancelling the scan) when a record's virtual offset
 // cannot be found.
-func (r *scanRun) consume(off int64) ([]Segment, int64, error) {
-	segs := make([]Segment, 0, len(r.res))
+func (r *scanRun) consume(off int64) ([]layout.Segment, int64, error) {
+	segs := make([]layout.Segment, 0, len(r.res))
 	for i := range r.res {
 		var bs *builtSegment
 		select {
@@ -299,7 +301,7 @@ func (r *scanRun) consume(off int64) ([]Segment, int64, error) {
 // addRecords adds the records of container i, placed as s, to the index:
 // its worker's fragment when the index takes it whole, else each record
 // (addEach). A record the index refuses gives up the index, not the scan.
-func (r *scanRun) addRecords(i int, s Segment, bs *builtSegment) error {
+func (r *scanRun) addRecords(i int, s layout.Segment, bs *builtSegment) error {
 	if r.bld == nil || len(bs.recs) == 0 {
 		return nil
 	}
@@ -319,7 +321,7 @@ func (r *scanRun) addRecords(i int, s Segment, bs *builtSegment) error {
 // addEach adds the records of container i, placed as s, one by one, for a
 // container whose fragment the index refused (or that has none): it gives
 // the index Add would have given, or gives it up with Add's error.
-func (r *scanRun) addEach(i int, s Segment, bs *builtSegment) error {
+func (r *scanRun) addEach(i int, s layout.Segment, bs *builtSegment) error {
 	vm := voffsetMapper{base: s.Offset, end: s.End(), blocks: bs.blocks}
 	for _, rec := range bs.recs {
 		vs, err := vm.at(rec.uStart)

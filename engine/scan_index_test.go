@@ -13,6 +13,9 @@ import (
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/encode/bai"
 	"github.com/cramfs/cramfs/encode/csi"
+	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/bamtest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
@@ -82,7 +85,7 @@ func TestScanIndexEqualsRecordByRecord(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer store.Close()
-				src, err := OpenCRAM(filepath.Join(d.dir, e.path), CRAMOptions{Reference: store, AllowMissingEOF: true})
+				src, err := cram.Open(filepath.Join(d.dir, e.path), cram.Options{Reference: store, AllowMissingEOF: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -111,7 +114,7 @@ func TestScanConsumerMergesFragments(t *testing.T) {
 			corpus.Missing(t, "testdata reference: %v", err)
 		}
 		defer store.Close()
-		src, err := OpenCRAM(filepath.Join(dir, "cram", "ce_1000.3.0-sps1.cram"), CRAMOptions{Reference: store})
+		src, err := cram.Open(filepath.Join(dir, "cram", "ce_1000.3.0-sps1.cram"), cram.Options{Reference: store})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +128,7 @@ func TestScanConsumerMergesFragments(t *testing.T) {
 
 // checkConsumerMerges runs the scan of src step by step (the workers'
 // part, then the consumer's), spoiling the records between the two.
-func checkConsumerMerges(t *testing.T, src Source) {
+func checkConsumerMerges(t *testing.T, src source.Source) {
 	m, _ := newTestManager(t, Options{Level: Stored})
 	want, _, err := indexByRecord(t, readAll(t, openT(t, m, src), 1<<20), false)
 	if err != nil {
@@ -149,7 +152,7 @@ func checkConsumerMerges(t *testing.T, src Source) {
 	n := src.NumContainers()
 	r := &scanRun{m: m, src: src, g: g, gctx: gctx, cancel: cancel, slots: make(chan struct{}, n), res: make([]chan *builtSegment, n)}
 	r.lean = m.leanScanner(src) // the workers' path the scan takes
-	if _, ok := src.(LayoutScanner); ok && r.lean == nil {
+	if _, ok := src.(source.LayoutScanner); ok && r.lean == nil {
 		t.Fatal("a level-0 scan of a LayoutScanner does not measure it")
 	}
 	r.newIndex(hdrRaw)
@@ -229,7 +232,7 @@ func TestScanRefusesIndexAsAdd(t *testing.T) {
 
 // containerOfRecord is the number of the container holding record k of a
 // virtual BAM.
-func containerOfRecord(t *testing.T, l Layout, whole []byte, k int) int {
+func containerOfRecord(t *testing.T, l layout.Layout, whole []byte, k int) int {
 	t.Helper()
 	f := bamtest.Read(t, whole)
 	coff := int64(f.Recs[k].VBeg >> 16)

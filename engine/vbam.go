@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cramfs/cramfs/cache"
 	"github.com/cramfs/cramfs/encode/bgzf"
+	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/source"
 )
 
 // VirtualBAM is the BAM file (SAMv1 §4) of one CRAM, materialised on
@@ -20,10 +21,10 @@ import (
 type VirtualBAM struct {
 	// Dependencies.
 	m   *Manager
-	src Source
+	src source.Source
 
 	// Constant after Manager.Open. The layout and index are the
-	// Manager's, in its FileStates (see state), the header's blocks a
+	// Manager's, in its states.FileStates (see state), the header's blocks a
 	// segment of its cache.
 	//
 	// INVARIANT: pinned != nil <=> key == ""; a layout pinned has tag and
@@ -32,12 +33,12 @@ type VirtualBAM struct {
 	//            scanned again (another tag) never shares cached segments
 	// INVARIANT: every layout v serves (state) has tag, its Size is size
 	//            and its index is as hasBAI and csi say
-	id      string   // identity of the file and its layout in the block cache
-	key     string   // index key of the layout; "" when it is not persisted
-	depends string   // what the bytes depend on besides the file (dependsOn)
-	tag     string   // layoutTag of the layout
-	fid     identity // of the file when opened
-	hdrSeg  Segment  // the header's blocks, to check a rebuild
+	id      string          // identity of the file and its layout in the block cache
+	key     string          // index key of the layout; "" when it is not persisted
+	depends string          // what the bytes depend on besides the file (layout.Depends)
+	tag     string          // layoutTag of the layout
+	fid     source.Identity // of the file when opened
+	hdrSeg  layout.Segment  // the header's blocks, to check a rebuild
 	size    int64
 	hasBAI  bool
 	csi     bool         // the index is a CSI
@@ -83,7 +84,7 @@ type VirtualBAM struct {
 	ahead  map[int]bool // segments being built by readahead
 }
 
-// Name returns the name of the underlying Source.
+// Name returns the name of the underlying source.Source.
 func (v *VirtualBAM) Name() string { return v.src.Name() }
 
 // Stale reports whether a segment rebuilt for v disagreed with its
@@ -117,15 +118,15 @@ func (v *VirtualBAM) state(ctx context.Context) (*layoutState, error) {
 	return v.m.layoutState(ctx, v)
 }
 
-// Layout returns a copy of the segment layout (the zero Layout, with the
+// layout.Layout returns a copy of the segment layout (the zero layout.Layout, with the
 // error logged, when it cannot be read again).
-func (v *VirtualBAM) Layout() Layout {
+func (v *VirtualBAM) Layout() layout.Layout {
 	ls, err := v.state(context.Background())
 	if err != nil {
 		v.m.log.Error("layout unavailable", "file", v.src.Name(), "err", err)
-		return Layout{}
+		return layout.Layout{}
 	}
-	return ls.idx.Layout.clone()
+	return ls.idx.Layout.Clone()
 }
 
 // Index returns the BAI index (SAMv1 §5.2) of the virtual BAM, or nil when
@@ -180,13 +181,13 @@ func (v *VirtualBAM) ReadAtContext(ctx context.Context, p []byte, off int64) (in
 	}
 	l := &ls.idx.Layout
 	v.noteRead(l, off, min(size, off+int64(len(p))))
-	eof := l.eofOffset()
+	eof := l.EOFOffset()
 	n := 0
 	for n < len(p) && off < size {
 		var c int
 		switch {
 		case off < l.Header.CompLen:
-			b, err := v.segmentUnless(ctx, l.Header, headerSegment, nil)
+			b, err := v.segmentUnless(ctx, l.Header, layout.HeaderSegment, nil)
 			if err != nil {
 				return n, err
 			}
@@ -195,7 +196,7 @@ func (v *VirtualBAM) ReadAtContext(ctx context.Context, p []byte, off int64) (in
 		case off >= eof:
 			c = copy(p[n:], bgzf.EOF[off-eof:])
 		default:
-			i := l.segmentAt(off)
+			i := l.SegmentAt(off)
 			b, err := v.segment(ctx, l, i)
 			if err != nil {
 				return n, err
@@ -230,7 +231,7 @@ func (v *VirtualBAM) View(ctx context.Context, off int64, n int) (parts [][]byte
 	l := &ls.idx.Layout
 	end := off + int64(n)
 	v.noteRead(l, off, end)
-	hdrEnd, eof := l.Header.CompLen, l.eofOffset()
+	hdrEnd, eof := l.Header.CompLen, l.EOFOffset()
 	var held []*cache.Buf
 	release = func() {
 		for _, b := range held {
@@ -241,7 +242,7 @@ func (v *VirtualBAM) View(ctx context.Context, off int64, n int) (parts [][]byte
 		var p []byte
 		switch {
 		case off < hdrEnd:
-			b, err := v.segmentUnless(ctx, l.Header, headerSegment, nil)
+			b, err := v.segmentUnless(ctx, l.Header, layout.HeaderSegment, nil)
 			if err != nil {
 				release()
 				return nil, noRelease, err
@@ -251,7 +252,7 @@ func (v *VirtualBAM) View(ctx context.Context, off int64, n int) (parts [][]byte
 		case off >= eof:
 			p = []byte(bgzf.EOF[off-eof : end-eof])
 		default:
-			i := l.segmentAt(off)
+			i := l.SegmentAt(off)
 			seg := l.Segments[i]
 			b, err := v.segment(ctx, l, i)
 			if err != nil {
@@ -272,17 +273,10 @@ func (v *VirtualBAM) View(ctx context.Context, off int64, n int) (parts [][]byte
 
 func noRelease() {}
 
-// segmentAt returns the segment holding offset off, which must lie
-// between the header and the EOF block.
-func (l *Layout) segmentAt(off int64) int {
-	segs := l.Segments
-	return sort.Search(len(segs), func(i int) bool { return segs[i].End() > off })
-}
-
 // segment returns the BGZF bytes of segment i of l with a reference the
 // caller must release, from the cache or built once however many callers
 // (of any VirtualBAM of the same file) ask at the same time.
-func (v *VirtualBAM) segment(ctx context.Context, l *Layout, i int) (*cache.Buf, error) {
+func (v *VirtualBAM) segment(ctx context.Context, l *layout.Layout, i int) (*cache.Buf, error) {
 	return v.segmentUnless(ctx, l.Segments[i], i, nil)
 }
 
@@ -293,7 +287,7 @@ var errSkipped = errors.New("segment build skipped")
 // cached nor being built and skip (if set) reports true, it builds
 // nothing and returns errSkipped. skip is called with the Manager's lock
 // held, so a segment dropped from the cache after skip said no is seen.
-func (v *VirtualBAM) segmentUnless(ctx context.Context, want Segment, i int, skip func() bool) (*cache.Buf, error) {
+func (v *VirtualBAM) segmentUnless(ctx context.Context, want layout.Segment, i int, skip func() bool) (*cache.Buf, error) {
 	key := cache.Key{File: v.id, Segment: i}
 	for {
 		if b, ok := v.m.cache.Get(key); ok {

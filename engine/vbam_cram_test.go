@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/engine/cram"
 	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
@@ -29,7 +30,7 @@ func TestVirtualBAMOfCorpusCRAM(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer store.Close()
-			src, err := OpenCRAM(filepath.Join(dir, tc.cram), CRAMOptions{Reference: store})
+			src, err := cram.Open(filepath.Join(dir, tc.cram), cram.Options{Reference: store})
 			if err != nil {
 				t.Fatal(err)
 			}

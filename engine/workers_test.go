@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cramfs/cramfs/engine/source"
 )
 
 // startLog records, in order, the container builds that start, of every
@@ -47,7 +49,7 @@ func (s *loggedSource) AppendContainer(ctx context.Context, i int, dst []byte) (
 	return s.fakeSource.AppendContainer(ctx, i, dst)
 }
 
-func (s *loggedSource) ScanLayout(ctx context.Context, i int, each func(RecordLayout) error) (int64, error) {
+func (s *loggedSource) ScanLayout(ctx context.Context, i int, each func(source.RecordLayout) error) (int64, source.Sum, error) {
 	return measureBuilt(ctx, s, i, each)
 }
 
@@ -273,7 +275,7 @@ func (s *heldFrom) AppendContainer(ctx context.Context, i int, dst []byte) ([]by
 	return s.fakeSource.AppendContainer(ctx, i, dst)
 }
 
-func (s *heldFrom) ScanLayout(ctx context.Context, i int, each func(RecordLayout) error) (int64, error) {
+func (s *heldFrom) ScanLayout(ctx context.Context, i int, each func(source.RecordLayout) error) (int64, source.Sum, error) {
 	return measureBuilt(ctx, s, i, each)
 }
 
@@ -316,7 +318,7 @@ func (s *builtLog) AppendContainer(ctx context.Context, i int, dst []byte) ([]by
 	return s.fakeSource.AppendContainer(ctx, i, dst)
 }
 
-func (s *builtLog) ScanLayout(ctx context.Context, i int, each func(RecordLayout) error) (int64, error) {
+func (s *builtLog) ScanLayout(ctx context.Context, i int, each func(source.RecordLayout) error) (int64, source.Sum, error) {
 	return measureBuilt(ctx, s, i, each)
 }
 

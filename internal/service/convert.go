@@ -7,6 +7,7 @@ import (
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/engine/cram"
 )
 
 // ConvertOptions configure Convert.
@@ -42,7 +43,7 @@ func Convert(ctx context.Context, in string, w io.Writer, opts ConvertOptions) e
 		return err
 	}
 	defer store.Close()
-	src, err := engine.OpenCRAM(in, engine.CRAMOptions{Reference: store, NoMD: opts.NoMD, AllowMissingEOF: opts.AllowMissingEOF})
+	src, err := cram.Open(in, cram.Options{Reference: store, NoMD: opts.NoMD, AllowMissingEOF: opts.AllowMissingEOF})
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/engine/cram"
 )
 
 // Indexed is what Index did of one file.
@@ -24,7 +24,7 @@ type Indexed struct {
 // bound; a layout already stored and valid is loaded, not scanned again.
 // An error for a missing or mismatching reference says what to do.
 func (s *Service) Index(ctx context.Context, path string) (Indexed, error) {
-	src, err := engine.OpenCRAM(path, s.copt)
+	src, err := cram.Open(path, s.copt)
 	if err != nil {
 		return Indexed{}, WithReferenceHelp(err)
 	}

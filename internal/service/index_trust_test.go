@@ -18,6 +18,7 @@ import (
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/engine/cram"
 	cfs "github.com/cramfs/cramfs/fs"
 	"github.com/cramfs/cramfs/internal/corpus"
 	"github.com/cramfs/cramfs/internal/hostile"
@@ -235,7 +236,7 @@ func TestOpenerReopensBAMWhoseLayoutWasDropped(t *testing.T) {
 	newOp := func() *opener {
 		mgr := engine.NewManager(engine.Options{Threads: 2, CacheSize: -1, Level: 1, CacheDir: cacheDir, Readahead: -1}, nil)
 		t.Cleanup(mgr.Close)
-		op := newOpener(mgr, store, engine.CRAMOptions{Reference: store}, slog.New(slog.DiscardHandler))
+		op := newOpener(mgr, store, cram.Options{Reference: store}, slog.New(slog.DiscardHandler))
 		t.Cleanup(op.Close)
 		return op
 	}

@@ -5,7 +5,8 @@ import (
 	"runtime/debug"
 	"sync"
 
-	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/engine/layout"
 )
 
 // memoryLimit keeps the Go heap near the cache budget plus a constant
@@ -16,13 +17,13 @@ type memoryLimit struct {
 	// constant
 	cacheSize int64
 	threads   int
-	decoders  *engine.DecoderPool
+	decoders  *cram.DecoderPool
 
 	mu     sync.Mutex // guards maxRaw and the limit set
 	maxRaw int64      // largest segment's BAM bytes seen so far
 }
 
-func newMemoryLimit(cacheSize int64, threads int, decoders *engine.DecoderPool) *memoryLimit {
+func newMemoryLimit(cacheSize int64, threads int, decoders *cram.DecoderPool) *memoryLimit {
 	m := &memoryLimit{cacheSize: max(cacheSize, 0), threads: threads, decoders: decoders}
 	decoders.OnChange(m.apply)
 	m.apply()
@@ -30,7 +31,7 @@ func newMemoryLimit(cacheSize int64, threads int, decoders *engine.DecoderPool) 
 }
 
 // noteLayout raises the limit for a file with larger containers.
-func (m *memoryLimit) noteLayout(l engine.Layout) {
+func (m *memoryLimit) noteLayout(l layout.Layout) {
 	var raw int64
 	for _, s := range l.Segments {
 		raw = max(raw, s.RawLen)

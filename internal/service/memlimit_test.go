@@ -8,6 +8,8 @@ import (
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/engine/layout"
 )
 
 // TestMemoryLimitFollowsDecoders checks the mount's Go memory limit: the
@@ -22,7 +24,7 @@ func TestMemoryLimitFollowsDecoders(t *testing.T) {
 	const cacheSize = 256 << 10
 	m := engine.NewManager(engine.Options{CacheSize: cacheSize, Threads: 2, CacheDir: t.TempDir()}, nil)
 	defer m.Close()
-	pool := engine.NewDecoderPool(2)
+	pool := cram.NewDecoderPool(2)
 	m.CountDecoders(pool)
 	lim := newMemoryLimit(cacheSize, 2, pool)
 	if got, want := debug.SetMemoryLimit(-1), int64(cacheSize+limitHeadroom+2*workerHeadroom); got != want {
@@ -34,7 +36,7 @@ func TestMemoryLimitFollowsDecoders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	c, err := engine.OpenCRAM(testdata("cram", "ce_1000.3.0.cram"), engine.CRAMOptions{Reference: store, Decoders: pool})
+	c, err := cram.Open(testdata("cram", "ce_1000.3.0.cram"), cram.Options{Reference: store, Decoders: pool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func TestMemoryLimitFollowsDecoders(t *testing.T) {
 	}
 
 	// Two workers each building a 4 MiB container need more than the cache.
-	lim.noteLayout(engine.Layout{Segments: []engine.Segment{{RawLen: 4 << 20}}})
+	lim.noteLayout(layout.Layout{Segments: []layout.Segment{{RawLen: 4 << 20}}})
 	if got, want := debug.SetMemoryLimit(-1), int64(2*4<<20+limitHeadroom+2*workerHeadroom)+total-counted; got != want {
 		t.Fatalf("limit %d after a file with 4 MiB containers, want %d", got, want)
 	}

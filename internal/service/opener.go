@@ -17,6 +17,9 @@ import (
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/fs"
 )
 
@@ -48,9 +51,9 @@ type opener struct {
 	reports *fileReports
 
 	// Constant.
-	copt engine.CRAMOptions
+	copt cram.Options
 	// onOpen, when set, is told the layout of each file opened.
-	onOpen func(engine.Layout)
+	onOpen func(layout.Layout)
 
 	// Mutable, guarded by mu.
 	mu      sync.Mutex
@@ -77,7 +80,7 @@ type openEntry struct {
 	once     sync.Once
 	done     atomic.Bool
 	vbam     *engine.VirtualBAM
-	src      *engine.CRAM
+	src      *cram.CRAM
 	segments int // of vbam's layout, counted once (Layout copies it)
 	err      error
 	when     time.Time
@@ -87,7 +90,7 @@ type openEntry struct {
 // before it is tried again.
 const failedRetry = 30 * time.Second
 
-func newOpener(mgr *engine.Manager, refs *reference.Store, copt engine.CRAMOptions, log *slog.Logger) *opener {
+func newOpener(mgr *engine.Manager, refs *reference.Store, copt cram.Options, log *slog.Logger) *opener {
 	entries, _ := simplelru.NewLRU[string, *openEntry](maxEntries, nil) // only fails for a size <= 0
 	hints, _ := simplelru.NewLRU[string, indexExtHint](maxEntries, nil)
 	return &opener{mgr: mgr, refs: refs, copt: copt, log: log, entries: entries, hints: hints}
@@ -139,8 +142,8 @@ func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error
 // changed while it was scanned, which the next lookup must try again.
 func versionFailure(err error) bool {
 	var pe *os.PathError
-	return !errors.Is(err, fs.ErrChanged) && !errors.Is(err, engine.ErrChanged) &&
-		!errors.Is(err, engine.ErrNotRegular) && !errors.As(err, &pe)
+	return !errors.Is(err, fs.ErrChanged) && !errors.Is(err, source.ErrChanged) &&
+		!errors.Is(err, cram.ErrNotRegular) && !errors.As(err, &pe)
 }
 
 // open fills e with the BAM of the version k of ref.
@@ -148,8 +151,8 @@ func (o *opener) open(ctx context.Context, ref fs.CRAMRef, k fileKey, e *openEnt
 	defer e.done.Store(true)
 	e.when = time.Now()
 	name := filepath.Join(ref.Root.Name(), filepath.FromSlash(ref.Rel))
-	e.src, e.err = engine.OpenCRAMAt(ref.Root, ref.Rel, name, o.copt)
-	if errors.Is(e.err, engine.ErrNotRegular) {
+	e.src, e.err = cram.OpenAt(ref.Root, ref.Rel, name, o.copt)
+	if errors.Is(e.err, cram.ErrNotRegular) {
 		// ref.Stat was a regular file: what is there now is another one.
 		e.err = fmt.Errorf("%w: %w", fs.ErrChanged, e.err)
 	}
@@ -172,7 +175,7 @@ func (o *opener) open(ctx context.Context, ref fs.CRAMRef, k fileKey, e *openEnt
 	}
 	// A superseded version stays open while an open handle still reads
 	// it, and is closed once nothing refers to its BAM.
-	runtime.AddCleanup(e.vbam, func(src *engine.CRAM) { src.Close() }, e.src)
+	runtime.AddCleanup(e.vbam, func(src *cram.CRAM) { src.Close() }, e.src)
 	// From now on listings name the index the file has, or none (records
 	// not sorted by coordinate).
 	o.mu.Lock()

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/engine/cram"
 	cfs "github.com/cramfs/cramfs/fs"
 	"github.com/cramfs/cramfs/internal/clitest"
 )
@@ -504,14 +505,14 @@ func TestOpenerFileSwappedForFIFO(t *testing.T) {
 	ref := cramRef(t, root, "x.cram")
 	mgr := engine.NewManager(engine.Options{Threads: 1, CacheDir: t.TempDir()}, nil)
 	defer mgr.Close()
-	op := newOpener(mgr, nil, engine.CRAMOptions{}, slog.New(slog.DiscardHandler))
+	op := newOpener(mgr, nil, cram.Options{}, slog.New(slog.DiscardHandler))
 	defer op.Close()
 
 	must(t, os.Rename(p, p+".keep"))
 	must(t, unix.Mkfifo(p, 0o644))
 	fifoBound(t, "OpenBAM of a FIFO", p, func() error {
-		if _, err := op.OpenBAM(t.Context(), ref); !errors.Is(err, cfs.ErrChanged) || !errors.Is(err, engine.ErrNotRegular) {
-			return fmt.Errorf("OpenBAM: %v, want fs.ErrChanged and engine.ErrNotRegular", err)
+		if _, err := op.OpenBAM(t.Context(), ref); !errors.Is(err, cfs.ErrChanged) || !errors.Is(err, cram.ErrNotRegular) {
+			return fmt.Errorf("OpenBAM: %v, want fs.ErrChanged and cram.ErrNotRegular", err)
 		}
 		return nil
 	})

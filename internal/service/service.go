@@ -17,6 +17,8 @@ import (
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/engine/layout"
 )
 
 // Options configure a Service. Every field means what it says at its zero
@@ -78,7 +80,7 @@ type Service struct {
 	log   *slog.Logger
 	refs  *reference.Store
 	mgr   *engine.Manager
-	copt  engine.CRAMOptions
+	copt  cram.Options
 	limit *memoryLimit // nil without Options.LimitMemory
 }
 
@@ -124,13 +126,13 @@ func newService(opts Options, level engine.Level, refs *reference.Store, maxOpen
 		SharedCache: opts.SharedCache, Readahead: opts.Readahead, MaxOpenFiles: maxOpenFiles, Digests: opts.Digests}, opts.Log)
 	// One set of decoders for every file: their memory follows the thread
 	// count, not the number of files read.
-	decoders := engine.NewDecoderPool(opts.Threads)
+	decoders := cram.NewDecoderPool(opts.Threads)
 	mgr.CountDecoders(decoders)
 	// A container needing more memory than the budget allows is refused,
 	// with the --cache-size that would allow it, rather than served beyond it.
 	// Every file's state beyond a small constant is held in the manager's
 	// bounded FileStates, its bytes counted against the cache.
-	copt := engine.CRAMOptions{Reference: refs, NoMD: opts.NoMD, Decoders: decoders,
+	copt := cram.Options{Reference: refs, NoMD: opts.NoMD, Decoders: decoders,
 		MaxContainerMemory: mgr.Options().ContainerMemory(), States: mgr.States()}
 	s := &Service{opts: opts, log: opts.Log, refs: refs, mgr: mgr, copt: copt}
 	if opts.LimitMemory {
@@ -140,7 +142,7 @@ func newService(opts Options, level engine.Level, refs *reference.Store, maxOpen
 }
 
 // noteLayout tells the memory limit, if any, of a file's layout.
-func (s *Service) noteLayout(l engine.Layout) {
+func (s *Service) noteLayout(l layout.Layout) {
 	if s.limit != nil {
 		s.limit.noteLayout(l)
 	}

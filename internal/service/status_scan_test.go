@@ -9,16 +9,21 @@ import (
 	"time"
 
 	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/engine/source"
 )
 
 // heldSource is a Source of empty containers whose containers after the
 // first wait for release: its scan stays in progress, one container done.
 type heldSource struct{ release chan struct{} }
 
-func (heldSource) Name() string                { return "/data/held.cram" }
-func (heldSource) Header() []byte              { return []byte("BAM\x01\x00\x00\x00\x00\x00\x00\x00\x00") }
-func (heldSource) NumContainers() int          { return 4 }
-func (heldSource) ContainerOffset(i int) int64 { return int64(100 * i) }
+func (heldSource) Name() string { return "/data/held.cram" }
+func (heldSource) Header() ([]byte, error) {
+	return []byte("BAM\x01\x00\x00\x00\x00\x00\x00\x00\x00"), nil
+}
+func (heldSource) Identity() (source.Identity, error) { return source.Identity{}, source.ErrNoIdentity }
+func (heldSource) Variant() string                    { return "" }
+func (heldSource) NumContainers() int                 { return 4 }
+func (heldSource) ContainerOffset(i int) int64        { return int64(100 * i) }
 func (s heldSource) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
 	if i == 0 {
 		return dst, nil

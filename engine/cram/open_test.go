@@ -1,6 +1,6 @@
 //go:build linux
 
-package engine
+package cram
 
 import (
 	"bytes"
@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/engine"
+	"github.com/cramfs/cramfs/engine/source"
+	"github.com/cramfs/cramfs/engine/states"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -60,7 +63,7 @@ func TestOpenCRAMAtConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rel := range []string{"sub/x.cram", "in.cram"} {
-		c, err := OpenCRAMAt(root, rel, "display/"+rel, CRAMOptions{})
+		c, err := OpenAt(root, rel, "display/"+rel, Options{})
 		if err != nil {
 			t.Fatalf("OpenCRAMAt %s: %v", rel, err)
 		}
@@ -70,7 +73,7 @@ func TestOpenCRAMAtConfined(t *testing.T) {
 		c.Close()
 	}
 	for _, rel := range []string{"esc/x.cram", "rel/x.cram", "../out/x.cram", filepath.Join(out, "x.cram")} {
-		if c, err := OpenCRAMAt(root, rel, rel, CRAMOptions{}); err == nil {
+		if c, err := OpenAt(root, rel, rel, Options{}); err == nil {
 			c.Close()
 			t.Errorf("OpenCRAMAt %s: opened %d bytes outside the root", rel, c.Stat().Size())
 		}
@@ -124,10 +127,10 @@ func TestOpenCRAMRefusesNonRegular(t *testing.T) {
 	var cases []opening
 	for _, rel := range []string{"f.cram", "l.cram", "d.cram"} {
 		cases = append(cases,
-			opening{"OpenCRAMAt " + rel, func() (*CRAM, error) { return OpenCRAMAt(root, rel, rel, CRAMOptions{}) }},
-			opening{"OpenCRAM " + rel, func() (*CRAM, error) { return OpenCRAM(filepath.Join(src, rel), CRAMOptions{}) }})
+			opening{"OpenCRAMAt " + rel, func() (*CRAM, error) { return OpenAt(root, rel, rel, Options{}) }},
+			opening{"OpenCRAM " + rel, func() (*CRAM, error) { return Open(filepath.Join(src, rel), Options{}) }})
 	}
-	cases = append(cases, opening{"OpenCRAM /dev/null", func() (*CRAM, error) { return OpenCRAM("/dev/null", CRAMOptions{}) }})
+	cases = append(cases, opening{"OpenCRAM /dev/null", func() (*CRAM, error) { return Open("/dev/null", Options{}) }})
 	for _, c := range cases {
 		err := notBlocking(t, c.what, fifo, func() error {
 			f, err := c.open()
@@ -142,20 +145,20 @@ func TestOpenCRAMRefusesNonRegular(t *testing.T) {
 	}
 }
 
-// TestCRAMReopen has a CRAM's descriptor closed by its FileStates (which
+// TestCRAMReopen has a CRAM's descriptor closed by its states.FileStates (which
 // keep one) and the CRAM read again: the same version is opened again the
 // way it was first (through the root) and served; a file replaced by
-// rename or truncated in place is refused with ErrChanged.
+// rename or truncated in place is refused with source.ErrChanged.
 func TestCRAMReopen(t *testing.T) {
 	src := t.TempDir()
 	p := filepath.Join(src, "x.cram")
 	copyTestCRAM(t, "ce_1000.3.0-noref.cram", p)
 	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "other.cram"))
 	root := openTestRoot(t, src)
-	states := NewFileStates(1<<30, 1)
-	opt := CRAMOptions{States: states}
+	fileStates := states.NewFileStates(1<<30, 1)
+	opt := Options{States: fileStates}
 	ctx := context.Background()
-	c, err := OpenCRAMAt(root, "x.cram", p, opt)
+	c, err := OpenAt(root, "x.cram", p, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,16 +174,17 @@ func TestCRAMReopen(t *testing.T) {
 	if fi := c.File(); fi == nil {
 		t.Fatal("no file structure after opening again")
 	}
+	checkCRAM(t, c, true)
 
 	evictByOther(t, c, root, opt)
 	copyTestCRAM(t, "ce_5b.3.0-noref.cram", p+".new")
 	if err := os.Rename(p+".new", p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.AppendContainer(ctx, 0, nil); !errors.Is(err, ErrChanged) {
-		t.Errorf("read again after a replacement: %v, want ErrChanged", err)
+	if _, err := c.AppendContainer(ctx, 0, nil); !errors.Is(err, source.ErrChanged) {
+		t.Errorf("read again after a replacement: %v, want source.ErrChanged", err)
 	}
-	c2, err := OpenCRAMAt(root, "x.cram", p, opt)
+	c2, err := OpenAt(root, "x.cram", p, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,14 +192,16 @@ func TestCRAMReopen(t *testing.T) {
 	c2.mu.Lock()
 	st := c2.st
 	c2.mu.Unlock()
-	states.remove(st)
-	st.drop()
+	fileStates.Remove(st)
+	st.Drop()
 	if err := os.Truncate(p, c2.Stat().Size()-100); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c2.AppendContainer(ctx, 0, nil); !errors.Is(err, ErrChanged) {
-		t.Errorf("read again after truncation in place: %v, want ErrChanged", err)
+	if _, err := c2.AppendContainer(ctx, 0, nil); !errors.Is(err, source.ErrChanged) {
+		t.Errorf("read again after truncation in place: %v, want source.ErrChanged", err)
 	}
+	checkCRAM(t, c, true)
+	checkCRAM(t, c2, true)
 }
 
 // TestManagerPinsCRAMByDescriptor opens a CRAM whose display name does not
@@ -205,13 +211,13 @@ func TestManagerPinsCRAMByDescriptor(t *testing.T) {
 	src := t.TempDir()
 	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "x.cram"))
 	root := openTestRoot(t, src)
-	c, err := OpenCRAMAt(root, "x.cram", filepath.Join(t.TempDir(), "absent", "x.cram"), CRAMOptions{})
+	c, err := OpenAt(root, "x.cram", filepath.Join(t.TempDir(), "absent", "x.cram"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	cache := t.TempDir()
-	m := NewManager(Options{Threads: 1, CacheDir: cache}, nil)
+	m := engine.NewManager(engine.Options{Threads: 1, CacheDir: cache}, nil)
 	defer m.Close()
 	if _, err := m.Open(context.Background(), c); err != nil {
 		t.Fatal(err)
@@ -223,27 +229,27 @@ func TestManagerPinsCRAMByDescriptor(t *testing.T) {
 }
 
 // TestCRAMIdentityAfterDescriptorClosed: the identity of a CRAM whose
-// descriptor its FileStates closed is read from the descriptor opened
+// descriptor its states.FileStates closed is read from the descriptor opened
 // again (the same identity as first taken), and a file replaced by rename
-// meanwhile gives ErrChanged, never the new file's identity.
+// meanwhile gives source.ErrChanged, never the new file's identity.
 func TestCRAMIdentityAfterDescriptorClosed(t *testing.T) {
 	src := t.TempDir()
 	p := filepath.Join(src, "x.cram")
 	copyTestCRAM(t, "ce_1000.3.0-noref.cram", p)
 	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "other.cram"))
 	root := openTestRoot(t, src)
-	opt := CRAMOptions{States: NewFileStates(1<<30, 1)}
-	c, err := OpenCRAMAt(root, "x.cram", p, opt)
+	opt := Options{States: states.NewFileStates(1<<30, 1)}
+	c, err := OpenAt(root, "x.cram", p, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	want, err := c.fileIdentity(true)
+	want, err := c.Identity()
 	if err != nil {
 		t.Fatal(err)
 	}
 	evictByOther(t, c, root, opt)
-	if got, err := c.fileIdentity(true); err != nil || got != want {
+	if got, err := c.Identity(); err != nil || got != want {
 		t.Fatalf("identity after the descriptor was closed: %+v (%v), want %+v", got, err, want)
 	}
 	evictByOther(t, c, root, opt)
@@ -251,8 +257,8 @@ func TestCRAMIdentityAfterDescriptorClosed(t *testing.T) {
 	if err := os.Rename(p+".new", p); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := c.fileIdentity(true); !errors.Is(err, ErrChanged) {
-		t.Fatalf("identity after a replacement: %+v (%v), want ErrChanged", got, err)
+	if got, err := c.Identity(); !errors.Is(err, source.ErrChanged) {
+		t.Fatalf("identity after a replacement: %+v (%v), want source.ErrChanged", got, err)
 	}
 }
 
@@ -267,8 +273,8 @@ func TestCRAMStateCountsURLookups(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	opt := CRAMOptions{Reference: store, States: NewFileStates(1<<30, 4)}
-	c, err := OpenCRAM(p, opt)
+	opt := Options{Reference: store, States: states.NewFileStates(1<<30, 4)}
+	c, err := Open(p, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,11 +296,11 @@ func TestCRAMStateCountsURLookups(t *testing.T) {
 	}
 }
 
-// evictByOther opens other.cram of root with opt, whose FileStates holds
+// evictByOther opens other.cram of root with opt, whose states.FileStates holds
 // one descriptor: that drops c's state, which it checks.
-func evictByOther(t *testing.T, c *CRAM, root *os.Root, opt CRAMOptions) {
+func evictByOther(t *testing.T, c *CRAM, root *os.Root, opt Options) {
 	t.Helper()
-	o, err := OpenCRAMAt(root, "other.cram", "other.cram", opt)
+	o, err := OpenAt(root, "other.cram", "other.cram", opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,6 +308,6 @@ func evictByOther(t *testing.T, c *CRAM, root *os.Root, opt CRAMOptions) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.st != nil {
-		t.Fatal("the CRAM's state was not dropped by a FileStates of one descriptor")
+		t.Fatal("the CRAM's state was not dropped by a states.FileStates of one descriptor")
 	}
 }

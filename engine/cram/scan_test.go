@@ -1,4 +1,4 @@
-package engine
+package cram
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/corpus"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
@@ -29,16 +30,16 @@ func compareLeanLayout(t *testing.T, path string, fastas []string, noMD bool) in
 		t.Fatal(err)
 	}
 	defer store.Close()
-	c, err := OpenCRAM(path, CRAMOptions{Reference: store, NoMD: noMD, AllowMissingEOF: true})
+	c, err := Open(path, Options{Reference: store, NoMD: noMD, AllowMissingEOF: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	n := 0
-	var lean, full []RecordLayout
+	var lean, full []source.RecordLayout
 	for i := 0; i < c.NumContainers(); i++ {
 		full = full[:0]
-		fullTotal, _, err := c.fullLayout(context.Background(), i, func(r RecordLayout) error {
+		fullTotal, _, err := c.fullLayout(context.Background(), i, func(r source.RecordLayout) error {
 			full = append(full, r)
 			return nil
 		})
@@ -62,8 +63,8 @@ func compareLeanLayout(t *testing.T, path string, fastas []string, noMD bool) in
 			t.Fatalf("container %d: lean pass gives %d bytes, full build %d; first difference: %s", i, total, fullTotal, firstDiff(lean, full))
 		}
 		// ScanLayout itself reports the same.
-		var got []RecordLayout
-		scanned, err := c.ScanLayout(context.Background(), i, func(r RecordLayout) error {
+		var got []source.RecordLayout
+		scanned, _, err := c.ScanLayout(context.Background(), i, func(r source.RecordLayout) error {
 			got = append(got, r)
 			return nil
 		})
@@ -86,7 +87,7 @@ func leanError(c *CRAM, i int) error {
 	return d.ContainerShapes(i, func(int, *decode.Shape) error { return nil })
 }
 
-func firstDiff(a, b []RecordLayout) string {
+func firstDiff(a, b []source.RecordLayout) string {
 	for j := range min(len(a), len(b)) {
 		if a[j] != b[j] {
 			return fmt.Sprintf("record %d: lean %+v, full %+v", j, a[j], b[j])
@@ -168,12 +169,12 @@ func BenchmarkScanLayout(b *testing.B) {
 				c := benchDataCRAM(b)
 				b.SetBytes(c.Stat().Size())
 				b.ReportAllocs()
-				count := func(RecordLayout) error { return nil }
+				count := func(source.RecordLayout) error { return nil }
 				for b.Loop() {
 					for i := 0; i < c.NumContainers(); i++ {
 						var err error
 						if lean {
-							_, err = c.ScanLayout(context.Background(), i, count)
+							_, _, err = c.ScanLayout(context.Background(), i, count)
 						} else {
 							_, _, err = c.fullLayout(context.Background(), i, count)
 						}
@@ -213,14 +214,14 @@ func TestScanLayoutErrorsAreFullBuilds(t *testing.T) {
 		if err := os.WriteFile(p, v.Data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, err := OpenCRAM(p, CRAMOptions{Reference: store, AllowMissingEOF: true})
+		c, err := Open(p, Options{Reference: store, AllowMissingEOF: true})
 		if err != nil {
 			continue
 		}
 		for i := 0; i < c.NumContainers(); i++ {
-			var full, got []RecordLayout
-			fullTotal, _, ferr := c.fullLayout(context.Background(), i, func(r RecordLayout) error { full = append(full, r); return nil })
-			total, err := c.ScanLayout(context.Background(), i, func(r RecordLayout) error { got = append(got, r); return nil })
+			var full, got []source.RecordLayout
+			fullTotal, _, ferr := c.fullLayout(context.Background(), i, func(r source.RecordLayout) error { full = append(full, r); return nil })
+			total, _, err := c.ScanLayout(context.Background(), i, func(r source.RecordLayout) error { got = append(got, r); return nil })
 			if ferr != nil && err == nil {
 				continue // damage the lean pass does not read
 			}
@@ -441,7 +442,7 @@ func TestScanLayoutLeanReferenceMD5(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	c, err := OpenCRAM(p, CRAMOptions{Reference: store})
+	c, err := Open(p, Options{Reference: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func TestScanLayoutLeanReferenceMD5(t *testing.T) {
 	failed := 0
 	for i := 0; i < c.NumContainers(); i++ {
 		lerr := leanError(c, i)
-		_, _, ferr := c.fullLayout(context.Background(), i, func(RecordLayout) error { return nil })
+		_, _, ferr := c.fullLayout(context.Background(), i, func(source.RecordLayout) error { return nil })
 		if (lerr == nil) != (ferr == nil) || lerr != nil && !strings.Contains(ferr.Error(), lerr.Error()) {
 			t.Fatalf("container %d: lean pass %v, full build %v", i, lerr, ferr)
 		}

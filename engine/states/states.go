@@ -1,11 +1,12 @@
-package engine
+// Package states bounds what open files keep in memory and how many
+// descriptors they hold: a FileStates is an LRU of per-file states
+// (a CRAM's descriptor and container table, a virtual BAM's layout and
+// index), each of which its owner rebuilds on demand once dropped.
+package states
 
 import (
 	"container/list"
-	"fmt"
-	"os"
 	"sync"
-	"syscall"
 )
 
 // FileStates holds what open files keep beyond a small constant (a CRAM's
@@ -21,38 +22,40 @@ type FileStates struct {
 	maxBytes int64
 	maxFiles int
 
-	// Mutable, guarded by mu (which also guards every entry's resident).
+	// Mutable, guarded by mu (which also guards every entry's Resident).
 	//
-	// INVARIANT: each entry e of lru has e.res().elem at its element of
-	//            lru and !e.res().gone
-	// INVARIANT: bytes is the sum of the entries' resident.bytes, files
-	//            the number of entries with resident.file
+	// INVARIANT: each entry e of lru has e.Resident().elem at its element of
+	//            lru and !e.Resident().gone
+	// INVARIANT: bytes is the sum of the entries' Resident.Bytes, files
+	//            the number of entries with Resident.File
 	// INVARIANT: bytes <= maxBytes && files <= maxFiles, or lru holds at
 	//            most one entry (the one last touched, whatever its size)
 	// INVARIANT (at rest): budget, when set, holds bytes reserved
 	mu     sync.Mutex
-	budget reserver  // set by count; nil: nothing counted
-	lru    list.List // of stateEntry, most recently used first
+	budget Reserver  // set by Count; nil: nothing counted
+	lru    list.List // of Entry, most recently used first
 	bytes  int64     // bytes of the entries held
 	files  int       // entries holding a descriptor
 }
 
-// stateEntry is one file's state in a FileStates.
-type stateEntry interface {
-	res() *resident
-	// drop is called, without the FileStates lock, once the entry has
+// Entry is one file's state in a FileStates.
+type Entry interface {
+	Resident() *Resident
+	// Drop is called, without the FileStates lock, once the entry has
 	// left: the owner forgets it and frees what it holds once unused.
-	drop()
+	Drop()
 }
 
-// resident is an entry's place in a FileStates, guarded by FileStates.mu.
+// Resident is an entry's place in a FileStates, guarded by FileStates.mu.
 //
 // INVARIANT: gone => elem == nil
-type resident struct {
-	elem  *list.Element
-	bytes int64
-	file  bool // holds a descriptor
-	gone  bool // dropped: never added again
+type Resident struct {
+	// Set by the owner before the entry is first touched, constant after.
+	Bytes int64 // the state's memory
+	File  bool  // the state holds a descriptor
+
+	elem *list.Element
+	gone bool // dropped: never added again
 }
 
 // NewFileStates returns a FileStates keeping at most maxBytes of state and
@@ -64,8 +67,8 @@ func NewFileStates(maxBytes int64, maxFiles int) *FileStates {
 // MaxFiles is the bound on the descriptors held.
 func (s *FileStates) MaxFiles() int { return s.maxFiles }
 
-// count makes the states' bytes count against b.
-func (s *FileStates) count(b reserver) {
+// Count makes the states' bytes count against b.
+func (s *FileStates) Count(b Reserver) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.budget != nil {
@@ -77,6 +80,13 @@ func (s *FileStates) count(b reserver) {
 	}
 }
 
+// Reserver is a byte budget (a cache.Cache) that storage is counted
+// against.
+type Reserver interface {
+	Reserve(n int64)
+	Unreserve(n int64)
+}
+
 // Stats returns the bytes and the descriptors held.
 func (s *FileStates) Stats() (bytes int64, files int) {
 	s.mu.Lock()
@@ -84,12 +94,12 @@ func (s *FileStates) Stats() (bytes int64, files int) {
 	return s.bytes, s.files
 }
 
-// touch marks e used, adding it if it is new, and drops the least
+// Touch marks e used, adding it if it is new, and drops the least
 // recently used entries (never e) while a bound is passed. An entry that
 // was dropped is not added again.
-func (s *FileStates) touch(e stateEntry) {
+func (s *FileStates) Touch(e Entry) {
 	s.mu.Lock()
-	r := e.res()
+	r := e.Resident()
 	if r.gone {
 		s.mu.Unlock()
 		return
@@ -97,23 +107,23 @@ func (s *FileStates) touch(e stateEntry) {
 	var grown int64
 	if r.elem == nil {
 		r.elem = s.lru.PushFront(e)
-		s.bytes += r.bytes
-		grown = r.bytes
-		if r.file {
+		s.bytes += r.Bytes
+		grown = r.Bytes
+		if r.File {
 			s.files++
 		}
 	} else {
 		s.lru.MoveToFront(r.elem)
 	}
-	var out []stateEntry
+	var out []Entry
 	var freed int64
 	for s.bytes > s.maxBytes || s.files > s.maxFiles {
 		back := s.lru.Back()
 		if back == nil || back == r.elem {
 			break
 		}
-		v := back.Value.(stateEntry)
-		freed += s.unlink(v.res())
+		v := back.Value.(Entry)
+		freed += s.unlink(v.Resident())
 		out = append(out, v)
 	}
 	b := s.budget
@@ -126,18 +136,18 @@ func (s *FileStates) touch(e stateEntry) {
 		}
 	}
 	for _, v := range out {
-		v.drop()
+		v.Drop()
 	}
 }
 
-// dropAll drops every entry; each is rebuilt when next used.
-func (s *FileStates) dropAll() {
+// DropAll drops every entry; each is rebuilt when next used.
+func (s *FileStates) DropAll() {
 	s.mu.Lock()
-	var out []stateEntry
+	var out []Entry
 	var freed int64
 	for e := s.lru.Front(); e != nil; e = s.lru.Front() {
-		v := e.Value.(stateEntry)
-		freed += s.unlink(v.res())
+		v := e.Value.(Entry)
+		freed += s.unlink(v.Resident())
 		out = append(out, v)
 	}
 	b := s.budget
@@ -146,14 +156,14 @@ func (s *FileStates) dropAll() {
 		b.Unreserve(freed)
 	}
 	for _, v := range out {
-		v.drop()
+		v.Drop()
 	}
 }
 
-// remove takes e out, if it is held, without calling its drop.
-func (s *FileStates) remove(e stateEntry) {
+// Remove takes e out, if it is held, without calling its drop.
+func (s *FileStates) Remove(e Entry) {
 	s.mu.Lock()
-	freed := s.unlink(e.res())
+	freed := s.unlink(e.Resident())
 	b := s.budget
 	s.mu.Unlock()
 	if b != nil && freed > 0 {
@@ -162,45 +172,30 @@ func (s *FileStates) remove(e stateEntry) {
 }
 
 // unlink removes r's entry under s.mu, marks it gone and returns its bytes.
-func (s *FileStates) unlink(r *resident) int64 {
+func (s *FileStates) unlink(r *Resident) int64 {
 	r.gone = true
 	if r.elem == nil {
 		return 0
 	}
 	s.lru.Remove(r.elem)
 	r.elem = nil
-	s.bytes -= r.bytes
-	if r.file {
+	s.bytes -= r.Bytes
+	if r.File {
 		s.files--
 	}
-	return r.bytes
+	return r.Bytes
 }
 
-// fileVersion identifies the version of a file a descriptor reads: a file
-// replaced, truncated or rewritten in place differs in one of these.
-type fileVersion struct {
-	dev, ino     uint64
-	size         int64
-	mtime, ctime int64 // nanoseconds
-}
-
-func (v fileVersion) String() string {
-	return fmt.Sprintf("device %d inode %d, %d bytes, mtime %d, ctime %d", v.dev, v.ino, v.size, v.mtime, v.ctime)
-}
-
-// sameBesidesCTime reports whether v and o are of the same file (device
-// and inode) with the same size and mtime, whatever their ctimes.
-func (v fileVersion) sameBesidesCTime(o fileVersion) bool {
-	v.ctime = o.ctime
-	return v == o
-}
-
-// versionOf is the version of the file fi (an fstat) describes.
-func versionOf(fi os.FileInfo) fileVersion {
-	v := fileVersion{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
-		v.dev, v.ino = uint64(s.Dev), s.Ino
-		v.ctime = s.Ctim.Sec*1e9 + s.Ctim.Nsec
+// Snapshot returns the entries held, most recently used first, with the
+// bytes and descriptors counted for them, all as of one moment.
+func (s *FileStates) Snapshot() (entries []Entry, bytes int64, files int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for e := s.lru.Front(); e != nil; e = e.Next() {
+		entries = append(entries, e.Value.(Entry))
 	}
-	return v
+	return entries, s.bytes, s.files
 }
+
+// Bounds returns the bounds on the bytes and the descriptors held.
+func (s *FileStates) Bounds() (maxBytes int64, maxFiles int) { return s.maxBytes, s.maxFiles }

@@ -1,4 +1,6 @@
-package engine
+// Package sizehint sizes the buffer a container is encoded into from an
+// estimate of its BAM bytes, learning how far estimates fall short.
+package sizehint
 
 import (
 	"sync/atomic"
@@ -6,16 +8,16 @@ import (
 	"github.com/cramfs/cramfs/encode/bgzf"
 )
 
-// maxSizeHint is the largest buffer a size hint allocates, as the mount's
+// maxHint is the largest buffer a size hint allocates, as the mount's
 // builds allocate at most that before a container's records are encoded.
-const maxSizeHint = 64 << 20
+const maxHint = 64 << 20
 
-// sizeHint sizes the buffer a container is encoded into before its records
+// Hint sizes the buffer a container is encoded into before its records
 // are, so that it is not grown (copied, and its new part cleared) as they
-// are: the container's estimate (Estimator) scaled by the most bytes per
+// are: the container's estimate (source.Estimator) scaled by the most bytes per
 // estimated byte of the containers done so far, or by a guess before any,
 // with 1/16 to spare.
-type sizeHint struct {
+type Hint struct {
 	// Constant.
 	guess int64 // bytes per estimated byte before any is known, in 1/256ths
 
@@ -25,15 +27,15 @@ type sizeHint struct {
 	ratio atomic.Int64
 }
 
-// newSizeHint returns a sizeHint that guesses guess/256 bytes per
+// New returns a Hint that guesses guess/256 bytes per
 // estimated byte until it has seen a container.
-func newSizeHint(guess int64) *sizeHint {
-	return &sizeHint{guess: guess}
+func New(guess int64) *Hint {
+	return &Hint{guess: guess}
 }
 
-// size returns the buffer size for a container estimated at est bytes: 0
-// without an estimate, else at least a full block and at most maxSizeHint.
-func (h *sizeHint) size(est int64) int64 {
+// Size returns the buffer size for a container estimated at est bytes: 0
+// without an estimate, else at least a full block and at most maxHint.
+func (h *Hint) Size(est int64) int64 {
 	if est <= 0 {
 		return 0
 	}
@@ -43,11 +45,11 @@ func (h *sizeHint) size(est int64) int64 {
 	}
 	n := min(est, 1<<40) * r / 256 // r is at most 1<<16: no overflow
 	// Small containers vary the most; a block's worth costs little.
-	return min(max(n+n/16, bgzf.MaxBlockSize), maxSizeHint)
+	return min(max(n+n/16, bgzf.MaxBlockSize), maxHint)
 }
 
-// observe records that a container estimated at est bytes took n.
-func (h *sizeHint) observe(est, n int64) {
+// Observe records that a container estimated at est bytes took n.
+func (h *Hint) Observe(est, n int64) {
 	if est <= 0 {
 		return
 	}
