@@ -35,7 +35,7 @@ func benchDataCRAM(b *testing.B) *cram.CRAM {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
-	src, err := cram.Open(filepath.Join(dir, name), cram.Options{Reference: store})
+	src, err := cram.Open(filepath.Join(dir, name), cram.Path(filepath.Join(dir, name)), cram.Options{Reference: store})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func convertMD5(t *testing.T, path string, fastas []string, noMD bool) (string, 
 		return "", err
 	}
 	defer store.Close()
-	c, err := cram.Open(path, cram.Options{Reference: store, NoMD: noMD, AllowMissingEOF: true})
+	c, err := cram.Open(path, cram.Path(path), cram.Options{Reference: store, NoMD: noMD, AllowMissingEOF: true})
 	if err != nil {
 		return "", err
 	}

@@ -70,7 +70,7 @@ func newContentFixture(t *testing.T) *contentFixture {
 	f.orig = rawCRAM(t, f.path)
 	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(f.dir, "other.cram"))
 	f.root = openTestRoot(t, f.dir)
-	c, err := cram.Open(f.path, cram.Options{})
+	c, err := cram.Open(f.path, cram.Path(f.path), cram.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func newContentFixture(t *testing.T) *contentFixture {
 func (f *contentFixture) open(t *testing.T, m *Manager) (*VirtualBAM, *cram.CRAM, cram.Options) {
 	t.Helper()
 	opt := cram.Options{States: states.NewFileStates(1<<30, 1)}
-	c, err := cram.OpenAt(f.root, "x.cram", f.path, opt)
+	c, err := cram.Open(f.path, atRoot(f.root, "x.cram"), opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,7 +150,7 @@ func openHintCRAMs(t *testing.T) []*cram.CRAM {
 	}
 	var cs []*cram.CRAM
 	for _, p := range paths {
-		c, err := cram.Open(p, cram.Options{Reference: store})
+		c, err := cram.Open(p, cram.Path(p), cram.Options{Reference: store})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine/cram"
+	"github.com/cramfs/cramfs/fs"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -41,7 +42,7 @@ func openTestRoot(t *testing.T, dir string) *os.Root {
 // is left empty once other.cram is closed).
 func evictByOther(t *testing.T, c *cram.CRAM, root *os.Root, opt cram.Options) {
 	t.Helper()
-	o, err := cram.OpenAt(root, "other.cram", "other.cram", opt)
+	o, err := cram.Open("other.cram", atRoot(root, "other.cram"), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,3 +62,6 @@ func testdataReference(t *testing.T) *reference.Store {
 	t.Cleanup(func() { store.Close() })
 	return store
 }
+
+// atRoot is the CRAM rel of root as a mount opens it.
+func atRoot(root *os.Root, rel string) cram.File { return fs.CRAMRef{Root: root, Rel: rel} }

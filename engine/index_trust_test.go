@@ -154,7 +154,7 @@ func openCRAMWith(t *testing.T, path, ref string, opts cram.Options) *cram.CRAM 
 	}
 	t.Cleanup(func() { store.Close() })
 	opts.Reference = store
-	c, err := cram.Open(path, opts)
+	c, err := cram.Open(path, cram.Path(path), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func TestBenchDataLeanEqualsFull(t *testing.T) {
 	for _, path := range crams {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			_, _, leanIdx, fullIdx := scanBoth(t, func() source.Source {
-				c, err := cram.Open(path, cram.Options{Reference: store})
+				c, err := cram.Open(path, cram.Path(path), cram.Options{Reference: store})
 				if err != nil {
 					t.Fatal(err)
 				}

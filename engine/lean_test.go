@@ -114,7 +114,7 @@ func checkSums(t *testing.T, idx *layout.File, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cram.Open(path, cram.Options{AllowMissingEOF: true})
+	c, err := cram.Open(path, cram.Path(path), cram.Options{AllowMissingEOF: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestLeanScanEqualsFullScanCRAM(t *testing.T) {
 				defer store.Close()
 				for _, noMD := range []bool{false, true} {
 					lean, full, leanIdx, fullIdx := scanBoth(t, func() source.Source {
-						c, err := cram.Open(filepath.Join(set.dir, e.path), cram.Options{Reference: store, NoMD: noMD, AllowMissingEOF: true})
+						c, err := cram.Open(filepath.Join(set.dir, e.path), cram.Path(filepath.Join(set.dir, e.path)), cram.Options{Reference: store, NoMD: noMD, AllowMissingEOF: true})
 						if err != nil {
 							t.Fatal(err)
 						}

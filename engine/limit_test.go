@@ -44,7 +44,7 @@ func TestContainerOverMemoryLimitRefused(t *testing.T) {
 		t.Fatalf("a 16 MiB cache lets a container take %d bytes, want the minimum %d", limit, MinContainerMemory)
 	}
 	open := func(name string) (*cram.CRAM, error) {
-		c, err := cram.Open(filepath.Join(dir, name), cram.Options{Reference: store, MaxContainerMemory: limit})
+		c, err := cram.Open(filepath.Join(dir, name), cram.Path(filepath.Join(dir, name)), cram.Options{Reference: store, MaxContainerMemory: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestFileStatesDroppedAndReadAgain(t *testing.T) {
 	var vs []*VirtualBAM
 	var want, wantIdx [][]byte
 	for _, name := range []string{"ce_1000.3.0.cram", "ce_5b.3.0.cram"} {
-		c, err := cram.Open(filepath.Join(corpus.Root(), "testdata", "cram", name), cram.Options{Reference: store, States: m.States()})
+		c, err := cram.Open(filepath.Join(corpus.Root(), "testdata", "cram", name), cram.Path(filepath.Join(corpus.Root(), "testdata", "cram", name)), cram.Options{Reference: store, States: m.States()})
 		if err != nil {
 			t.Fatal(err)
 		}

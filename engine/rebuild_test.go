@@ -51,7 +51,7 @@ func openTestCRAM(t *testing.T, name, ref string) *cram.CRAM {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	c, err := cram.Open(filepath.Join(corpus.Root(), "testdata", "cram", name), cram.Options{Reference: store})
+	c, err := cram.Open(filepath.Join(corpus.Root(), "testdata", "cram", name), cram.Path(filepath.Join(corpus.Root(), "testdata", "cram", name)), cram.Options{Reference: store})
 	if err != nil {
 		t.Fatal(err)
 	}

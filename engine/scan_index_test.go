@@ -85,7 +85,7 @@ func TestScanIndexEqualsRecordByRecord(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer store.Close()
-				src, err := cram.Open(filepath.Join(d.dir, e.path), cram.Options{Reference: store, AllowMissingEOF: true})
+				src, err := cram.Open(filepath.Join(d.dir, e.path), cram.Path(filepath.Join(d.dir, e.path)), cram.Options{Reference: store, AllowMissingEOF: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -114,7 +114,7 @@ func TestScanConsumerMergesFragments(t *testing.T) {
 			corpus.Missing(t, "testdata reference: %v", err)
 		}
 		defer store.Close()
-		src, err := cram.Open(filepath.Join(dir, "cram", "ce_1000.3.0-sps1.cram"), cram.Options{Reference: store})
+		src, err := cram.Open(filepath.Join(dir, "cram", "ce_1000.3.0-sps1.cram"), cram.Path(filepath.Join(dir, "cram", "ce_1000.3.0-sps1.cram")), cram.Options{Reference: store})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ func TestVirtualBAMOfCorpusCRAM(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer store.Close()
-			src, err := cram.Open(filepath.Join(dir, tc.cram), cram.Options{Reference: store})
+			src, err := cram.Open(filepath.Join(dir, tc.cram), cram.Path(filepath.Join(dir, tc.cram)), cram.Options{Reference: store})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,7 +21,7 @@ func FuzzWalk(f *testing.F) {
 	}
 	defer store.Close()
 	for _, name := range []string{"ce_5b.3.0.cram", "ce_supp.3.1-archive.cram"} {
-		src, err := cram.Open(filepath.Join(corpus.Root(), "testdata", "cram", name), cram.Options{Reference: store})
+		src, err := cram.Open(filepath.Join(corpus.Root(), "testdata", "cram", name), cram.Path(filepath.Join(corpus.Root(), "testdata", "cram", name)), cram.Options{Reference: store})
 		if err != nil {
 			continue
 		}

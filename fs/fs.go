@@ -152,6 +152,13 @@ type CRAMRef struct {
 	Stat syscall.Stat_t
 }
 
+// Open opens the CRAM for reading through Root, with the flags of every
+// source file the mount opens: the final name is not followed if it is a
+// link, and a FIFO or device swapped in does not block the open. It does
+// not check what it opened: the Opener compares the descriptor's fstat
+// with Stat, and refuses anything but a regular file.
+func (r CRAMRef) Open() (*os.File, error) { return r.Root.OpenFile(r.Rel, fileOpenFlags, 0) }
+
 // ErrChanged is returned (wrapped) by an Opener when the file at a
 // CRAMRef's Rel is not the version its Stat describes; the filesystem
 // then looks at the name again.

@@ -55,34 +55,44 @@ type Options struct {
 // read, so that opening one never blocks.
 var ErrNotRegular = errors.New("not a regular file")
 
-// Open flags of a CRAM: O_NONBLOCK makes the open of a FIFO or device
-// return at once (it is then refused, see ErrNotRegular); it changes
-// nothing for a regular file. Through a root, the final name must not be
-// a link either (os.Root still resolves links inside the root).
-const (
-	pathOpenFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_CLOEXEC
-	rootOpenFlags = pathOpenFlags | syscall.O_NOFOLLOW
-)
+// File opens the file a CRAM reads: once when the CRAM is opened, and
+// again each time the CRAM's state was dropped (its descriptor closed);
+// the CRAM checks that each open gives the file first opened. It must not
+// block on a FIFO or device (the CRAM refuses anything but a regular file
+// from the descriptor's fstat). A mount's files are fs.CRAMRef, opened
+// through the source tree's root; a user-given name is a Path.
+type File interface {
+	Open() (*os.File, error)
+}
+
+// Path is a CRAM named by a user (cramfs convert, cramfs index): links
+// are followed.
+type Path string
+
+// pathOpenFlags open a Path: O_NONBLOCK makes the open of a FIFO or
+// device return at once (it is then refused, see ErrNotRegular); it
+// changes nothing for a regular file.
+const pathOpenFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+
+// Open implements File.
+func (p Path) Open() (*os.File, error) { return os.OpenFile(string(p), pathOpenFlags, 0) }
 
 // CRAM is a CRAM file as a source.Source. What it holds of the file (the
 // descriptor, the parsed header, the container table, the reference
 // lookups) is its state: kept in Options.States when set, which may
 // drop it, and then rebuilt on demand by opening the file again the same
-// way (through the same root), which must give the file first opened with
-// the same header and container table (else source.ErrChanged).
+// way (its File), which must give the file first opened with the same
+// header and container table (else source.ErrChanged).
 type CRAM struct {
 	// Dependencies, each safe for concurrent use.
 	decoders *DecoderPool
 	states   *states.FileStates // nil: the state lives as long as the CRAM
 
-	// Constant after OpenCRAM: where the file is, so that a re-open is
-	// confined the same way (root nil: rel is a path opened as given).
-	root  *os.Root
-	rel   string
+	// Constant after Open: where the file is, opened again the same way.
+	file  File
 	path  string // the name in messages
 	opt   Options
 	stat  os.FileInfo // fstat of the descriptor first opened: the version served
-	ver   version     // the same, as compared on a re-open
 	shape uint64      // fileShape of the state first read
 	n     int         // data containers
 	// rawHint sizes the BAM buffers of AppendContainer (atomic inside).
@@ -142,24 +152,11 @@ func (st *cramState) Drop() {
 	}
 }
 
-// Open opens the CRAM file at path (a user-given name: links are
-// followed) and reads its header and container table. A file that is
-// not regular is refused without blocking (ErrNotRegular).
-func Open(path string, opt Options) (*CRAM, error) {
-	return openCRAM(&CRAM{rel: path, path: path, rawHint: newRawHint()}, opt)
-}
-
-// OpenAt opens the CRAM file rel (slash-separated, below root)
-// through root, so that no name, link or directory swapped in during the
-// open can lead outside it, and reads its header and container table.
-// name is what messages call the file. A file that is not regular is
-// refused without blocking (ErrNotRegular); Stat gives the version opened.
-func OpenAt(root *os.Root, rel, name string, opt Options) (*CRAM, error) {
-	return openCRAM(&CRAM{root: root, rel: rel, path: name, rawHint: newRawHint()}, opt)
-}
-
-func openCRAM(c *CRAM, opt Options) (*CRAM, error) {
-	c.opt, c.decoders, c.states = opt, opt.Decoders, opt.States
+// Open opens the CRAM file f, which messages call name, and reads its
+// header and container table. A file that is not regular is refused
+// without blocking (ErrNotRegular); Stat gives the version opened.
+func Open(name string, f File, opt Options) (*CRAM, error) {
+	c := &CRAM{file: f, path: name, rawHint: newRawHint(), opt: opt, decoders: opt.Decoders, states: opt.States}
 	if c.decoders == nil {
 		c.decoders = NewDecoderPool(runtime.GOMAXPROCS(0))
 	}
@@ -167,7 +164,7 @@ func openCRAM(c *CRAM, opt Options) (*CRAM, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.stat, c.ver, c.shape, c.n = st.stat, st.ver, st.shape, len(st.f.Containers)
+	c.stat, c.shape, c.n = st.stat, st.shape, len(st.f.Containers)
 	c.st = &st.cramState
 	if c.states != nil {
 		c.states.Touch(c.st)
@@ -175,17 +172,10 @@ func openCRAM(c *CRAM, opt Options) (*CRAM, error) {
 	return c, nil
 }
 
-// openFile opens the file of c, through its root when it has one, and
-// returns it with its fstat; anything but a regular file is closed and
-// refused.
+// openFile opens the file of c and returns it with its fstat; anything
+// but a regular file is closed and refused.
 func (c *CRAM) openFile() (*os.File, os.FileInfo, error) {
-	var fh *os.File
-	var err error
-	if c.root != nil {
-		fh, err = c.root.OpenFile(c.rel, rootOpenFlags, 0)
-	} else {
-		fh, err = os.OpenFile(c.rel, pathOpenFlags, 0)
-	}
+	fh, err := c.file.Open()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -248,7 +238,6 @@ func (c *CRAM) Variant() string {
 type loaded struct {
 	cramState
 	stat  os.FileInfo
-	ver   version
 	shape uint64 // fileShape of cramState.f
 }
 
@@ -264,12 +253,11 @@ func (c *CRAM) load() (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	ver := versionOf(fi)
-	if c.stat != nil && !ver.sameBesidesCTime(c.ver) {
+	if c.stat != nil && !sameBesidesCTime(fi, c.stat) {
 		fh.Close()
-		return nil, fmt.Errorf("%s: %w: opened again to read it after its descriptor was closed, it is %v, not the %v first opened", c.path, source.ErrChanged, ver, c.ver)
+		return nil, fmt.Errorf("%s: %w: opened again to read it after its descriptor was closed, it is %s, not the %s first opened", c.path, source.ErrChanged, describe(fi), describe(c.stat))
 	}
-	f, err := decode.Open(c.path, fh, ver.size, decode.OpenOptions{AllowMissingEOF: c.opt.AllowMissingEOF})
+	f, err := decode.Open(c.path, fh, fi.Size(), decode.OpenOptions{AllowMissingEOF: c.opt.AllowMissingEOF})
 	if err != nil {
 		fh.Close()
 		return nil, err
@@ -281,9 +269,9 @@ func (c *CRAM) load() (*loaded, error) {
 	}
 	if c.stat != nil && shape != c.shape {
 		fh.Close()
-		return nil, fmt.Errorf("%s: %w: opened again after its descriptor was closed, its header or container table differs from the one first read (%v now)", c.path, source.ErrChanged, ver)
+		return nil, fmt.Errorf("%s: %w: opened again after its descriptor was closed, its header or container table differs from the one first read (%v now)", c.path, source.ErrChanged, describe(fi))
 	}
-	st := &loaded{cramState: cramState{c: c, file: fh, f: f}, stat: fi, ver: ver, shape: shape}
+	st := &loaded{cramState: cramState{c: c, file: fh, f: f}, stat: fi, shape: shape}
 	st.dopt = decode.DecoderOptions{NoMD: c.opt.NoMD, MaxContainerMemory: c.opt.MaxContainerMemory, ContentSum: true}
 	if c.opt.Reference != nil {
 		st.rs = newRefSource(c.opt.Reference, f.Refs)

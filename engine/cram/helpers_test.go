@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/fs"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -75,10 +76,13 @@ func benchDataCRAM(b *testing.B) *CRAM {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
-	src, err := Open(filepath.Join(dir, name), Options{Reference: store})
+	src, err := Open(filepath.Join(dir, name), Path(filepath.Join(dir, name)), Options{Reference: store})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { src.Close() })
 	return src
 }
+
+// atRoot is the CRAM rel of root as a mount opens it.
+func atRoot(root *os.Root, rel string) File { return fs.CRAMRef{Root: root, Rel: rel} }

@@ -44,10 +44,10 @@ func openTestRoot(t *testing.T, dir string) *os.Root {
 	return r
 }
 
-// TestOpenCRAMAtConfined opens CRAMs through a root: links inside it are
+// TestOpenThroughRootConfined opens CRAMs through a root: links inside it are
 // followed, names and links leading outside it are refused, and the file
 // outside is never what is opened.
-func TestOpenCRAMAtConfined(t *testing.T) {
+func TestOpenThroughRootConfined(t *testing.T) {
 	top := t.TempDir()
 	src, out := filepath.Join(top, "src"), filepath.Join(top, "out")
 	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "sub", "x.cram"))
@@ -63,19 +63,19 @@ func TestOpenCRAMAtConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rel := range []string{"sub/x.cram", "in.cram"} {
-		c, err := OpenAt(root, rel, "display/"+rel, Options{})
+		c, err := Open("display/"+rel, atRoot(root, rel), Options{})
 		if err != nil {
-			t.Fatalf("OpenCRAMAt %s: %v", rel, err)
+			t.Fatalf("through the root %s: %v", rel, err)
 		}
 		if !os.SameFile(c.Stat(), want) || c.Name() != "display/"+rel {
-			t.Errorf("OpenCRAMAt %s: opened %v named %q, want sub/x.cram named display/%s", rel, c.Stat(), c.Name(), rel)
+			t.Errorf("through the root %s: opened %v named %q, want sub/x.cram named display/%s", rel, c.Stat(), c.Name(), rel)
 		}
 		c.Close()
 	}
 	for _, rel := range []string{"esc/x.cram", "rel/x.cram", "../out/x.cram", filepath.Join(out, "x.cram")} {
-		if c, err := OpenAt(root, rel, rel, Options{}); err == nil {
+		if c, err := Open(rel, atRoot(root, rel), Options{}); err == nil {
 			c.Close()
-			t.Errorf("OpenCRAMAt %s: opened %d bytes outside the root", rel, c.Stat().Size())
+			t.Errorf("through the root %s: opened %d bytes outside the root", rel, c.Stat().Size())
 		}
 	}
 }
@@ -127,10 +127,10 @@ func TestOpenCRAMRefusesNonRegular(t *testing.T) {
 	var cases []opening
 	for _, rel := range []string{"f.cram", "l.cram", "d.cram"} {
 		cases = append(cases,
-			opening{"OpenCRAMAt " + rel, func() (*CRAM, error) { return OpenAt(root, rel, rel, Options{}) }},
-			opening{"OpenCRAM " + rel, func() (*CRAM, error) { return Open(filepath.Join(src, rel), Options{}) }})
+			opening{"through the root " + rel, func() (*CRAM, error) { return Open(rel, atRoot(root, rel), Options{}) }},
+			opening{"by path " + rel, func() (*CRAM, error) { return Open(filepath.Join(src, rel), Path(filepath.Join(src, rel)), Options{}) }})
 	}
-	cases = append(cases, opening{"OpenCRAM /dev/null", func() (*CRAM, error) { return Open("/dev/null", Options{}) }})
+	cases = append(cases, opening{"by path /dev/null", func() (*CRAM, error) { return Open("/dev/null", Path("/dev/null"), Options{}) }})
 	for _, c := range cases {
 		err := notBlocking(t, c.what, fifo, func() error {
 			f, err := c.open()
@@ -158,7 +158,7 @@ func TestCRAMReopen(t *testing.T) {
 	fileStates := states.NewFileStates(1<<30, 1)
 	opt := Options{States: fileStates}
 	ctx := context.Background()
-	c, err := OpenAt(root, "x.cram", p, opt)
+	c, err := Open(p, atRoot(root, "x.cram"), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestCRAMReopen(t *testing.T) {
 	if _, err := c.AppendContainer(ctx, 0, nil); !errors.Is(err, source.ErrChanged) {
 		t.Errorf("read again after a replacement: %v, want source.ErrChanged", err)
 	}
-	c2, err := OpenAt(root, "x.cram", p, opt)
+	c2, err := Open(p, atRoot(root, "x.cram"), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestManagerPinsCRAMByDescriptor(t *testing.T) {
 	src := t.TempDir()
 	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "x.cram"))
 	root := openTestRoot(t, src)
-	c, err := OpenAt(root, "x.cram", filepath.Join(t.TempDir(), "absent", "x.cram"), Options{})
+	c, err := Open(filepath.Join(t.TempDir(), "absent", "x.cram"), atRoot(root, "x.cram"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestCRAMIdentityAfterDescriptorClosed(t *testing.T) {
 	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "other.cram"))
 	root := openTestRoot(t, src)
 	opt := Options{States: states.NewFileStates(1<<30, 1)}
-	c, err := OpenAt(root, "x.cram", p, opt)
+	c, err := Open(p, atRoot(root, "x.cram"), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestCRAMStateCountsURLookups(t *testing.T) {
 	}
 	defer store.Close()
 	opt := Options{Reference: store, States: states.NewFileStates(1<<30, 4)}
-	c, err := Open(p, opt)
+	c, err := Open(p, Path(p), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestCRAMStateCountsURLookups(t *testing.T) {
 // one descriptor: that drops c's state, which it checks.
 func evictByOther(t *testing.T, c *CRAM, root *os.Root, opt Options) {
 	t.Helper()
-	o, err := OpenAt(root, "other.cram", "other.cram", opt)
+	o, err := Open("other.cram", atRoot(root, "other.cram"), opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestDecoderPoolAcrossFiles(t *testing.T) {
 			if list == &pooled {
 				opt.Decoders = shared
 			}
-			c, err := Open(filepath.Join(dir, "cram", n), opt)
+			c, err := Open(filepath.Join(dir, "cram", n), Path(filepath.Join(dir, "cram", n)), opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +87,7 @@ func TestCountDecoders(t *testing.T) {
 		changes := 0
 		pool.OnChange(func() { changes++ })
 		m.CountDecoders(pool)
-		c, err := Open(filepath.Join(dir, "cram", "ce_1000.3.1-archive.cram"), Options{Reference: store, Decoders: pool})
+		c, err := Open(filepath.Join(dir, "cram", "ce_1000.3.1-archive.cram"), Path(filepath.Join(dir, "cram", "ce_1000.3.1-archive.cram")), Options{Reference: store, Decoders: pool})
 		if err != nil {
 			t.Fatal(err)
 		}

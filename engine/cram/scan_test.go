@@ -30,7 +30,7 @@ func compareLeanLayout(t *testing.T, path string, fastas []string, noMD bool) in
 		t.Fatal(err)
 	}
 	defer store.Close()
-	c, err := Open(path, Options{Reference: store, NoMD: noMD, AllowMissingEOF: true})
+	c, err := Open(path, Path(path), Options{Reference: store, NoMD: noMD, AllowMissingEOF: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestScanLayoutErrorsAreFullBuilds(t *testing.T) {
 		if err := os.WriteFile(p, v.Data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, err := Open(p, Options{Reference: store, AllowMissingEOF: true})
+		c, err := Open(p, Path(p), Options{Reference: store, AllowMissingEOF: true})
 		if err != nil {
 			continue
 		}
@@ -442,7 +442,7 @@ func TestScanLayoutLeanReferenceMD5(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	c, err := Open(p, Options{Reference: store})
+	c, err := Open(p, Path(p), Options{Reference: store})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func TestFileShapeCoversTheFile(t *testing.T) {
 // mustFile opens the CRAM at p and returns its file structure.
 func mustFile(t *testing.T, p string) *decode.File {
 	t.Helper()
-	c, err := Open(p, Options{})
+	c, err := Open(p, Path(p), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func Convert(ctx context.Context, in string, w io.Writer, opts ConvertOptions) e
 		return err
 	}
 	defer store.Close()
-	src, err := cram.Open(in, cram.Options{Reference: store, NoMD: opts.NoMD, AllowMissingEOF: opts.AllowMissingEOF})
+	src, err := cram.Open(in, cram.Path(in), cram.Options{Reference: store, NoMD: opts.NoMD, AllowMissingEOF: opts.AllowMissingEOF})
 	if err != nil {
 		return err
 	}

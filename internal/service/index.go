@@ -24,7 +24,7 @@ type Indexed struct {
 // bound; a layout already stored and valid is loaded, not scanned again.
 // An error for a missing or mismatching reference says what to do.
 func (s *Service) Index(ctx context.Context, path string) (Indexed, error) {
-	src, err := cram.Open(path, s.copt)
+	src, err := cram.Open(path, cram.Path(path), s.copt)
 	if err != nil {
 		return Indexed{}, WithReferenceHelp(err)
 	}

@@ -36,7 +36,7 @@ func TestMemoryLimitFollowsDecoders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	c, err := cram.Open(testdata("cram", "ce_1000.3.0.cram"), cram.Options{Reference: store, Decoders: pool})
+	c, err := cram.Open(testdata("cram", "ce_1000.3.0.cram"), cram.Path(testdata("cram", "ce_1000.3.0.cram")), cram.Options{Reference: store, Decoders: pool})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func newOpener(mgr *engine.Manager, refs *reference.Store, copt cram.Options, lo
 }
 
 // OpenBAM implements fs.Opener: the CRAM is opened through ref.Root
-// (engine.OpenCRAMAt) and must be the version ref.Stat describes.
+// (ref.Open) and must be the version ref.Stat describes.
 func (o *opener) OpenBAM(ctx context.Context, ref fs.CRAMRef) (fs.BAMFile, error) {
 	k := keyOf(ref.Rel, &ref.Stat)
 	o.mu.Lock()
@@ -151,7 +151,7 @@ func (o *opener) open(ctx context.Context, ref fs.CRAMRef, k fileKey, e *openEnt
 	defer e.done.Store(true)
 	e.when = time.Now()
 	name := filepath.Join(ref.Root.Name(), filepath.FromSlash(ref.Rel))
-	e.src, e.err = cram.OpenAt(ref.Root, ref.Rel, name, o.copt)
+	e.src, e.err = cram.Open(name, ref, o.copt)
 	if errors.Is(e.err, cram.ErrNotRegular) {
 		// ref.Stat was a regular file: what is there now is another one.
 		e.err = fmt.Errorf("%w: %w", fs.ErrChanged, e.err)
