@@ -2,5 +2,5 @@
 // engine/source; a CRAM file, package engine/cram): it decodes them in
 // parallel, encodes their records to BAM and BGZF, keeps the blocks in a
 // bounded cache and serves the virtual BAM. Layouts are persisted in a
-// cache directory (index.go).
+// cache directory (package engine/layout).
 package engine

@@ -190,7 +190,7 @@ func storedBlocks(dst []blockInfo, n int64) []blockInfo {
 
 // measureContainer measures container i of src, a source.LayoutScanner, for a
 // level-0 layout without building it: its segment's lengths (the digest
-// left unknown) and content sum (when ls is a ContentSummer), its blocks
+// left unknown) and content sum (when ls gives one), its blocks
 // and what the index needs of its records, in a table made for hint
 // records.
 func measureContainer(ctx context.Context, src source.Source, ls source.LayoutScanner, i, hint int) (*builtSegment, error) {

@@ -204,7 +204,7 @@ func (m *Manager) startBackground() bool {
 }
 
 // States returns the states.FileStates of the Manager: CRAMs opened with it as
-// CRAMOptions.States share the bounds and the budget of the layouts.
+// cram.Options.States share the bounds and the budget of the layouts.
 func (m *Manager) States() *states.FileStates { return m.states }
 
 // Options returns the options in effect, defaults resolved.

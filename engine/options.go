@@ -122,7 +122,7 @@ const MinContainerMemory = 128 << 20
 // bytes, its blocks decoded and its records): its worker's share of half
 // the cache, the part the decoders may take (see Manager.CountDecoders),
 // and at least MinContainerMemory. A CRAM opened with it as
-// CRAMOptions.MaxContainerMemory refuses larger containers, so that a
+// cram.Options.MaxContainerMemory refuses larger containers, so that a
 // mount's memory stays within max(CacheSize, 2*Threads*MinContainerMemory)
 // and its headroom.
 func (o Options) ContainerMemory() int64 {

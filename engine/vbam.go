@@ -118,7 +118,7 @@ func (v *VirtualBAM) state(ctx context.Context) (*layoutState, error) {
 	return v.m.layoutState(ctx, v)
 }
 
-// layout.Layout returns a copy of the segment layout (the zero layout.Layout, with the
+// Layout returns a copy of the segment layout (the zero Layout, with the
 // error logged, when it cannot be read again).
 func (v *VirtualBAM) Layout() layout.Layout {
 	ls, err := v.state(context.Background())

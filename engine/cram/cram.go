@@ -117,7 +117,7 @@ type cramState struct {
 	file *os.File
 	f    *decode.File
 	dopt decode.DecoderOptions
-	// rebuildOpt is dopt without the slice MD5 checks (Rebuilder).
+	// rebuildOpt is dopt without the slice MD5 checks (source.BlockOptions.Rebuild).
 	rebuildOpt decode.DecoderOptions
 	rs         *refSource // nil without a reference store
 

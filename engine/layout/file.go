@@ -97,7 +97,7 @@ const (
 // The kinds of a segment's content sum in an index file of format 6.
 const (
 	sumNone   = 0 // none: a segment built by the scan, or measured from a source.Source without sums
-	sumCRC32C = 1 // the CRC-32C of the container's data (ContentSummer)
+	sumCRC32C = 1 // the CRC-32C of the container's data (source.Sum)
 )
 
 const (

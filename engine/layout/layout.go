@@ -26,7 +26,7 @@ type Segment struct {
 	// digest is learned from its first build (see layoutState.learn).
 	NoDigest bool
 	// Sum is the content sum of the container the scan measured (see
-	// ContentSummer), when HasSum: a measured segment's first build must
+	// source.Sum), when HasSum: a measured segment's first build must
 	// be decoded from bytes of the same sum. A measured segment without
 	// one (an index of format 5) is checked against the file's identity.
 	Sum    uint32
