@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -462,11 +463,14 @@ for (const r of recs) {
 console.log(recs.length, repeats)
 `
 
-// TestServeGmodBam reads the served BAM over HTTP with @gmod/bam under
-// node, installed from npm into the test's directory: each reference's
-// records, counted as samtools counts them in the CRAM, none repeated.
-func TestServeGmodBam(t *testing.T) {
-	requireMount(t)
+// gmodBam is @gmod/bam 7.1.17 installed from npm into a test's
+// directory, with gmodScript beside it.
+type gmodBam struct{ node, dir string }
+
+// installGmodBam installs @gmod/bam; node or npm missing, or the install
+// failing, skips the test (fails it under CI).
+func installGmodBam(t *testing.T) gmodBam {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		corpus.Missing(t, "node (Debian's nodejs): %v", err)
@@ -479,8 +483,29 @@ func TestServeGmodBam(t *testing.T) {
 	if out, err := exec.Command(npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", dir, "@gmod/bam@7.1.17").CombinedOutput(); err != nil {
 		corpus.Missing(t, "npm install @gmod/bam@7.1.17: %v\n%s", err, out)
 	}
-	script := filepath.Join(dir, "count.mjs")
-	must(t, os.WriteFile(script, []byte(gmodScript), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "count.mjs"), []byte(gmodScript), 0o644))
+	return gmodBam{node, dir}
+}
+
+// count returns what gmodScript prints for the region [start, end) of ref
+// in the BAM at url (its index at url.bai): "RECORDS REPEATS".
+func (g gmodBam) count(t *testing.T, url, ref string, start, end int) string {
+	t.Helper()
+	cmd := exec.Command(g.node, "count.mjs", url, ref, fmt.Sprint(start), fmt.Sprint(end))
+	cmd.Dir = g.dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("@gmod/bam %s %s:%d-%d: %v\n%s", url, ref, start, end, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestServeGmodBam reads the served BAM over HTTP with @gmod/bam under
+// node, installed from npm into the test's directory: each reference's
+// records, counted as samtools counts them in the CRAM, none repeated.
+func TestServeGmodBam(t *testing.T) {
+	requireMount(t)
+	gm := installGmodBam(t)
 	src := t.TempDir()
 	ref := testdata("ref", "ce.fa")
 	cram := filepath.Join(src, "x.cram")
@@ -491,15 +516,109 @@ func TestServeGmodBam(t *testing.T) {
 		ref        string
 		start, end int
 	}{{"CHROMOSOME_I", 0, 1009800}, {"CHROMOSOME_V", 0, 5000}, {"CHROMOSOME_V", 9, 10}} {
-		cmd := exec.Command(node, script, urlOf(srv, "x.bam"), c.ref, fmt.Sprint(c.start), fmt.Sprint(c.end))
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("@gmod/bam %s:%d-%d: %v\n%s", c.ref, c.start, c.end, err, out)
-		}
+		got := gm.count(t, urlOf(srv, "x.bam"), c.ref, c.start, c.end)
 		want := strings.TrimSpace(string(mustSamtools(t, "view", "-c", "-T", ref, cram, fmt.Sprintf("%s:%d-%d", c.ref, c.start+1, c.end))))
-		if got := strings.TrimSpace(string(out)); got != want+" 0" {
+		if got != want+" 0" {
 			t.Errorf("@gmod/bam %s:%d-%d: %q (records, repeats), want %s records, none repeated", c.ref, c.start, c.end, got, want)
+		}
+	}
+}
+
+// overlapSAM is a SAM of one reference c1 (50 kb) whose bin-4681 records
+// (the window [0, 16384)) come first, fillers of them, more than 5 MB of
+// BAM; then 20 records crossing 16384 (bin 585), 8 records of bin 4681
+// again, and 2,000 records after the window. When no BGZF block ends
+// among the 20, the index merges the two runs of bin 4681 (their chunks
+// start and end in one block, as htslib's compress_binning merges them),
+// and that chunk, 5 MB long, overlaps the first chunk of bin 585.
+func overlapSAM(fillers int) string {
+	var b strings.Builder
+	b.WriteString("@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:c1\tLN:50000\n")
+	k := 0
+	for j := range fillers {
+		writeRead(&b, "f", k, 1+j*16000/fillers, 250)
+		k++
+	}
+	for j := range 20 {
+		writeRead(&b, "z", k, 16200+j, 250)
+		k++
+	}
+	for j := range 8 {
+		writeRead(&b, "z", k, 16220+j, 30)
+		k++
+	}
+	for j := range 2000 {
+		writeRead(&b, "t", k, 16400+j*16, 250)
+		k++
+	}
+	return b.String()
+}
+
+// writeRead writes read prefix+i of c1 to b: n bases matching at pos,
+// qualities I.
+func writeRead(b *strings.Builder, prefix string, i, pos, n int) {
+	seq := make([]byte, n)
+	for j := range seq {
+		seq[j] = "ACGT"[(pos+j)%4]
+	}
+	fmt.Fprintf(b, "%s%06d\t0\tc1\t%d\t60\t%dM\t*\t0\t0\t%s\t%s\n", prefix, i, pos, n, seq, strings.Repeat("I", n))
+}
+
+// TestServeGmodBamOverlappingChunks pins down a defect of @gmod/bam
+// 7.1.17, not of cramfs (docs/clients.md): its optimizeChunks does not
+// merge two overlapping chunks when the merged chunk would span 5 MB or
+// more of compressed file, and it reads both whole, so the records where
+// they overlap come twice. Whether a BAM's index has such chunks depends
+// on where its BGZF blocks end, which differs between cramfs' framing
+// and samtools'; each side meets it on some files: here the 28 records
+// from the first bin-585 record to the last bin-4681 one come twice from
+// cramfs' bytes only (as on htsjdk's mitoAlignmentStartTest CRAM), from
+// samtools' only, or from both. The served index is samtools index of
+// the served bytes, and samtools counts the records of every file right.
+func TestServeGmodBamOverlappingChunks(t *testing.T) {
+	requireMount(t)
+	gm := installGmodBam(t)
+	src := t.TempDir()
+	cases := []struct {
+		name                   string
+		fillers                int
+		cramfsRep, samtoolsRep int
+	}{{"cramfs", 13085, 28, 0}, {"samtools", 13065, 0, 28}, {"both", 13005, 28, 28}}
+	for _, c := range cases {
+		sam := filepath.Join(t.TempDir(), c.name+".sam")
+		must(t, os.WriteFile(sam, []byte(overlapSAM(c.fillers)), 0o644))
+		cram := filepath.Join(src, c.name+".cram")
+		mustSamtools(t, "view", "-C", "--no-PG", "--output-fmt-option", "no_ref=1",
+			"--output-fmt-option", "seqs_per_slice=4000", "-o", cram, sam)
+		st := filepath.Join(src, c.name+".samtools.bam")
+		mustSamtools(t, "view", "-u", "--no-PG", "-o", st, cram)
+		mustSamtools(t, "index", st)
+	}
+	srv := serveT(t, src, nil, ServeOptions{})
+	for _, c := range cases {
+		served := filepath.Join(t.TempDir(), "x.bam")
+		_, bam := get(t, "GET", urlOf(srv, c.name+".bam"), nil)
+		must(t, os.WriteFile(served, bam, 0o644))
+		mustSamtools(t, "index", served)
+		_, bai := get(t, "GET", urlOf(srv, c.name+".bam.bai"), nil)
+		if want, err := os.ReadFile(served + ".bai"); err != nil || !bytes.Equal(bai, want) {
+			t.Errorf("%s: the served .bai (%d bytes) is not samtools index of the served BAM (%d bytes, %v)", c.name, len(bai), len(want), err)
+		}
+		count := strings.TrimSpace(string(mustSamtools(t, "view", "-c", filepath.Join(src, c.name+".cram"))))
+		n, err := strconv.Atoi(count)
+		if err != nil {
+			t.Fatalf("samtools view -c %s.cram: %q", c.name, count)
+		}
+		for _, f := range []struct {
+			bam  string
+			reps int
+		}{{c.name + ".bam", c.cramfsRep}, {c.name + ".samtools.bam", c.samtoolsRep}} {
+			if got := strings.TrimSpace(string(runClient(t, t.TempDir(), "samtools", "view", "-c", urlOf(srv, f.bam), "c1"))); got != count {
+				t.Errorf("samtools view -c %s c1: %s records, want %s", f.bam, got, count)
+			}
+			if got, want := gm.count(t, urlOf(srv, f.bam), "c1", 0, 50000), fmt.Sprint(n+f.reps, " ", f.reps); got != want {
+				t.Errorf("@gmod/bam %s c1: %q (records, repeats), want %q (%d records)", f.bam, got, want, n)
+			}
 		}
 	}
 }
