@@ -17,14 +17,55 @@
 #                 for the 3.0 and 3.1 files only.
 # The mount options are cramfs-bench's: -T ref.fa --cache-size 256M -@ T
 # --level 0. Prints a Markdown table: median old, median new, ratio of the
-# medians new/old, each side's spread (min-max) over the rounds, and the
-# same medians and ratio of the mount's CPU (less moved by load), with the
+# medians new/old, each side's spread (min-max) over the rounds, the median
+# of the rounds' own ratios, and the same for the mount's CPU, with the
 # load average at start and end; every sample goes to $WORK/samples.tsv.
 # Not a test: on a shared machine run it under `nice -n 5`.
 #
 # Usage: [ROUNDS=5] [THREADS=2] [NREGIONS=20] [DATA=/tmp/cramfs-bench/data]
-#        [SAMTOOLS=/usr/bin/samtools] [WORK=/tmp/cramfs-ab] bench/ab.sh OLD NEW
+#        [SAMTOOLS=/usr/bin/samtools] [WORK=/tmp/cramfs-ab]
+#        [FILES="sample.v30 sample.v31 longread.v31"] [REGFILES="sample.v30 sample.v31"]
+#        bench/ab.sh OLD NEW
+#        bench/ab.sh --table SAMPLES.TSV   (the table of a past run's samples)
 set -euo pipefail
+# table SAMPLES: the Markdown table of a samples.tsv. Per (measure, file):
+# the medians of each side's wall time, their ratio new/old and each side's
+# min-max; then the median (min-max) of the rounds' own ratios new/old, of
+# wall time and of the mount's CPU: the two sides of a round ran seconds
+# apart, so these follow the machine's load less.
+table() {
+  echo "| measure | file | median old (s) | median new (s) | new/old | spread old (s) | spread new (s) | per-round new/old, wall | mount CPU old / new (s, median) | per-round new/old, CPU |"
+  echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+  awk -F'\t' '
+    function sort(v, m,   i, j, t) {
+      for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+    }
+    function med(v, m) { return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }
+    # side K B ARR: median of ARR over the rounds of side B of row K; sets spread.
+    function side(k, b, arr,   r, m, v) {
+      for (r = 1; r <= rounds; r++) if ((k, r, b) in arr) v[++m] = arr[k, r, b]
+      sort(v, m); spread = sprintf("%.2f-%.2f", v[1], v[m])
+      return med(v, m)
+    }
+    # paired K ARR: median (min-max) of the rounds ratios new/old of ARR.
+    function paired(k, arr,   r, m, v) {
+      for (r = 1; r <= rounds; r++) if ((k, r, "old") in arr && (k, r, "new") in arr && arr[k, r, "old"] > 0) v[++m] = arr[k, r, "new"] / arr[k, r, "old"]
+      if (m == 0) return "-"
+      sort(v, m)
+      return sprintf("%.2f (%.2f-%.2f)", med(v, m), v[1], v[m])
+    }
+    NR > 1 { k = $4 "\t" $3; if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
+      wall[k, $1, $2] = $5; cpu[k, $1, $2] = $6; if ($1 > rounds) rounds = $1 }
+    END { for (i = 1; i <= nk; i++) { k = keys[i]; split(k, p, "\t")
+        mo = side(k, "old", wall); so = spread; mn = side(k, "new", wall); sn = spread
+        co = side(k, "old", cpu); cn = side(k, "new", cpu)
+        printf "| %s | %s | %.2f | %.2f | %.2f | %s | %s | %s | %.2f / %.2f | %s |\n",
+          p[1], p[2], mo, mn, mn / mo, so, sn, paired(k, wall), co, cn, paired(k, cpu) } }' "$1"
+}
+if [[ ${1:-} == --table && $# -eq 2 ]]; then
+  table "$2"
+  exit 0
+fi
 if [[ $# -ne 2 ]]; then
   sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
   exit 2
@@ -34,8 +75,8 @@ rounds=${ROUNDS:-5} th=${THREADS:-2} nreg=${NREGIONS:-20}
 data=${DATA:-/tmp/cramfs-bench/data} sam=${SAMTOOLS:-/usr/bin/samtools}
 work=${WORK:-/tmp/cramfs-ab}
 ref=$data/ref.fa
-files=(sample.v30 sample.v31 longread.v31) # stems of the CRAMs in $data
-regfiles=(sample.v30 sample.v31)
+read -ra files <<<"${FILES:-sample.v30 sample.v31 longread.v31}" # stems of CRAMs in $data
+read -ra regfiles <<<"${REGFILES-sample.v30 sample.v31}"          # a subset of files
 export REF_PATH=/nonexistent REF_CACHE=/nonexistent # only -T, as cramfs-bench
 
 rm -rf "$work"
@@ -68,13 +109,14 @@ cpudiff() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 record() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >> "$out"; }
 
 pid=
-# mnt_up BIN CACHE: a fresh mount of SRC at MNT; sets pid.
+# mnt_up BIN NAME CACHE: a fresh mount of SRC at MNT, logging to
+# mount.NAME.log; sets pid.
 mnt_up() {
-  "$1" mount -T "$ref" --cache-dir "$2" --cache-size 256M -@ "$th" --level 0 \
-    "$work/src" "$work/mnt" 2>>"$work/mount.log" &
+  "$1" mount -T "$ref" --cache-dir "$3" --cache-size 256M -@ "$th" --level 0 \
+    "$work/src" "$work/mnt" 2>>"$work/mount.$2.log" &
   pid=$!
   for _ in $(seq 200); do mountpoint -q "$work/mnt" && return 0; sleep 0.05; done
-  echo "ab.sh: $1 did not mount within 10 s (see $work/mount.log)" >&2
+  echo "ab.sh: $1 did not mount within 10 s (see $work/mount.$2.log)" >&2
   exit 1
 }
 mnt_down() { fusermount3 -u "$work/mnt"; wait "$pid" || true; pid=; }
@@ -84,7 +126,7 @@ trap 'if [[ -n $pid ]]; then mnt_down; fi' EXIT
 first() {
   local bin=$1 name=$2 r=$3 s=$4 cache=$work/cache/$2.r$3.$4 t0 t1 c0 c1 n
   mkdir -p "$cache"
-  mnt_up "$bin" "$cache"
+  mnt_up "$bin" "$name" "$cache"
   c0=$(cpu "$pid"); t0=$(now)
   stat "$work/mnt/$s.bam" >/dev/null
   t1=$(now); c1=$(cpu "$pid")
@@ -100,7 +142,7 @@ first() {
 # region BIN NAME ROUND STEM: the region queries on a fresh mount, warm index.
 region() {
   local bin=$1 name=$2 r=$3 s=$4 t0 t1 c0 c1
-  mnt_up "$bin" "$work/cache/$2.r$3.$4"
+  mnt_up "$bin" "$name" "$work/cache/$name.r$r.$s"
   c0=$(cpu "$pid"); t0=$(now)
   "$sam" view -@ "$th" -u -o /dev/null "$work/mnt/$s.bam" "${regs[@]}"
   t1=$(now); c1=$(cpu "$pid")
@@ -137,19 +179,4 @@ echo "new: $("$new" version | sed -n 2p)"
 echo "load at start:$load0"
 echo "load at end:  $load1"
 echo
-echo "| measure | file | median old (s) | median new (s) | new/old | spread old (s) | spread new (s) | mount CPU old / new (s, median) | CPU new/old |"
-echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-# Per (measure, file): the medians of wall time and mount CPU, the ratios of
-# the medians new/old, and each side's min-max of wall time.
-awk -F'\t' 'NR > 1 { k = $4 "\t" $3; if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
-    n = ++cnt[k, $2]; wall[k, $2, n] = $5; cpu[k, $2, n] = $6 }
-  function med(arr, k, b, m,   i, j, t, v) {
-    for (i = 1; i <= m; i++) v[i] = arr[k, b, i]
-    for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-    lo = v[1]; hi = v[m]
-    return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }
-  END { for (i = 1; i <= nk; i++) { k = keys[i]; split(k, p, "\t")
-      mo = med(wall, k, "old", cnt[k, "old"]); so = sprintf("%.2f-%.2f", lo, hi)
-      mn = med(wall, k, "new", cnt[k, "new"]); sn = sprintf("%.2f-%.2f", lo, hi)
-      co = med(cpu, k, "old", cnt[k, "old"]); cn = med(cpu, k, "new", cnt[k, "new"])
-      printf "| %s | %s | %.2f | %.2f | %.2f | %s | %s | %.2f / %.2f | %s |\n", p[1], p[2], mo, mn, mn / mo, so, sn, co, cn, co > 0 ? sprintf("%.2f", cn / co) : "-" } }' "$out"
+table "$out"
