@@ -26,7 +26,7 @@ const tailPage = 4096
 
 // noteRead records a read of [off, end) and, when it continues the
 // previous read, builds the next segments ahead in the background and
-// drops from the cache the segments the run has left more than the
+// demotes in the cache the segments the run has left more than the
 // reorder window behind.
 //
 // Unless Options.Readahead is set, the window grows with the run of
@@ -72,20 +72,21 @@ func (v *VirtualBAM) noteRead(l *Layout, off, end int64) {
 		}
 	}
 	runID := v.runID
-	drop := v.passed
+	from := v.passed
 	for v.passed < len(segs) && segs[v.passed].End() <= off-win {
 		v.passed++
 	}
-	dropEnd := v.passed
+	to := v.passed
 	v.mu.Unlock()
-	// A sequential reader does not come back for a segment it has left
-	// well behind, and through the mount the kernel keeps what it was
-	// served in its page cache (files are opened with FOPEN_KEEP_CACHE).
-	// Such a segment leaves the cache now rather than when it is least
-	// recently used, and its storage goes to the next segment built, so
-	// that a streamed file does not fill the cache with fresh pages.
-	for j := drop; j < dropEnd; j++ {
-		v.m.cache.Remove(cache.Key{File: v.id, Segment: j})
+	// A sequential reader does not come back soon for a segment it has
+	// left well behind, and through the mount the kernel keeps what it
+	// was served in its page cache (files are opened with
+	// FOPEN_KEEP_CACHE) while it has room. Such a segment stays cached
+	// for a later read of the file while the budget has room, but leaves
+	// before the segments not passed (those of region queries, headers,
+	// the window ahead): a streamed file does not push them out.
+	for j := from; j < to; j++ {
+		v.m.cache.Demote(cache.Key{File: v.id, Segment: j})
 	}
 	// Only with room for it beside a full window, the segment being read
 	// and one passed: else the tail pushes out a segment the reader needs,
@@ -165,7 +166,7 @@ func (v *VirtualBAM) buildAhead(want Segment, i int, runID uint64) {
 	defer v.m.workers.unclaim(&v.party, i) // if it built nothing itself
 	// The reader may have overtaken this goroutine before it ran:
 	// a segment it has left behind is not built again, and one it
-	// passed during the build does not stay in the cache. The check
+	// passed during the build is demoted as noteRead would. The check
 	// is made again where the build would start, under the lock the
 	// cache lookup takes: the reader may build, read and drop the
 	// segment between a check here and the lookup.
@@ -181,7 +182,7 @@ func (v *VirtualBAM) buildAhead(want Segment, i int, runID uint64) {
 	}
 	b.Release()
 	if v.behind(i, runID) {
-		v.m.cache.Remove(cache.Key{File: v.id, Segment: i})
+		v.m.cache.Demote(cache.Key{File: v.id, Segment: i})
 	}
 }
 
