@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -46,19 +47,65 @@ func TestRereadFromCache(t *testing.T) {
 	}
 }
 
-// TestKeptSegmentsStayWithinBudget streams a file several times larger
-// than the cache, twice: the segments kept, the builds and the free
-// storage never exceed the budget, old segments make room for new ones,
-// and the bytes are right.
-func TestKeptSegmentsStayWithinBudget(t *testing.T) {
+// TestPassedSegmentsWithinBudget streams a file twice through caches
+// that can and cannot hold it whole: the segments kept, the builds and the
+// free storage never exceed the budget and the bytes are right; a cache
+// that holds the file keeps every segment, one that does not lets the
+// passed segments go at once, their storage going to the next builds.
+func TestPassedSegmentsWithinBudget(t *testing.T) {
 	src := newFakeSource(fixture(t, "synth"), "")
 	ref, _ := newTestManager(t, Options{CacheSize: -1, Readahead: -1})
-	want := readAll(t, openT(t, ref, src), 1<<20)
-	budget := int64(len(want) / 4)
-	m, _ := newTestManager(t, Options{Threads: 2, CacheSize: budget})
-	m.reorder = 16 << 10
-	v := openT(t, m, src)
-	stop, over := make(chan struct{}), make(chan string, 1)
+	rv := openT(t, ref, src)
+	want := readAll(t, rv, 1<<20)
+	size, seg := int64(len(want)), rv.maxSeg
+	for _, tc := range []struct {
+		name  string
+		cache int64
+		whole bool // the cache can hold the file (keepsFile)
+	}{
+		{"a quarter of the file", size / 4, false},
+		{"the file and a window", size + size/8 + 8*seg + 1<<20, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := newTestManager(t, Options{Threads: 2, CacheSize: tc.cache, Readahead: 2})
+			m.reorder = 16 << 10
+			v := openT(t, m, src)
+			if got := m.keepsFile(v.size, v.maxSeg, v.readahead); got != tc.whole {
+				t.Fatalf("keepsFile(%d, %d, %d) = %v with a %d-byte cache, want %v", v.size, v.maxSeg, v.readahead, got, tc.cache, tc.whole)
+			}
+			stop, over := watchBudget(m)
+			for pass := range 2 {
+				if got := readAll(t, v, 4096); !bytes.Equal(got, want) {
+					t.Fatalf("pass %d: wrong bytes", pass)
+				}
+			}
+			waitBackground(t, m)
+			close(stop)
+			if msg, ok := <-over; ok {
+				t.Errorf("cache over its budget: %s", msg)
+			}
+			st := m.CacheStats()
+			segs := v.Layout().Segments
+			built := 1 // the header
+			for _, s := range segs {
+				if s.CompLen > 0 {
+					built++
+				}
+			}
+			if tc.whole && st.Entries != built {
+				t.Errorf("%d segments cached after reading a file of %d that fits: %+v", st.Entries, built, st)
+			}
+			if !tc.whole && (st.Entries > len(segs)/4 || m.pool.Reused() == 0) {
+				t.Errorf("%d of %d segments still cached, %d builds reused storage: %+v", st.Entries, len(segs), m.pool.Reused(), st)
+			}
+		})
+	}
+}
+
+// watchBudget checks m's cache against its budget every millisecond until
+// stop is closed; over then yields the stats of the first excess, if any.
+func watchBudget(m *Manager) (stop chan struct{}, over chan string) {
+	stop, over = make(chan struct{}), make(chan string, 1)
 	go func() {
 		defer close(over)
 		for {
@@ -73,61 +120,52 @@ func TestKeptSegmentsStayWithinBudget(t *testing.T) {
 			}
 		}
 	}()
-	for pass := range 2 {
-		if got := readAll(t, v, 4096); !bytes.Equal(got, want) {
-			t.Fatalf("pass %d: wrong bytes", pass)
-		}
-	}
-	waitBackground(t, m)
-	close(stop)
-	if msg, ok := <-over; ok {
-		t.Errorf("cache over its budget: %s", msg)
-	}
-	st := m.CacheStats()
-	if st.Evictions == 0 {
-		t.Errorf("no evictions streaming a file 4 times the cache: %s", fmt.Sprintf("%+v", st))
-	}
-	if st.Bytes+st.Reserved+st.Free > st.MaxBytes {
-		t.Errorf("cache over its budget at rest: %s", fmt.Sprintf("%+v", st))
-	}
-	if m.pool.Reused() == 0 {
-		t.Error("no build reused the storage of an evicted segment")
-	}
+	return stop, over
 }
 
-// TestStreamKeepsOthersSegments reads a few segments of one file out of
-// order, then streams another through a cache it overflows: the passed
-// segments of the stream leave first, the other file's stay.
+// TestStreamKeepsOthersSegments reads every segment of one file out of
+// order, then streams another through a cache that holds either file but
+// not both: the passed segments of the stream leave first, the other
+// file's stay.
 func TestStreamKeepsOthersSegments(t *testing.T) {
 	fx := fixture(t, "synth")
 	stream := newFakeSource(fx, "")
 	ref, _ := newTestManager(t, Options{CacheSize: -1, Readahead: -1})
-	size := openT(t, ref, stream).Size()
+	rv := openT(t, ref, stream)
+	size, seg := rv.Size(), rv.maxSeg
 	other := newFakeSource(fx, copyFile(t, fx.path))
-	m, _ := newTestManager(t, Options{Threads: 2, CacheSize: size / 3})
+	// Room for the file, its window and the files' states (a few KiB).
+	m, _ := newTestManager(t, Options{Threads: 2, CacheSize: size + size/16 + 6*(seg+seg/16) + 64<<10, Readahead: 2})
 	m.reorder = 16 << 10
 	vo, vs := openT(t, m, other), openT(t, m, stream)
+	if states, _ := m.states.Stats(); !m.keepsFile(vs.size, vs.maxSeg, vs.readahead) {
+		t.Fatalf("a %d-byte cache with %d bytes of file states cannot hold a file of %d bytes and its window", m.opts.CacheSize, states, size)
+	}
 	segs := vo.Layout().Segments
-	var kept []int
 	p := make([]byte, 1)
-	for i := len(segs) / 2; i < len(segs) && len(kept) < 3; i += len(segs) / 8 {
+	var read []int
+	for _, i := range rand.New(rand.NewPCG(5, 6)).Perm(len(segs)) {
 		if segs[i].CompLen == 0 {
 			continue
 		}
 		if _, err := vo.ReadAt(p, segs[i].Offset); err != nil {
 			t.Fatal(err)
 		}
-		kept = append(kept, i)
+		read = append(read, i)
 	}
 	readAll(t, vs, 4096)
 	waitBackground(t, m)
 	if st := m.CacheStats(); st.Evictions == 0 {
-		t.Fatalf("no evictions streaming a file 3 times the cache: %+v", st)
+		t.Fatalf("no evictions streaming a file into a cache full of another: %+v", st)
 	}
-	for _, i := range kept {
+	lost := 0
+	for _, i := range read {
 		if !m.cache.Contains(cache.Key{File: vo.id, Segment: i}) {
-			t.Errorf("segment %d of the file read out of order left the cache for the stream", i)
+			lost++
 		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of the %d segments of the file read out of order left the cache for the stream: %+v", lost, len(read), m.CacheStats())
 	}
 }
 
