@@ -3,12 +3,10 @@
 package cache
 
 import (
+	"container/list"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
-
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // ErrInvalid is returned for invalid cache parameters.
@@ -41,6 +39,10 @@ type Stats struct {
 // own. It is safe for concurrent use. Stored bytes are shared with callers
 // and must be treated as read-only by both sides.
 //
+// Values demoted (Demote: a sequential reader passed them) leave before
+// any other, the least recently demoted first, and are used again like
+// any other once found by Get: they stay while the bound has room.
+//
 // The bound covers the values, the reservations (Reserve, Alloc) and the
 // free storage of its Pool: storage of values that left, which no reader
 // holds any more, kept for the next Alloc.
@@ -48,13 +50,26 @@ type Cache[K comparable] struct {
 	// Dependency, made by New.
 	pool *Pool
 
+	// Mutable, guarded by mu: every value is in one of hot and cold,
+	// most recently used (or demoted) at the front, and in items.
+	//
+	// INVARIANT: len(items) == hot.Len() + cold.Len(), and bytes is the
+	//            sum of their values' capacities
 	mu       sync.Mutex
-	lru      *simplelru.LRU[K, *Buf]
+	items    map[K]*list.Element // of *entry[K]
+	hot      list.List
+	cold     list.List // demoted values, which leave first
 	maxBytes int64
 	bytes    int64
 	reserved int64 // bytes of storage being filled, counted against maxBytes
-	evicting bool  // set while the cache itself drops entries for space
 	st       Stats
+}
+
+// entry is a value of a Cache under its key, in the list named by cold.
+type entry[K comparable] struct {
+	key  K
+	buf  *Buf
+	cold bool
 }
 
 // New returns a cache holding buffers of at most maxBytes bytes of
@@ -64,17 +79,12 @@ func New[K comparable](maxBytes int64) (*Cache[K], error) {
 	if maxBytes < 0 {
 		return nil, fmt.Errorf("%w: negative byte bound %d", ErrInvalid, maxBytes)
 	}
-	c := &Cache[K]{maxBytes: maxBytes}
+	c := &Cache[K]{maxBytes: maxBytes, items: make(map[K]*list.Element)}
 	// A quarter of the bound at most, what a sequential reader's
 	// readahead may hold (engine.Options.Readahead): the reader leaves
 	// segments behind in bursts while the builds of its window wait for
 	// workers, which then take their storage.
 	c.pool = &Pool{maxBytes: maxBytes / 4, shared: &sharedBound{max: maxBytes}}
-	l, err := simplelru.NewLRU[K, *Buf](math.MaxInt, c.onEvict)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	c.lru = l
 	return c, nil
 }
 
@@ -82,14 +92,45 @@ func New[K comparable](maxBytes int64) (*Cache[K], error) {
 // bound: Bufs from its Get return their storage to it.
 func (c *Cache[K]) Pool() *Pool { return c.pool }
 
-// onEvict runs under c.mu for every value leaving the LRU list.
-func (c *Cache[K]) onEvict(_ K, v *Buf) {
-	c.bytes -= int64(cap(v.B))
-	c.publish() // before the storage may return to the pool
-	if c.evicting {
-		c.st.Evictions++
+// listOf returns the list holding e.
+func (c *Cache[K]) listOf(e *entry[K]) *list.List {
+	if e.cold {
+		return &c.cold
 	}
-	v.Release()
+	return &c.hot
+}
+
+// drop removes the value of el, under c.mu, and releases the cache's
+// reference to it.
+func (c *Cache[K]) drop(el *list.Element) {
+	e := el.Value.(*entry[K])
+	c.listOf(e).Remove(el)
+	delete(c.items, e.key)
+	c.bytes -= int64(cap(e.buf.B))
+	c.publish() // before the storage may return to the pool
+	e.buf.Release()
+}
+
+// remove drops the value stored under k, if any, under c.mu.
+func (c *Cache[K]) remove(k K) bool {
+	el, ok := c.items[k]
+	if ok {
+		c.drop(el)
+	}
+	return ok
+}
+
+// moveTo puts the value of el at the front of hot, or of cold when cold
+// is set, under c.mu.
+func (c *Cache[K]) moveTo(el *list.Element, cold bool) {
+	e := el.Value.(*entry[K])
+	if e.cold == cold {
+		c.listOf(e).MoveToFront(el)
+		return
+	}
+	c.listOf(e).Remove(el)
+	e.cold = cold
+	c.items[e.key] = c.listOf(e).PushFront(e)
 }
 
 // publish tells the pool, under c.mu, what the values and reservations hold.
@@ -100,47 +141,63 @@ func (c *Cache[K]) publish() { c.pool.shared.held.Store(c.bytes + c.reserved) }
 func (c *Cache[K]) Get(k K) (*Buf, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.lru.Get(k)
-	if ok {
-		c.st.Hits++
-		v.Retain()
-	} else {
+	el, ok := c.items[k]
+	if !ok {
 		c.st.Misses++
+		return nil, false
 	}
-	return v, ok
+	c.st.Hits++
+	c.moveTo(el, false)
+	v := el.Value.(*entry[K]).buf
+	v.Retain()
+	return v, true
+}
+
+// Demote makes the value stored under k, if any, leave before every value
+// not demoted, after those demoted before it, and reports whether there
+// was one. A Get of it undoes that.
+func (c *Cache[K]) Demote(k K) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[k]
+	if ok {
+		c.moveTo(el, true)
+	}
+	return ok
 }
 
 // Contains reports whether k is stored, without touching recency or stats.
 func (c *Cache[K]) Contains(k K) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lru.Contains(k)
+	_, ok := c.items[k]
+	return ok
 }
 
 // Add stores v under k with a reference of its own (the caller keeps
-// its), replacing any previous value, and evicts the least recently used
-// values until the byte bound holds. A value larger than the bound is not
+// its), replacing any previous value, and evicts values (see evict) until
+// the byte bound holds. A value larger than the bound is not
 // stored; Add reports whether v was stored.
 func (c *Cache[K]) Add(k K, v *Buf) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if int64(cap(v.B)) > c.maxBytes {
 		c.st.Rejected++
-		c.lru.Remove(k) // never leave an older value behind a newer one
+		c.remove(k) // never leave an older value behind a newer one
 		return false
 	}
-	c.lru.Remove(k)
+	c.remove(k)
 	v.Retain()
-	c.lru.Add(k, v)
+	c.items[k] = c.hot.PushFront(&entry[K]{key: k, buf: v})
 	c.bytes += int64(cap(v.B))
 	c.st.Adds++
 	c.evict()
 	return true
 }
 
-// evict drops least recently used values until the values and the
-// reservations fit the bound, or no value is left, then the free storage
-// beyond what they leave. It runs under c.mu.
+// evict drops values, the demoted first (evictOldest), until the values
+// and the reservations fit the bound, or no value is left, then the free
+// storage beyond what they leave. It runs under c.mu.
 func (c *Cache[K]) evict() {
 	for c.bytes+c.reserved > c.maxBytes && c.evictOldest() {
 	}
@@ -148,19 +205,25 @@ func (c *Cache[K]) evict() {
 	c.pool.fit()
 }
 
-// evictOldest drops the least recently used value, if there is one, under
-// c.mu.
+// evictOldest drops the least recently demoted value or, when none is,
+// the least recently used, if there is one, under c.mu.
 func (c *Cache[K]) evictOldest() bool {
-	c.evicting = true
-	_, _, ok := c.lru.RemoveOldest()
-	c.evicting = false
-	return ok
+	el := c.cold.Back()
+	if el == nil {
+		el = c.hot.Back()
+	}
+	if el == nil {
+		return false
+	}
+	c.drop(el)
+	c.st.Evictions++
+	return true
 }
 
 // Alloc returns a Buf holding one reference, with len(B) == 0 and
 // cap(B) >= n, for a value about to be built: free storage that fits n
 // (see Pool.Get) or, when the bound leaves no room for fresh storage, that
-// of the least recently used values, evicted for it. Its capacity counts
+// of the values evicted for it (demoted first, see evictOldest). Its capacity counts
 // against the bound, as by Reserve, until the caller gives it back with
 // Unreserve (usually just before adding the value).
 func (c *Cache[K]) Alloc(n int) *Buf {
@@ -210,14 +273,14 @@ func (c *Cache[K]) Unreserve(n int64) {
 func (c *Cache[K]) Remove(k K) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lru.Remove(k)
+	return c.remove(k)
 }
 
 // Len returns the number of values held.
 func (c *Cache[K]) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lru.Len()
+	return len(c.items)
 }
 
 // Bytes returns the total capacity of the buffers held.
@@ -232,7 +295,7 @@ func (c *Cache[K]) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.st
-	s.Entries = c.lru.Len()
+	s.Entries = len(c.items)
 	s.Bytes = c.bytes
 	s.Reserved = c.reserved
 	_, s.Free = c.pool.Free()

@@ -64,13 +64,28 @@ func (m *Manager) segmentsThatFit(seg int64) int {
 	if seg <= 0 {
 		return math.MaxInt
 	}
+	return int(m.segmentBudget() / (seg + seg/16))
+}
+
+// keepsFile reports whether the cache can hold every segment of a file of
+// size bytes beside the decoders and file states counted in it, and
+// beside a window of ahead segments built ahead of its reader, the one
+// read and one passed, of at most seg bytes each (with the storage's
+// sixteenth, see cache.Pool.Get).
+func (m *Manager) keepsFile(size, seg int64, ahead int) bool {
+	return size+size/16+int64(ahead+2)*(seg+seg/16) <= m.segmentBudget()
+}
+
+// segmentBudget is what the cache budget leaves for segments beside the
+// decoders and the file states counted in it.
+func (m *Manager) segmentBudget() int64 {
 	stateBytes, _ := m.states.Stats()
 	free := m.opts.CacheSize - stateBytes
 	if p := m.decoders.Load(); p != nil {
 		_, counted := p.Footprint()
 		free -= counted
 	}
-	return int(max(free, 0) / (seg + seg/16))
+	return max(free, 0)
 }
 
 // explainSize adds to a container refused for its size (source.TooLarge)

@@ -27,8 +27,8 @@ const tailPage = 4096
 
 // noteRead records a read of [off, end) and, when it continues the
 // previous read, builds the next segments ahead in the background and
-// drops from the cache the segments the run has left more than the
-// reorder window behind.
+// has the segments the run has left more than the reorder window behind
+// leave the cache first (leaveBehind).
 //
 // Unless Options.Readahead is set, the window grows with the run of
 // sequential reads: it stays at the segment being read until the run has
@@ -73,21 +73,13 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 		}
 	}
 	runID := v.runID
-	drop := v.passed
+	from := v.passed
 	for v.passed < len(segs) && segs[v.passed].End() <= off-win {
 		v.passed++
 	}
-	dropEnd := v.passed
+	to := v.passed
 	v.mu.Unlock()
-	// A sequential reader does not come back for a segment it has left
-	// well behind, and through the mount the kernel keeps what it was
-	// served in its page cache (files are opened with FOPEN_KEEP_CACHE).
-	// Such a segment leaves the cache now rather than when it is least
-	// recently used, and its storage goes to the next segment built, so
-	// that a streamed file does not fill the cache with fresh pages.
-	for j := drop; j < dropEnd; j++ {
-		v.m.cache.Remove(cache.Key{File: v.id, Segment: j})
-	}
+	v.leaveBehind(from, to)
 	// Only with room for it beside a full window, the segment being read
 	// and one passed: else the tail pushes out a segment the reader needs,
 	// and a reader not checking the EOF block builds the tail twice.
@@ -117,6 +109,33 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 		}
 		todo--
 		v.prefetch(segs[i], i, runID)
+	}
+}
+
+// leaveBehind has segments [from, to), which the run of reads has left
+// behind, leave the cache first. A sequential reader does not come back
+// soon for them, and through the mount the kernel keeps what it was
+// served in its page cache (files are opened with FOPEN_KEEP_CACHE) while
+// it has room. When the cache can hold the whole file they are demoted:
+// they stay for a later read of the file, which the page cache may have
+// let go, while the budget has room, but leave before the segments not
+// passed (those of region queries, headers, the window ahead), so that a
+// streamed file does not push those out. Else they leave now, their
+// storage going to the next segment built: the cache would evict the
+// first segments of a file larger than it before a second read came back
+// to them, and keeping them would only fill the budget with fresh pages.
+func (v *VirtualBAM) leaveBehind(from, to int) {
+	if from >= to {
+		return
+	}
+	keep := v.m.keepsFile(v.size, v.maxSeg, v.readahead)
+	for j := from; j < to; j++ {
+		k := cache.Key{File: v.id, Segment: j}
+		if keep {
+			v.m.cache.Demote(k)
+		} else {
+			v.m.cache.Remove(k)
+		}
 	}
 }
 
@@ -166,7 +185,7 @@ func (v *VirtualBAM) buildAhead(want layout.Segment, i int, runID uint64) {
 	defer v.m.workers.unclaim(&v.party, i) // if it built nothing itself
 	// The reader may have overtaken this goroutine before it ran:
 	// a segment it has left behind is not built again, and one it
-	// passed during the build does not stay in the cache. The check
+	// passed during the build leaves first, as noteRead has it. The check
 	// is made again where the build would start, under the lock the
 	// cache lookup takes: the reader may build, read and drop the
 	// segment between a check here and the lookup.
@@ -182,7 +201,7 @@ func (v *VirtualBAM) buildAhead(want layout.Segment, i int, runID uint64) {
 	}
 	b.Release()
 	if v.behind(i, runID) {
-		v.m.cache.Remove(cache.Key{File: v.id, Segment: i})
+		v.leaveBehind(i, i+1)
 	}
 }
 

@@ -59,7 +59,9 @@ type mountStatus struct {
 }
 
 // cacheStatus is the block cache's counters (cache.Stats), named as the
-// rest of the status.
+// rest of the status. Hits and misses count lookups of segments (a read
+// looks up each segment it spans, readahead those it would build); Adds
+// counts the segments built.
 type cacheStatus struct {
 	Hits      uint64 `json:"hits"`
 	Misses    uint64 `json:"misses"`
@@ -524,8 +526,8 @@ func writeStatus(w io.Writer, st mountStatus) {
 	fmt.Fprintf(w, "cramfs %s of %s at %s: pid %d, up %s, %d threads, level %d\n",
 		what, st.Src, at, st.PID, time.Since(st.Started).Round(time.Second), st.Threads, st.Level)
 	cs := st.Cache
-	fmt.Fprintf(w, "cache: %s of %s in %d segments (%s reserved); %d hits, %d misses, %d evictions\n",
-		humanBytes(cs.Bytes), humanBytes(cs.MaxBytes), cs.Entries, humanBytes(cs.Reserved), cs.Hits, cs.Misses, cs.Evictions)
+	fmt.Fprintf(w, "cache: %s of %s in %d segments (%s reserved); %d hits, %d misses, %d built, %d evictions\n",
+		humanBytes(cs.Bytes), humanBytes(cs.MaxBytes), cs.Entries, humanBytes(cs.Reserved), cs.Hits, cs.Misses, cs.Adds, cs.Evictions)
 	for _, sc := range st.Scans {
 		fmt.Fprintf(w, "scanning %s: %d of %d containers\n", sc.Path, sc.Done, sc.Total)
 	}
