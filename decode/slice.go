@@ -129,9 +129,10 @@ type refView struct {
 }
 
 // A window view loads at least minWindow bases when it starts afresh. While
-// records come in order it doubles each time it moves on, up to maxWindow,
-// so that a run of records costs few loads and a slice of one read only a
-// little more than the read.
+// records come in order it doubles each time it moves on, or jumps ahead
+// by no more than its size (long reads lie apart by about their length),
+// up to maxWindow, so that a run of records costs few loads and a slice of
+// one read only a little more than the read.
 const (
 	minWindow = 1 << 10
 	maxWindow = 1 << 20
@@ -185,9 +186,13 @@ func (v *refView) slice(from, to int64) ([]byte, error) {
 func (v *refView) load(from, to int64) error {
 	end := v.end()
 	size, at := int64(minWindow), from
+	if from >= v.start && from-end <= end-v.start {
+		// Moving on, or forward past the window by at most its size:
+		// records dense enough for a window twice as large.
+		size = min(max(2*(end-v.start), minWindow), maxWindow)
+	}
 	keep := from >= v.start && from <= end
 	if keep {
-		size = min(max(2*(end-v.start), minWindow), maxWindow)
 		at = end
 	}
 	stop := min(max(to, from+size), v.limit)
