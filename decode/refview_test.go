@@ -92,3 +92,27 @@ func TestRefViewWindowGrowsOverSpacedReads(t *testing.T) {
 		t.Errorf("loaded %d bases for reads spanning %d", src.bases, span)
 	}
 }
+
+// TestRefViewHeld checks held, slice's inlined case, against the bases a
+// view holds: every range around a window's bounds, empty and reversed
+// ones included, and never for a marks view.
+func TestRefViewHeld(t *testing.T) {
+	contig := bytes.Repeat([]byte("ACGTN"), 40)
+	v := &refView{buf: contig[50:120], start: 50, limit: int64(len(contig))}
+	for from := int64(30); from < 140; from++ {
+		for to := from - 3; to < 140; to++ {
+			b, ok := v.held(from, to)
+			want := from >= 50 && to <= 120 && from <= to
+			if ok != want {
+				t.Fatalf("held(%d, %d) ok = %v, want %v", from, to, ok, want)
+			}
+			if ok && !bytes.Equal(b, contig[from:to]) {
+				t.Fatalf("held(%d, %d) = %q, want %q", from, to, b, contig[from:to])
+			}
+		}
+	}
+	m := &refView{buf: contig, marks: true, size: int64(len(contig)), limit: int64(len(contig))}
+	if _, ok := m.held(0, 10); ok {
+		t.Fatal("a marks view held bases")
+	}
+}
