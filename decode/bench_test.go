@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
+	"github.com/cramfs/cramfs/encode/bam"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -67,4 +70,62 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkBenchData decodes every container of a CRAM of the benchmark
+// dataset (directory in $CRAMFS_BENCH_DATA, file in $CRAMFS_BENCH_CRAM,
+// default longread.v31.cram) on one goroutine and encodes each record as
+// BAM into a reused buffer, as a level-0 convert does without its
+// scheduling; bytes are the CRAM file's size.
+func BenchmarkBenchData(b *testing.B) {
+	dir := os.Getenv("CRAMFS_BENCH_DATA")
+	if dir == "" {
+		b.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
+	}
+	name := os.Getenv("CRAMFS_BENCH_CRAM")
+	if name == "" {
+		name = "longread.v31.cram"
+	}
+	p := filepath.Join(dir, name)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	store, err := reference.Open([]string{filepath.Join(dir, "ref.fa")}, reference.Options{NoEnv: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	f, err := decode.Open(p, bytes.NewReader(data), int64(len(data)), decode.OpenOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := f.NewDecoder(decode.DecoderOptions{Reference: newStoreRef(b, store, f.Refs)})
+	var out []byte
+	each := func(_ int, r *decode.Record) error {
+		var err error
+		out, err = bam.AppendRecord(out[:0], r)
+		return err
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	var cpu time.Duration
+	for b.Loop() {
+		before := cpuTime()
+		for i := range f.Containers {
+			if err := d.ContainerFunc(i, each); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu += cpuTime() - before
+	}
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+}
+
+// cpuTime returns the user and system CPU time the process has used: on
+// a shared machine it varies less than the wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

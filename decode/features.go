@@ -35,6 +35,7 @@ type featureWalker[S featureSink] struct {
 	// what reads the series of bases and qualities.
 	st   *streams
 	ds   *[numDataSeries]*Encoding
+	fx   featStreams
 	sm   *[5][4]byte // substitution matrix
 	view *refView
 	sink S
@@ -74,11 +75,44 @@ type featureSink interface {
 // the values, from its streams.
 type fullSink Decoder
 
+// featStreams are the blocks of the EXTERNAL series read most per feature,
+// found once per slice, so that a value is read without going through its
+// encoding: FC and FP, and for the full decode BS and BA (the lean pass's
+// sink decides whether to read those). nil: the series is not EXTERNAL or
+// its block is missing; a block the lean pass has not decompressed holds
+// no data yet. Either way the value is read through the encoding, as
+// before the block was found.
+type featStreams struct {
+	fc, fp, bs, ba *extStream
+}
+
+// next is the next byte of x, when x has one.
+func next(x *extStream) (byte, bool) {
+	if x == nil || x.pos >= len(x.data) {
+		return 0, false
+	}
+	v := x.data[x.pos]
+	x.pos++
+	return v, true
+}
+
+// nextITF8 is the next ITF-8 value of x when it is one byte long (below
+// 128).
+func nextITF8(x *extStream) (int32, bool) {
+	if x == nil || x.pos >= len(x.data) || x.data[x.pos] >= 0x80 {
+		return 0, false
+	}
+	v := x.data[x.pos]
+	x.pos++
+	return int32(v), true
+}
+
 // decodeSeq decodes the read features of a mapped record and rebuilds its
 // sequence, qualities, CIGAR, and MD and NM (CRAMv3 §10.6; htslib's
 // cram_decode_seq), then reads its mapping quality (MQ) and preserved
 // qualities (QS).
-func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasRef bool, seq, qual []byte, hasMD, hasNM bool) error {
+func (d *Decoder) decodeSeq(s *sliceState, cr *crec, seq, qual []byte, hasMD, hasNM bool) error {
+	ch, view, hasRef := s.ch, s.view, s.hasRef
 	canMD := hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
 	d.mdText = mdText{aux: d.aux, mdAt: -1, nmAt: -1}
 	md := mdRules{out: &d.mdText, md: canMD && !d.opt.NoMD && !hasMD, nm: canMD && !d.opt.NoMD && !hasNM}
@@ -88,7 +122,7 @@ func (d *Decoder) decodeSeq(ch *CompressionHeader, cr *crec, view *refView, hasR
 		md.md, md.nm, d.mdText.mdAt, d.mdText.nmAt = canMD && d.mdSlot >= 0, canMD && d.nmSlot >= 0, d.mdSlot, d.nmSlot
 	}
 	r := featureWalker[*fullSink]{
-		st: &d.st, ds: &ch.DataSeries, sm: &ch.SubstitutionMatrix, view: view, sink: (*fullSink)(d),
+		st: &d.st, ds: &ch.DataSeries, fx: s.fx, sm: &ch.SubstitutionMatrix, view: view, sink: (*fullSink)(d),
 		seq: seq, qual: qual, n: int64(cr.length),
 		hasRef: hasRef, placed: cr.refID >= 0, preserveQual: cr.cf&cfPreserveQual != 0,
 		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM, cig: d.cigars,
@@ -181,14 +215,18 @@ func (r *featureWalker[S]) feature() error {
 	var op byte
 	var fp int32
 	var err error
-	if e := r.ds[DSFC]; e == nil {
+	if v, ok := next(r.fx.fc); ok {
+		op = v
+	} else if e := r.ds[DSFC]; e == nil {
 		return noEncoding(DSFC)
 	} else if v, ok := e.byteFast(r.st); ok {
 		op = v
 	} else if op, err = readByteSlow(e, r.st, DSFC); err != nil {
 		return err
 	}
-	if e := r.ds[DSFP]; e == nil {
+	if v, ok := nextITF8(r.fx.fp); ok {
+		fp = v
+	} else if e := r.ds[DSFP]; e == nil {
 		return noEncoding(DSFP)
 	} else if v, ok := e.intFast(r.st); ok {
 		fp = v
@@ -280,10 +318,12 @@ func (r *featureWalker[S]) softClip(pos int64) error {
 // BS code's entry of the substitution matrix (CRAMv3 §10.6, Base
 // substitution codes).
 func (r *featureWalker[S]) substitution(pos int64) error {
-	r.flush(cigM)
-	code, err := r.sink.byteOf(r.ds, DSBS)
-	if err != nil {
-		return err
+	code, ok := next(r.fx.bs)
+	var err error
+	if !ok {
+		if code, err = r.sink.byteOf(r.ds, DSBS); err != nil {
+			return err
+		}
 	}
 	if code > 3 {
 		return corruptf("BS: substitution code %d", code)
@@ -310,7 +350,6 @@ func (r *featureWalker[S]) substitution(pos int64) error {
 
 // deletion is feature 'D': DL reference bases the read leaves out.
 func (r *featureWalker[S]) deletion() error {
-	r.flush(cigD)
 	dl, err := featLength(r.ds, r.st, DSDL)
 	if err != nil {
 		return err
@@ -327,7 +366,6 @@ func (r *featureWalker[S]) deletion() error {
 
 // insertion is feature 'I': IN bases inserted in the read.
 func (r *featureWalker[S]) insertion(pos int64) error {
-	r.flush(cigI)
 	m, err := r.baseArray(DSIN, pos-1)
 	if err != nil {
 		return err
@@ -340,10 +378,12 @@ func (r *featureWalker[S]) insertion(pos int64) error {
 
 // insertedBase is feature 'i': one inserted base (BA).
 func (r *featureWalker[S]) insertedBase(pos int64) error {
-	r.flush(cigI)
-	b, err := r.sink.byteOf(r.ds, DSBA)
-	if err != nil {
-		return err
+	b, ok := next(r.fx.ba)
+	if !ok {
+		var err error
+		if b, err = r.sink.byteOf(r.ds, DSBA); err != nil {
+			return err
+		}
 	}
 	if r.n > 0 {
 		if pos-1 >= r.n {
@@ -359,7 +399,6 @@ func (r *featureWalker[S]) insertedBase(pos int64) error {
 
 // bases is feature 'b': BB bases stored in place of the reference's.
 func (r *featureWalker[S]) bases(pos int64) error {
-	r.flush(cigM)
 	m, err := r.baseArray(DSBB, pos-1)
 	if err != nil {
 		return err
@@ -393,7 +432,6 @@ func (r *featureWalker[S]) qualities(pos int64) error {
 // baseAndQuality is feature 'B': one stored base (BA) and its quality
 // (QS).
 func (r *featureWalker[S]) baseAndQuality(pos int64) error {
-	r.flush(cigM)
 	b, err := r.sink.byteOf(r.ds, DSBA)
 	if err != nil {
 		return err
@@ -438,7 +476,6 @@ func (r *featureWalker[S]) quality(pos int64) error {
 // skip is features 'H', 'P' and 'N': a hard clip (HC), padding (PD) or
 // reference skip (RS) of the length read from series s.
 func (r *featureWalker[S]) skip(s DataSeries, op uint32) error {
-	r.flush(op)
 	v, err := featLength(r.ds, r.st, s)
 	if err != nil {
 		return err
@@ -529,9 +566,12 @@ func (r *featureWalker[S]) match(k int64) (bool, error) {
 	if r.refPos+k > v.limit {
 		return false, errBeyondSlice(r.refPos + k)
 	}
-	b, err := v.slice(r.refPos, r.refPos+k)
-	if err != nil {
-		return false, err
+	b, ok := v.held(r.refPos, r.refPos+k)
+	if !ok {
+		var err error
+		if b, err = v.slice(r.refPos, r.refPos+k); err != nil {
+			return false, err
+		}
 	}
 	r.copyBases(at, b)
 	if r.md.active() {

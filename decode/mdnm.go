@@ -124,9 +124,12 @@ func (m *mdRules) deletion(v *refView, refPos, dl, refLen int64) error {
 	m.flushDist()
 	if refPos+dl <= refLen {
 		if m.md {
-			b, err := v.slice(refPos, refPos+dl)
-			if err != nil {
-				return err
+			b, ok := v.held(refPos, refPos+dl)
+			if !ok {
+				var err error
+				if b, err = v.slice(refPos, refPos+dl); err != nil {
+					return err
+				}
 			}
 			m.char('^')
 			m.ref(b, dl)

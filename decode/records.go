@@ -90,6 +90,7 @@ type sliceState struct {
 	// lean: the slice is measured (shapes.go), so its reference views may
 	// hold where the 'N's lie rather than the bases (refView.marks).
 	lean bool
+	fx   featStreams
 
 	// Mutable, record by record.
 	// view gives the reference bases; hasRef says whether there are any
@@ -149,6 +150,11 @@ func (d *Decoder) prepareSlice(s *sliceState) error {
 	}
 	if s.nrec > d.st.maxArray+1 && s.nrec > 1<<20 {
 		return corruptf("slice claims %d records for %d bytes of data", s.nrec, d.st.maxArray)
+	}
+	ds := &ch.DataSeries
+	s.fx = featStreams{fc: d.st.externalOf(ds[DSFC]), fp: d.st.externalOf(ds[DSFP])}
+	if !s.lean {
+		s.fx.bs, s.fx.ba = d.st.externalOf(ds[DSBS]), d.st.externalOf(ds[DSBA])
 	}
 	return nil
 }
@@ -391,7 +397,7 @@ func (d *Decoder) readRead(s *sliceState, cr *crec, hasMD, hasNM bool) error {
 		if cr.apos <= 0 {
 			return corruptf("alignment position %d but no unmapped flag", cr.apos)
 		}
-		if err := d.decodeSeq(s.ch, cr, s.view, s.hasRef, seq, qual, hasMD, hasNM); err != nil {
+		if err := d.decodeSeq(s, cr, seq, qual, hasMD, hasNM); err != nil {
 			return err
 		}
 	} else if err := d.readUnmapped(s.ch, cr, seq, qual); err != nil {

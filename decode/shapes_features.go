@@ -17,7 +17,7 @@ func (d *Decoder) shapeSeq(s *sliceState, cr *crec, hasMD, hasNM bool) (int, err
 	ch := s.ch
 	genMD := !d.opt.NoMD && s.hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
 	r := featureWalker[*leanSink]{
-		st: &d.st, ds: &ch.DataSeries, sm: &ch.SubstitutionMatrix, view: s.view, sink: (*leanSink)(d),
+		st: &d.st, ds: &ch.DataSeries, fx: s.fx, sm: &ch.SubstitutionMatrix, view: s.view, sink: (*leanSink)(d),
 		n: int64(cr.length), hasRef: s.hasRef, placed: cr.refID >= 0, preserveQual: cr.cf&cfPreserveQual != 0,
 		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM, cig: d.cigars,
 		md: mdRules{md: genMD && !hasMD, nm: genMD && !hasNM},

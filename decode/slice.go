@@ -129,9 +129,10 @@ type refView struct {
 }
 
 // A window view loads at least minWindow bases when it starts afresh. While
-// records come in order it doubles each time it moves on, up to maxWindow,
-// so that a run of records costs few loads and a slice of one read only a
-// little more than the read.
+// records come in order it doubles each time it moves on, or jumps ahead
+// by no more than its size (long reads lie apart by about their length),
+// up to maxWindow, so that a run of records costs few loads and a slice of
+// one read only a little more than the read.
 const (
 	minWindow = 1 << 10
 	maxWindow = 1 << 20
@@ -161,6 +162,24 @@ func (v *refView) end() int64 {
 // slice returns the bases of [from, to) (nil for a marks view). Callers
 // check the range against limit first, as htslib does.
 func (v *refView) slice(from, to int64) ([]byte, error) {
+	if b, ok := v.held(from, to); ok {
+		return b, nil
+	}
+	return v.sliceSlow(from, to)
+}
+
+// held returns the bases of [from, to) when the view holds them (not a
+// marks view): slice's common case, small enough to inline.
+func (v *refView) held(from, to int64) ([]byte, bool) {
+	i, j := uint64(from-v.start), uint64(to-v.start)
+	if v.marks || i > j || j > uint64(len(v.buf)) {
+		return nil, false
+	}
+	return v.buf[i:j], true
+}
+
+// sliceSlow is slice past held.
+func (v *refView) sliceSlow(from, to int64) ([]byte, error) {
 	if from >= v.start && to <= v.end() && from <= to {
 		if v.marks {
 			return nil, nil
@@ -185,9 +204,13 @@ func (v *refView) slice(from, to int64) ([]byte, error) {
 func (v *refView) load(from, to int64) error {
 	end := v.end()
 	size, at := int64(minWindow), from
+	if from >= v.start && from-end <= end-v.start {
+		// Moving on, or forward past the window by at most its size:
+		// records dense enough for a window twice as large.
+		size = min(max(2*(end-v.start), minWindow), maxWindow)
+	}
 	keep := from >= v.start && from <= end
 	if keep {
-		size = min(max(2*(end-v.start), minWindow), maxWindow)
 		at = end
 	}
 	stop := min(max(to, from+size), v.limit)
@@ -216,21 +239,30 @@ func (v *refView) load(from, to int64) error {
 // the next 'N' answers the checks of many reads.
 func (v *refView) hasN(from, to int64) bool {
 	if !v.nScanned || from < v.nFrom || from > v.nNext {
-		if v.marks {
-			return v.nextN(from) < to
-		}
-		rest := v.buf[from-v.start:]
-		v.nFrom, v.nNext, v.nScanned = from, from+int64(len(rest)), true
-		if i := bytes.IndexByte(rest, 'N'); i >= 0 {
-			v.nNext = from + int64(i)
-		}
+		v.scanN(from)
 	}
 	return v.nNext < to
+}
+
+// scanN is hasN's scan ahead from from, kept apart so that hasN inlines.
+func (v *refView) scanN(from int64) {
+	if v.marks {
+		v.nextN(from)
+		return
+	}
+	rest := v.buf[from-v.start:]
+	v.nFrom, v.nNext, v.nScanned = from, from+int64(len(rest)), true
+	if i := bytes.IndexByte(rest, 'N'); i >= 0 {
+		v.nNext = from + int64(i)
+	}
 }
 
 // at returns the base at pos (0 from a marks view, which checks only that
 // the view covers it).
 func (v *refView) at(pos int64) (byte, error) {
+	if b, ok := v.held(pos, pos+1); ok {
+		return b[0], nil
+	}
 	b, err := v.slice(pos, pos+1)
 	if err != nil || v.marks {
 		return 0, err

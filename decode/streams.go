@@ -189,6 +189,20 @@ func (s *streams) external(id int32) (*extStream, error) {
 	return x, err
 }
 
+// externalOf is the block of the slice that EXTERNAL encoding e reads,
+// without decompressing it if pending; nil for another encoding or a
+// block the slice lacks (whose reader then fails).
+func (s *streams) externalOf(e *Encoding) *extStream {
+	if e == nil || e.ID != EncodingExternal {
+		return nil
+	}
+	x, err := s.lookup(e.ContentID)
+	if err != nil {
+		return nil
+	}
+	return x
+}
+
 // lookup is external without decompressing a pending block.
 func (s *streams) lookup(id int32) (*extStream, error) {
 	var x *extStream
