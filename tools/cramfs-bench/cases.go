@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // side is one of the commands a case compares; Run measures it once.
@@ -31,6 +33,35 @@ type pair struct {
 	Cramfs, Baseline int    // indexes into benchCase.Sides
 	Tool             string // version of the samtools on the baseline side (and reading the mount)
 	Measure          string // one of the measure constants
+	Stat             stat   // what the row takes of the sides' samples
+}
+
+// stat is what a row takes of its sides' samples.
+type stat int
+
+const (
+	statWhole   stat = iota // the samples as measured (jobs at once: until the last ended)
+	statSlowest             // of a side running jobs at once, its slowest job's time
+	statFastest             // its fastest job's time
+)
+
+// of returns the samples the stat takes of ss: with their RSS, the time
+// of the slowest or fastest of the jobs.
+func (s stat) of(ss []sample) []sample {
+	if s == statWhole {
+		return ss
+	}
+	out := make([]sample, len(ss))
+	for i, x := range ss {
+		out[i] = sample{RSSKB: x.RSSKB}
+		if len(x.Jobs) > 0 {
+			out[i].Secs = slices.Max(x.Jobs)
+			if s == statFastest {
+				out[i].Secs = slices.Min(x.Jobs)
+			}
+		}
+	}
+	return out
 }
 
 // benchCase is a set of commands that every round runs once each, in
@@ -160,6 +191,10 @@ func (b *bench) cases() []benchCase {
 				late[i].Late = 1
 			}
 			out = append(out, late...)
+			out = append(out, b.floorCases(f)...)
+			out = append(out, b.readersCase(f))
+			out = append(out, b.serveLoadCases(f)...)
+			out = append(out, b.bigCases(f)...)
 		}
 	}
 	return out
@@ -186,6 +221,70 @@ func (b *bench) scaleCase(f flavour) benchCase {
 		return warm(ctx)
 	}
 	return c
+}
+
+// bigCopies is how many copies of the 3.0 file the ×16 file holds.
+const bigCopies = 16
+
+// bigCases are first access, the sequential read and the region queries
+// of a CRAM bigCopies times the size of f (the 3.0 file), whose rows the
+// report compares with f's own (linear time, flat RSS). The CRAM, made once
+// per run in the scratch directory with its .crai, is the copies merged in
+// coordinate order (samtools merge, identical read groups and programs
+// combined, as CRAM 3.0), so that the regions hold bigCopies times the
+// records.
+func (b *bench) bigCases(f flavour) []benchCase {
+	x := fmt.Sprintf("x%d", bigCopies)
+	big := flavour{ID: f.ID + "-" + x, Name: fmt.Sprintf("%s ×%d", f.Name, bigCopies), CRAM: filepath.Join(b.scratch, x, f.Stem()+"."+x+".cram")}
+	suffix := fmt.Sprintf(", file ×%d", bigCopies)
+	setup := b.bigSetup(f, big)
+	fa := b.firstAccessCase(big)
+	fa.ID, fa.Variant = "first-access-"+x+"/"+f.ID, fa.Variant+suffix
+	seq := b.seqReadCase(big, "seq-read-"+x+"/"+f.ID, "view -c"+suffix)
+	rc := b.regionCase(big, true)
+	rc.ID, rc.Variant = "regions-"+x+"/"+f.ID, rc.Variant+suffix
+	out := []benchCase{fa, seq, rc}
+	for i := range out {
+		out[i].Setup = setup
+		out[i].Late = 1
+	}
+	return out
+}
+
+// bigSetup makes big (once per run) from bigCopies copies of f and builds
+// its warm index.
+func (b *bench) bigSetup(f, big flavour) func(ctx context.Context) error {
+	merge := b.bigMerge(f, big)
+	warm := b.warmIndex(big)
+	done := big.CRAM + ".complete"
+	return func(ctx context.Context) error {
+		if _, err := os.Stat(done); err != nil {
+			if err := os.MkdirAll(filepath.Dir(big.CRAM), 0o755); err != nil {
+				return err
+			}
+			start := time.Now()
+			if _, err := timeRun(ctx, merge); err != nil {
+				return fmt.Errorf("making the ×%d CRAM: %w", bigCopies, err)
+			}
+			fmt.Fprintf(os.Stderr, "  made %s in %.0f s\n", big.CRAM, time.Since(start).Seconds())
+			if !big.HasCRAI() {
+				return fmt.Errorf("%s: samtools merge --write-index wrote no .crai", big.CRAM)
+			}
+			if err := os.WriteFile(done, nil, 0o644); err != nil {
+				return err
+			}
+		}
+		return warm(ctx)
+	}
+}
+
+// bigMerge writes big, with its .crai, from bigCopies copies of f.
+func (b *bench) bigMerge(f, big flavour) command {
+	args := []string{"merge", "-c", "-p", "-f", "-@", b.th(), "--reference", b.data.Ref, "-O", "cram,version=3.0", "--write-index", "-o", big.CRAM}
+	for range bigCopies {
+		args = append(args, f.CRAM)
+	}
+	return b.sam(args...)
 }
 
 // smallSliceReads is how many reads of the 3.0 file the small-slice
@@ -310,34 +409,46 @@ func (b *bench) warmIndex(f flavour) func(ctx context.Context) error {
 }
 
 func (b *bench) mountCmd(f flavour, mnt string) command {
-	return b.cfs("mount", "-T", b.data.Ref, "--cache-dir", b.warmCache, "--cache-size", cacheSize, "-@", b.th(), "--level", b.lv(), filepath.Dir(f.CRAM), mnt)
+	return b.mountDirCmd(filepath.Dir(f.CRAM), mnt, cacheSize)
+}
+
+// mountDirCmd mounts src at mnt with the warm index and a --cache-size.
+func (b *bench) mountDirCmd(src, mnt, cache string) command {
+	return b.cfs("mount", "-T", b.data.Ref, "--cache-dir", b.warmCache, "--cache-size", cache, "-@", b.th(), "--level", b.lv(), src, mnt)
 }
 
 // throughMount mounts the flavour's directory (warm index, cold block
 // cache), times read(mnt), and reports the mount process's peak RSS.
 func (b *bench) throughMount(f flavour, read func(mnt string) command) func(ctx context.Context) (sample, error) {
 	return func(ctx context.Context) (sample, error) {
-		mnt, err := os.MkdirTemp("/tmp", "cramfs-bench-mnt-")
-		if err != nil {
-			return sample{}, err
-		}
-		defer os.Remove(mnt)
-		m, err := startMount(ctx, b.cramfs, b.mountCmd(f, mnt), mnt)
-		defer m.close()
-		if err != nil {
-			return sample{}, err
-		}
-		s, err := timeRun(ctx, read(mnt))
-		if err != nil {
-			return sample{}, err
-		}
-		rss, err := m.stop()
-		if err != nil {
-			return sample{}, err
-		}
-		s.RSSKB = rss
-		return s, nil
+		return b.withMount(ctx, filepath.Dir(f.CRAM), func(mnt string) (sample, error) { return timeRun(ctx, read(mnt)) })
 	}
+}
+
+// withMount mounts src (warm index, cold block cache, --cache-size
+// cacheSize), runs measure(mnt), and returns its sample with the mount
+// process's peak RSS.
+func (b *bench) withMount(ctx context.Context, src string, measure func(mnt string) (sample, error)) (sample, error) {
+	mnt, err := os.MkdirTemp("/tmp", "cramfs-bench-mnt-")
+	if err != nil {
+		return sample{}, err
+	}
+	defer os.Remove(mnt)
+	m, err := startMount(ctx, b.cfs("unmount", mnt), b.mountDirCmd(src, mnt, cacheSize), mnt)
+	defer m.close()
+	if err != nil {
+		return sample{}, err
+	}
+	s, err := measure(mnt)
+	if err != nil {
+		return sample{}, err
+	}
+	rss, err := m.stop()
+	if err != nil {
+		return sample{}, err
+	}
+	s.RSSKB = rss
+	return s, nil
 }
 
 // seqReadCase reads the whole BAM through the mount with samtools view -c,

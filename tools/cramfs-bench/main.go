@@ -59,6 +59,13 @@ type config struct {
 }
 
 func main() {
+	if os.Getenv(floorEnv) != "" {
+		if err := floorMain(os.Args[1:]); err != nil {
+			fmt.Fprintf(os.Stderr, "cramfs-bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if v := os.Getenv(prefaultEnv); v != "" {
 		gib, err := strconv.Atoi(v)
 		if err == nil {
@@ -80,7 +87,9 @@ func main() {
 		"newest samtools binary: every row is run against it too, and the targets are checked against it (\"\" for none)")
 	flag.StringVar(&c.out, "out", "bench", "directory for BENCHMARKS.md, results.tsv and ratios-VERSION.svg, or CODECS.md with -codecs (\"\" to write nothing)")
 	flag.StringVar(&c.only, "only", "", "run only the cases whose id matches this regular expression and merge their rows into OUT/results.tsv "+
-		"(ids: convert/FLAVOUR/levelN, first-access/FLAVOUR, seq-read/FLAVOUR, seq-read-x4/v30, regions/FLAVOUR, regions-count/FLAVOUR; "+
+		"(ids: convert/FLAVOUR/levelN, first-access/FLAVOUR, seq-read/FLAVOUR, seq-read-x4/v30, regions/FLAVOUR, regions-count/FLAVOUR, "+
+		"serve-seq/FLAVOUR, serve-regions/FLAVOUR, floor-dd/v30, floor-view/v30, readers8/v30, serve-cpu/v30, serve8/v30, "+
+		"first-access-x16/v30, seq-read-x16/v30, regions-x16/v30; "+
 		"the small-slice flavours are v30-sps1 and v30-s1S50); with -codecs, the streams whose family or file name matches")
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds per case")
 	flag.IntVar(&c.threads, "threads", 2, "threads for both tools (-@)")
@@ -381,7 +390,7 @@ func runCase(ctx context.Context, k benchCase, rounds int) ([]result, error) {
 	out := make([]result, len(k.Pairs))
 	for i, p := range k.Pairs {
 		out[i] = result{ID: k.ID, Group: k.Group, Flavour: k.Flavour, Variant: k.Variant, Measure: p.Measure,
-			Tool: p.Tool, Baseline: k.Sides[p.Baseline].Label, Cramfs: samples[p.Cramfs], Samtools: samples[p.Baseline]}
+			Tool: p.Tool, Baseline: k.Sides[p.Baseline].Label, Cramfs: p.Stat.of(samples[p.Cramfs]), Samtools: p.Stat.of(samples[p.Baseline])}
 	}
 	return out, nil
 }

@@ -123,8 +123,17 @@ func writePreamble(w io.Writer, c config, b *bench, runs []runInfo, missing []st
 		"The \"file ×4\" row reads a CRAM made of four copies of the 3.0 file (samtools cat, re-encoded by samtools view -C) "+
 		"through the mount: its peak RSS beside the 3.0 row's shows whether memory grows with the file. "+
 		"The \"3.0, %dk reads\" rows convert the first %d reads of the 3.0 file written in slices of one read "+
-		"(samtools head, then samtools view -C or scramble), as other writers and settings make them.\n\n",
-		c.threads, cacheBudgetMiB, smallSliceReads/1000, smallSliceReads)
+		"(samtools head, then samtools view -C or scramble), as other writers and settings make them. "+
+		"The \"file ×%d\" rows run first access, the sequential read and the regions on %d copies of the 3.0 file merged in coordinate order "+
+		"(samtools merge, with its .crai); the targets section compares their time and RSS with the 1× rows'. "+
+		"Rows whose measure says CPU give CPU seconds (user+sys), not wall-clock: the floor rows the CPU of the server process "+
+		"(the cramfs mount, with a --cache-size that holds the file, or the go-fuse floor serving the same BAM from memory) over a second read "+
+		"of the file, after a first read and posix_fadvise DONTNEED of its pages (checked with mincore); the serve CPU rows the CPU of cramfs serve "+
+		"over a whole-BAM GET per GiB served, against the CPU of samtools view writing the BAM of the CRAM read from a static HTTP server, per GiB written. "+
+		"The \"8 readers\" and \"8 clients\" rows read %d copies of the 3.0 file (distinct files, which cramfs caches apart) at once, "+
+		"through one mount or one cramfs serve at --cache-size %dM, against as many samtools pipes: the time until all ended, "+
+		"and the slowest and the fastest reader's own time; their RSS is the mount's, or the sum of the pipes'.\n\n",
+		c.threads, cacheBudgetMiB, smallSliceReads/1000, smallSliceReads, bigCopies, bigCopies, readersAtOnce, cacheBudgetMiB)
 	for _, t := range slices.Backward(b.tools) {
 		fmt.Fprintf(w, "![ratios against samtools %s](ratios-%s.svg)\n", t.Version, t.Version)
 	}

@@ -38,6 +38,9 @@ type sample struct {
 	Secs  float64
 	RSSKB int64  // peak resident set size in KiB (ru_maxrss); 0 if unknown
 	Out   string // trimmed standard output, for the commands whose output is checked
+	// Jobs are the seconds of each job of a side that runs jobs at once
+	// (timeAtOnce), whose Secs is the time until the last ended.
+	Jobs []float64
 }
 
 // median returns the median of xs (the mean of the two middle values for
@@ -87,8 +90,8 @@ func (r result) Label() string {
 	if r.Variant != "" {
 		parts = append(parts, r.Variant)
 	}
-	if r.Measure == measureCount {
-		parts = append(parts, measureCount)
+	if !slices.Contains([]string{measureWrite, measureScan, measureRecords, ""}, r.Measure) {
+		parts = append(parts, r.Measure)
 	}
 	return strings.Join(parts, " / ") + " vs " + r.Baseline
 }

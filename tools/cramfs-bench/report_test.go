@@ -296,3 +296,24 @@ func TestLimitedBuffer(t *testing.T) {
 		t.Errorf("kept %d bytes, want %d", l.Len(), limitedBufferMax)
 	}
 }
+
+// TestLabelMeasures: a row's label names its measure unless it is the
+// group's usual one, so that the rows of one case that differ only in
+// what they take of the samples (CPU, the slowest of 8) stay apart.
+func TestLabelMeasures(t *testing.T) {
+	tests := []struct {
+		measure, want string
+	}{
+		{measureRecords, "g / 3.0 / v vs b"},
+		{measureCount, "g / 3.0 / v / count only vs b"},
+		{measureCPU, "g / 3.0 / v / server CPU s (user+sys) vs b"},
+		{measureSlowest, "g / 3.0 / v / reads records: slowest of the 8 vs b"},
+		{measureCPUPerGiB, "g / 3.0 / v / CPU s (user+sys) per GiB of BAM vs b"},
+	}
+	for _, tc := range tests {
+		r := result{Group: "g", Flavour: "3.0", Variant: "v", Measure: tc.measure, Baseline: "b"}
+		if got := r.Label(); got != tc.want {
+			t.Errorf("Label(%s) = %q, want %q", tc.measure, got, tc.want)
+		}
+	}
+}

@@ -69,7 +69,7 @@ func TestReadResultsErrors(t *testing.T) {
 			}
 		})
 	}
-	if rs, err := readResults(strings.NewReader(header+line(func([]string) {})), "results.tsv"); err != nil || len(rs) != 1 || rs[0].Samtools[1] != (sample{Secs: 4, RSSKB: 40}) {
+	if rs, err := readResults(strings.NewReader(header+line(func([]string) {})), "results.tsv"); err != nil || len(rs) != 1 || rs[0].Samtools[1].Secs != 4 || rs[0].Samtools[1].RSSKB != 40 {
 		t.Errorf("good line: %+v, %v", rs, err)
 	}
 }

@@ -119,20 +119,22 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 func (l *limitedBuffer) Len() int       { return l.buf.Len() }
 func (l *limitedBuffer) String() string { return l.buf.String() }
 
-// mountSession is a running `cramfs mount` child process.
+// mountSession is a running FUSE server child process (`cramfs mount`,
+// the floor) or `cramfs serve`.
 type mountSession struct {
-	cramfs string
-	mnt    string
-	cmd    *exec.Cmd
-	stderr limitedBuffer
-	done   chan struct{}
-	err    error // Wait's result, valid after done is closed
+	unmount command // unmounts mnt; empty for a server that mounts nothing
+	mnt     string
+	cmd     *exec.Cmd
+	stderr  limitedBuffer
+	done    chan struct{}
+	err     error // Wait's result, valid after done is closed
 }
 
-// startMount starts c (a `cramfs mount ... SRC MNT` command) and waits
-// until MNT lists files. The caller must call close, also on error.
-func startMount(ctx context.Context, cramfs string, c command, mnt string) (*mountSession, error) {
-	m := &mountSession{cramfs: cramfs, mnt: mnt, done: make(chan struct{})}
+// startMount starts c (a `cramfs mount ... SRC MNT` command, or another
+// FUSE server that unmount unmounts) and waits until MNT lists files. The
+// caller must call close, also on error.
+func startMount(ctx context.Context, unmount, c command, mnt string) (*mountSession, error) {
+	m := &mountSession{unmount: unmount, mnt: mnt, done: make(chan struct{})}
 	m.cmd = c.exec(context.WithoutCancel(ctx)) // stopped by close, not by the context
 	m.cmd.Stdout = io.Discard
 	m.cmd.Stderr = &m.stderr
@@ -162,7 +164,7 @@ func startMount(ctx context.Context, cramfs string, c command, mnt string) (*mou
 // stop sends SIGTERM and waits for the mount process to exit; it returns
 // the process's peak RSS.
 func (m *mountSession) stop() (int64, error) {
-	if m.cmd.Process == nil {
+	if m.cmd == nil || m.cmd.Process == nil {
 		return 0, errors.New("mount process not started")
 	}
 	select {
@@ -183,14 +185,16 @@ func (m *mountSession) stop() (int64, error) {
 	return maxRSS(m.cmd.ProcessState), nil
 }
 
-// close makes sure nothing is left mounted or running: it runs
-// `cramfs unmount MNT` (ignoring "not mounted") and kills the child if it
-// is still alive.
+// close makes sure nothing is left mounted or running: it runs the
+// unmount command (`cramfs unmount MNT`, ignoring "not mounted") and kills
+// the child if it is still alive.
 func (m *mountSession) close() {
-	un := exec.Command(m.cramfs, "unmount", m.mnt)
-	un.Stdout, un.Stderr = io.Discard, io.Discard
-	_ = un.Run()
-	if m.cmd.Process == nil {
+	if m.unmount.Path != "" {
+		un := exec.Command(m.unmount.Path, m.unmount.Args...)
+		un.Stdout, un.Stderr = io.Discard, io.Discard
+		_ = un.Run()
+	}
+	if m.cmd == nil || m.cmd.Process == nil {
 		return
 	}
 	select {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -44,28 +46,38 @@ func freePort() (string, error) {
 // BAM), and reports the server's peak RSS.
 func (b *bench) throughServe(f flavour, read func(url string) command) func(ctx context.Context) (sample, error) {
 	return func(ctx context.Context) (sample, error) {
-		addr, err := freePort()
-		if err != nil {
-			return sample{}, err
-		}
-		c := b.cfs("serve", "--listen", addr, "-T", b.data.Ref, "--cache-dir", b.warmCache, "--cache-size", cacheSize,
-			"-@", b.th(), "--level", b.lv(), filepath.Dir(f.CRAM))
-		s, err := startServe(ctx, c, "http://"+addr+"/")
-		defer s.close()
-		if err != nil {
-			return sample{}, err
-		}
-		got, err := timeRun(ctx, read("http://"+addr+"/"+f.Stem()+".bam"))
-		if err != nil {
-			return sample{}, err
-		}
-		rss, err := s.stop()
-		if err != nil {
-			return sample{}, err
-		}
-		got.RSSKB = rss
-		return got, nil
+		return b.withServe(ctx, filepath.Dir(f.CRAM), func(root string, _ int) (sample, error) {
+			return timeRun(ctx, read(root+f.Stem()+".bam"))
+		})
 	}
+}
+
+// withServe starts cramfs serve of src (warm index, cold block cache),
+// waits for it to answer, runs measure(root URL, server pid), and returns
+// its sample with the server's peak RSS.
+func (b *bench) withServe(ctx context.Context, src string, measure func(root string, pid int) (sample, error)) (sample, error) {
+	addr, err := freePort()
+	if err != nil {
+		return sample{}, err
+	}
+	c := b.cfs("serve", "--listen", addr, "-T", b.data.Ref, "--cache-dir", b.warmCache, "--cache-size", cacheSize,
+		"-@", b.th(), "--level", b.lv(), src)
+	root := "http://" + addr + "/"
+	s, err := startServe(ctx, c, root)
+	defer s.close()
+	if err != nil {
+		return sample{}, err
+	}
+	got, err := measure(root, s.cmd.Process.Pid)
+	if err != nil {
+		return sample{}, err
+	}
+	rss, err := s.stop()
+	if err != nil {
+		return sample{}, err
+	}
+	got.RSSKB = rss
+	return got, nil
 }
 
 // startServe starts c, a cramfs serve, and waits until url answers.
@@ -148,4 +160,141 @@ func (b *bench) serveCases(f flavour) []benchCase {
 func readsHTTP(t samtool) bool {
 	out, err := exec.Command(t.Path, "--version").Output()
 	return err == nil && strings.Contains(string(out), "libcurl=yes")
+}
+
+// Group and measure of the serve CPU rows.
+const (
+	groupServeCPU    = "serve: CPU per GiB of BAM"
+	measureCPUPerGiB = "CPU s (user+sys) per GiB of BAM"
+)
+
+// serveLoadCases are the serve rows of f under load: the server's CPU per
+// GiB of BAM over a whole-BAM GET, and eight clients at once.
+func (b *bench) serveLoadCases(f flavour) []benchCase {
+	var static string
+	cpuSetup := func(ctx context.Context) error {
+		if err := b.warmIndex(f)(ctx); err != nil {
+			return err
+		}
+		var err error
+		static, err = staticServer(ctx, filepath.Dir(f.CRAM))
+		return err
+	}
+	copies := b.copiesSetup(f)
+	var staticCopies string
+	eightSetup := func(ctx context.Context) error {
+		if err := copies(ctx); err != nil {
+			return err
+		}
+		var err error
+		staticCopies, err = staticServer(ctx, b.copiesDir(f))
+		return err
+	}
+	cpu := benchCase{ID: "serve-cpu/" + f.ID, Group: groupServeCPU, Flavour: f.Name, Variant: "whole-BAM GET, cold cache", Late: 2, Setup: cpuSetup}
+	eight := benchCase{ID: "serve8/" + f.ID, Group: "serve: 8 clients at once", Flavour: f.Name,
+		Variant: fmt.Sprintf("%d copies, view -c URL", readersAtOnce), Late: 2, Setup: eightSetup, CheckOut: "record counts"}
+	c := cpu.add(side{Label: "serve, whole-BAM GET", Desc: "cramfs serve SRC; CPU of the server over: " + curlGet("URL").String(),
+		Run: func(ctx context.Context) (sample, error) {
+			return b.withServe(ctx, filepath.Dir(f.CRAM), func(root string, pid int) (sample, error) {
+				return serverCPUPerGiB(ctx, pid, curlGet(root+f.Stem()+".bam"))
+			})
+		}})
+	var noHTTP []string
+	for _, t := range b.tools {
+		if !readsHTTP(t) {
+			noHTTP = append(noHTTP, t.Version)
+			continue
+		}
+		produce := func(url string) command {
+			return b.samWith(t, append(append([]string{"view", "-@", b.th(), "-T", b.data.Ref, "--no-PG"}, b.samServe()...), url)...)
+		}
+		s := cpu.add(side{Label: "view -u CRAM-URL (its CPU)", Desc: "static HTTP server; CPU of: " + produce("CRAM-URL").String() + " > counter",
+			Run: func(ctx context.Context) (sample, error) {
+				return producerCPUPerGiB(ctx, produce(static+filepath.Base(f.CRAM)))
+			}})
+		cpu.Pairs = append(cpu.Pairs, pair{Cramfs: c, Baseline: s, Tool: t.Version, Measure: measureCPUPerGiB})
+
+		readers := func(root string) [][]command {
+			var jobs [][]command
+			for _, stem := range copyStems(f) {
+				jobs = append(jobs, []command{b.samWith(t, "view", "-@", b.th(), "-c", root+stem+".bam")})
+			}
+			return jobs
+		}
+		ec := eight.add(side{Label: "serve + 8 × view -c URL", Desc: "cramfs serve COPIES; 8 at once: " + readers("URL/")[0][0].String(),
+			Run: func(ctx context.Context) (sample, error) {
+				return b.withServe(ctx, b.copiesDir(f), func(root string, _ int) (sample, error) { return timeAtOnce(ctx, readers(root)) })
+			}})
+		pipeDesc := b.decodePipes(t, f, func(stem string) string { return "CRAM-URL" })[0]
+		es := eight.add(side{Label: "8 × view -u CRAM-URL | view -c -", Desc: "static HTTP server; 8 at once: " + pipeDesc[0].String() + " | " + pipeDesc[1].String(),
+			Run: func(ctx context.Context) (sample, error) {
+				return timeAtOnce(ctx, b.decodePipes(t, f, func(stem string) string { return staticCopies + stem + ".cram" }))
+			}})
+		eight.Pairs = append(eight.Pairs, atOncePairs(ec, es, t.Version)...)
+	}
+	if len(cpu.Pairs) == 0 {
+		cpu.Skip = fmt.Sprintf("no samtools here reads http:// (built without libcurl: %v)", noHTTP)
+		eight.Skip = cpu.Skip
+	}
+	return []benchCase{cpu, eight}
+}
+
+// curlGet GETs url whole, printing the bytes received.
+func curlGet(url string) command {
+	return command{Path: "curl", Args: []string{"-sf", "-o", "/dev/null", "-w", "%{size_download}", url}}
+}
+
+// serverCPUPerGiB runs get, a curl that prints the bytes it received,
+// and returns the CPU the server pid spent meanwhile per GiB received.
+func serverCPUPerGiB(ctx context.Context, pid int, get command) (sample, error) {
+	before, err := processCPU(pid)
+	if err != nil {
+		return sample{}, err
+	}
+	got, err := timeRun(ctx, get)
+	if err != nil {
+		return sample{}, err
+	}
+	after, err := processCPU(pid)
+	if err != nil {
+		return sample{}, err
+	}
+	n, err := strconv.ParseInt(got.Out, 10, 64)
+	if err != nil {
+		return sample{}, fmt.Errorf("%s printed %q, want the bytes received", get, got.Out)
+	}
+	per, err := perGiB(after-before, n)
+	if err != nil {
+		return sample{}, fmt.Errorf("%s: %w", get, err)
+	}
+	fmt.Fprintf(os.Stderr, "    %d bytes in %.3f s wall, server CPU %.3f s\n", n, got.Secs, (after - before).Seconds())
+	return sample{Secs: per, Out: got.Out}, nil
+}
+
+// producerCPUPerGiB runs c, counting the bytes it writes, and returns its
+// user+sys CPU per GiB written, with its peak RSS.
+func producerCPUPerGiB(ctx context.Context, c command) (sample, error) {
+	cmd := c.exec(ctx)
+	var n countingWriter
+	var stderr limitedBuffer
+	cmd.Stdout, cmd.Stderr = &n, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return sample{}, fmt.Errorf("%s: %w\n%s", c, err, stderr.String())
+	}
+	cpu := childCPU(cmd.ProcessState)
+	per, err := perGiB(cpu, int64(n))
+	if err != nil {
+		return sample{}, fmt.Errorf("%s: %w", c, err)
+	}
+	fmt.Fprintf(os.Stderr, "    %d bytes in %.3f s wall, CPU %.3f s\n", n, time.Since(start).Seconds(), cpu.Seconds())
+	return sample{Secs: per, RSSKB: maxRSS(cmd.ProcessState), Out: strconv.FormatInt(int64(n), 10)}, nil
+}
+
+// countingWriter counts and discards what is written to it.
+type countingWriter int64
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	*w += countingWriter(len(p))
+	return len(p), nil
 }
