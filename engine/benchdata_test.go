@@ -5,16 +5,14 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/engine/cram"
 	"github.com/cramfs/cramfs/engine/source"
+	"github.com/cramfs/cramfs/internal/cramtest"
 )
 
 // benchDataCRAM opens a CRAM of the benchmark dataset
@@ -22,20 +20,8 @@ import (
 // $CRAMFS_BENCH_CRAM, default sample.v30.cram), closed when b ends.
 func benchDataCRAM(b *testing.B) *cram.CRAM {
 	b.Helper()
-	dir := os.Getenv("CRAMFS_BENCH_DATA")
-	if dir == "" {
-		b.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
-	}
-	name := os.Getenv("CRAMFS_BENCH_CRAM")
-	if name == "" {
-		name = "sample.v30.cram"
-	}
-	store, err := reference.Open([]string{filepath.Join(dir, "ref.fa")}, reference.Options{NoEnv: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
-	src, err := cram.Open(filepath.Join(dir, name), cram.Path(filepath.Join(dir, name)), cram.Options{Reference: store})
+	path, store := cramtest.BenchData(b)
+	src, err := cram.Open(path, cram.Path(path), cram.Options{Reference: store})
 	if err != nil {
 		b.Fatal(err)
 	}

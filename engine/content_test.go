@@ -17,6 +17,7 @@ import (
 	"github.com/cramfs/cramfs/engine/layout"
 	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/engine/states"
+	"github.com/cramfs/cramfs/internal/cramtest"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
 
@@ -27,7 +28,7 @@ func rawCRAM(t *testing.T, path string) []byte {
 	t.Helper()
 	sam := path + ".sam"
 	synthSAM(t, sam, 3000, 11)
-	samtools(t, "view", "-C", "--no-PG", "--output-fmt-option", "no_ref=1", "--output-fmt-option", "seqs_per_slice=500",
+	cramtest.Samtools(t, "view", "-C", "--no-PG", "--output-fmt-option", "no_ref=1", "--output-fmt-option", "seqs_per_slice=500",
 		"--output-fmt-option", "level=0", "-o", path, sam)
 	os.Remove(sam)
 	b, err := os.ReadFile(path)
@@ -68,8 +69,8 @@ func newContentFixture(t *testing.T) *contentFixture {
 	f := &contentFixture{dir: t.TempDir()}
 	f.path = filepath.Join(f.dir, "x.cram")
 	f.orig = rawCRAM(t, f.path)
-	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(f.dir, "other.cram"))
-	f.root = openTestRoot(t, f.dir)
+	cramtest.CopyCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(f.dir, "other.cram"))
+	f.root = cramtest.OpenRoot(t, f.dir)
 	c, err := cram.Open(f.path, cram.Path(f.path), cram.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -203,8 +204,8 @@ func newContentFixtureFrom(t *testing.T, f *contentFixture) *contentFixture {
 	if err := os.WriteFile(g.path, f.orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(g.dir, "other.cram"))
-	g.root = openTestRoot(t, g.dir)
+	cramtest.CopyCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(g.dir, "other.cram"))
+	g.root = cramtest.OpenRoot(t, g.dir)
 	return g
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/cramtest"
 )
 
 // bigSource is a source.Source of one container of n bytes.
@@ -136,7 +137,7 @@ var hintCRAMs = []string{"ce_1000.scramble-3.0-s1S50.cram", "ce_1000.scramble-4.
 // "synth" fixture, CRAMs 3.0 and 3.1 of six containers of 2,000 reads
 // (about 500 KB of BAM each).
 func openHintCRAMs(t *testing.T) []*cram.CRAM {
-	store := testdataReference(t)
+	store := cramtest.Reference(t)
 	var paths []string
 	for _, name := range hintCRAMs {
 		paths = append(paths, filepath.Join(corpus.Root(), "testdata", "cram", name))
@@ -144,7 +145,7 @@ func openHintCRAMs(t *testing.T) []*cram.CRAM {
 	synth := fixture(t, "synth")
 	for _, v := range []string{"3.0", "3.1"} {
 		p := filepath.Join(t.TempDir(), "synth."+v+".cram")
-		samtools(t, "view", "-C", "--no-PG", "--output-fmt-option", "version="+v, "--output-fmt-option", "no_ref=1",
+		cramtest.Samtools(t, "view", "-C", "--no-PG", "--output-fmt-option", "version="+v, "--output-fmt-option", "no_ref=1",
 			"--output-fmt-option", "seqs_per_slice=2000", "-o", p, synth.path)
 		paths = append(paths, p)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/cramfs/cramfs/engine/layout"
 	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/bgzftest"
+	"github.com/cramfs/cramfs/internal/cramtest"
 )
 
 func newTestManager(t testing.TB, opts Options) (*Manager, *logCounter) {
@@ -328,7 +329,7 @@ func TestIndexMatchesSamtools(t *testing.T) {
 			if err := os.WriteFile(path, readAll(t, v, 1<<20), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			samtools(t, "index", path)
+			cramtest.Samtools(t, "index", path)
 			want, err := os.ReadFile(path + ".bai")
 			if err != nil {
 				t.Fatal(err)
@@ -345,7 +346,7 @@ func TestIndexMatchesSamtools(t *testing.T) {
 			if err := os.WriteFile(path+".bai", got, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			samtools(t, "quickcheck", path)
+			cramtest.Samtools(t, "quickcheck", path)
 		})
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,7 +19,7 @@ import (
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/bgzftest"
-	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/cramtest"
 )
 
 // bamFixture is a BAM file on disk, decompressed and split into records.
@@ -28,27 +27,6 @@ type bamFixture struct {
 	path   string   // the BAM file; its identity stands in for a CRAM's
 	header []byte   // uncompressed BAM header
 	recs   [][]byte // records, each with its block_size prefix
-}
-
-func needSamtools(tb testing.TB) string {
-	tb.Helper()
-	p, err := exec.LookPath("samtools")
-	if err != nil {
-		corpus.Missing(tb, "samtools: %v", err)
-	}
-	return p
-}
-
-// samtools runs samtools with args, failing the test on error.
-func samtools(tb testing.TB, args ...string) []byte {
-	tb.Helper()
-	cmd := exec.Command(needSamtools(tb), args...)
-	cmd.Env = corpus.NoRefEnv(tb)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		tb.Fatalf("samtools %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
 }
 
 // synthSAM writes a coordinate-sorted SAM with three references, reads of
@@ -157,11 +135,11 @@ func fixture(tb testing.TB, name string) *bamFixture {
 	case "synth":
 		sam := filepath.Join(dir, "synth.sam")
 		synthSAM(tb, sam, 12000, 42)
-		samtools(tb, "view", "-b", "--no-PG", "-o", bamPath, sam)
+		cramtest.Samtools(tb, "view", "-b", "--no-PG", "-o", bamPath, sam)
 	case "small":
-		samtools(tb, "sort", "--no-PG", "-o", bamPath, "/usr/share/htslib-test/test/ce#1000.sam")
+		cramtest.Samtools(tb, "sort", "--no-PG", "-o", bamPath, "/usr/share/htslib-test/test/ce#1000.sam")
 	case "unsorted":
-		samtools(tb, "view", "-b", "--no-PG", "-o", bamPath, "/usr/share/htslib-test/test/xx#unsorted.sam")
+		cramtest.Samtools(tb, "view", "-b", "--no-PG", "-o", bamPath, "/usr/share/htslib-test/test/xx#unsorted.sam")
 	default:
 		tb.Fatalf("no fixture %q", name)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/cramfs/cramfs/engine/layout"
 	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/cramtest"
 )
 
 // TestStoredBlocksAreTheCompressors: the blocks of a level-0 segment
@@ -262,7 +263,7 @@ func TestLeanIndexMatchesSamtools(t *testing.T) {
 			if err := os.WriteFile(path, readAll(t, v, 1<<20), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			samtools(t, "index", path)
+			cramtest.Samtools(t, "index", path)
 			want, err := os.ReadFile(path + ".bai")
 			if err != nil {
 				t.Fatal(err)

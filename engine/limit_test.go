@@ -14,6 +14,7 @@ import (
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/engine/cram"
 	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/cramtest"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
 
@@ -37,7 +38,7 @@ func TestContainerOverMemoryLimitRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	store := testdataReference(t)
+	store := cramtest.Reference(t)
 	m, _ := newTestManager(t, Options{CacheSize: 16 << 20, Threads: 2})
 	limit := m.Options().ContainerMemory()
 	if limit != MinContainerMemory {
@@ -112,7 +113,7 @@ func TestContainerMemoryFollowsTheCache(t *testing.T) {
 // blocks and containers are built again from descriptors opened again,
 // and every byte and index is what the first read gave.
 func TestFileStatesDroppedAndReadAgain(t *testing.T) {
-	store := testdataReference(t)
+	store := cramtest.Reference(t)
 	m, _ := newTestManager(t, Options{CacheSize: -1, Readahead: -1, MaxOpenFiles: 1})
 	var vs []*VirtualBAM
 	var want, wantIdx [][]byte

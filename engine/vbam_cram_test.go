@@ -12,6 +12,7 @@ import (
 	"github.com/cramfs/cramfs/engine/cram"
 	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/cramtest"
 )
 
 // TestVirtualBAMOfCorpusCRAM serves real CRAMs of the corpus: the virtual
@@ -57,7 +58,7 @@ func TestVirtualBAMOfCorpusCRAM(t *testing.T) {
 			if err := os.WriteFile(path, whole, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			samtools(t, "index", path)
+			cramtest.Samtools(t, "index", path)
 			want, err := os.ReadFile(path + ".bai")
 			if err != nil {
 				t.Fatal(err)

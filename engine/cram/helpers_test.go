@@ -3,31 +3,12 @@ package cram
 import (
 	"bufio"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/fs"
-	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/cramtest"
 )
-
-// samtools runs samtools with args, failing the test on error.
-func samtools(tb testing.TB, args ...string) []byte {
-	tb.Helper()
-	path, err := exec.LookPath("samtools")
-	if err != nil {
-		corpus.Missing(tb, "samtools: %v", err)
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Env = corpus.NoRefEnv(tb)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		tb.Fatalf("samtools %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
-}
 
 // manifestEntry is one row of a CRAM manifest (corpus or testdata): the
 // columns the tests here read.
@@ -63,20 +44,8 @@ func readManifest(t *testing.T, path string) []manifestEntry {
 // $CRAMFS_BENCH_CRAM, default sample.v30.cram), closed when b ends.
 func benchDataCRAM(b *testing.B) *CRAM {
 	b.Helper()
-	dir := os.Getenv("CRAMFS_BENCH_DATA")
-	if dir == "" {
-		b.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
-	}
-	name := os.Getenv("CRAMFS_BENCH_CRAM")
-	if name == "" {
-		name = "sample.v30.cram"
-	}
-	store, err := reference.Open([]string{filepath.Join(dir, "ref.fa")}, reference.Options{NoEnv: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
-	src, err := Open(filepath.Join(dir, name), Path(filepath.Join(dir, name)), Options{Reference: store})
+	path, store := cramtest.BenchData(b)
+	src, err := Open(path, Path(path), Options{Reference: store})
 	if err != nil {
 		b.Fatal(err)
 	}

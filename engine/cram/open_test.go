@@ -17,32 +17,8 @@ import (
 	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/engine/states"
 	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/cramtest"
 )
-
-// copyTestCRAM copies the testdata CRAM name to dst.
-func copyTestCRAM(t *testing.T, name, dst string) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata", "cram", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func openTestRoot(t *testing.T, dir string) *os.Root {
-	t.Helper()
-	r, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
-}
 
 // TestOpenThroughRootConfined opens CRAMs through a root: links inside it are
 // followed, names and links leading outside it are refused, and the file
@@ -50,14 +26,14 @@ func openTestRoot(t *testing.T, dir string) *os.Root {
 func TestOpenThroughRootConfined(t *testing.T) {
 	top := t.TempDir()
 	src, out := filepath.Join(top, "src"), filepath.Join(top, "out")
-	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "sub", "x.cram"))
-	copyTestCRAM(t, "ce_5b.3.0-noref.cram", filepath.Join(out, "x.cram"))
+	cramtest.CopyCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "sub", "x.cram"))
+	cramtest.CopyCRAM(t, "ce_5b.3.0-noref.cram", filepath.Join(out, "x.cram"))
 	for link, target := range map[string]string{"in.cram": "sub/x.cram", "esc": out, "rel": "../out"} {
 		if err := os.Symlink(target, filepath.Join(src, link)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	root := openTestRoot(t, src)
+	root := cramtest.OpenRoot(t, src)
 	want, err := os.Stat(filepath.Join(src, "sub", "x.cram"))
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +95,7 @@ func TestOpenCRAMRefusesNonRegular(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(src, "d.cram"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	root := openTestRoot(t, src)
+	root := cramtest.OpenRoot(t, src)
 	type opening struct {
 		what string
 		open func() (*CRAM, error)
@@ -152,9 +128,9 @@ func TestOpenCRAMRefusesNonRegular(t *testing.T) {
 func TestCRAMReopen(t *testing.T) {
 	src := t.TempDir()
 	p := filepath.Join(src, "x.cram")
-	copyTestCRAM(t, "ce_1000.3.0-noref.cram", p)
-	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "other.cram"))
-	root := openTestRoot(t, src)
+	cramtest.CopyCRAM(t, "ce_1000.3.0-noref.cram", p)
+	cramtest.CopyCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "other.cram"))
+	root := cramtest.OpenRoot(t, src)
 	fileStates := states.NewFileStates(1<<30, 1)
 	opt := Options{States: fileStates}
 	ctx := context.Background()
@@ -177,7 +153,7 @@ func TestCRAMReopen(t *testing.T) {
 	checkCRAM(t, c, true)
 
 	evictByOther(t, c, root, opt)
-	copyTestCRAM(t, "ce_5b.3.0-noref.cram", p+".new")
+	cramtest.CopyCRAM(t, "ce_5b.3.0-noref.cram", p+".new")
 	if err := os.Rename(p+".new", p); err != nil {
 		t.Fatal(err)
 	}
@@ -209,8 +185,8 @@ func TestCRAMReopen(t *testing.T) {
 // read from the descriptor, never by opening the name.
 func TestManagerPinsCRAMByDescriptor(t *testing.T) {
 	src := t.TempDir()
-	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "x.cram"))
-	root := openTestRoot(t, src)
+	cramtest.CopyCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "x.cram"))
+	root := cramtest.OpenRoot(t, src)
 	c, err := Open(filepath.Join(t.TempDir(), "absent", "x.cram"), atRoot(root, "x.cram"), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -235,9 +211,9 @@ func TestManagerPinsCRAMByDescriptor(t *testing.T) {
 func TestCRAMIdentityAfterDescriptorClosed(t *testing.T) {
 	src := t.TempDir()
 	p := filepath.Join(src, "x.cram")
-	copyTestCRAM(t, "ce_1000.3.0-noref.cram", p)
-	copyTestCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "other.cram"))
-	root := openTestRoot(t, src)
+	cramtest.CopyCRAM(t, "ce_1000.3.0-noref.cram", p)
+	cramtest.CopyCRAM(t, "ce_1000.3.0-noref.cram", filepath.Join(src, "other.cram"))
+	root := cramtest.OpenRoot(t, src)
 	opt := Options{States: states.NewFileStates(1<<30, 1)}
 	c, err := Open(p, atRoot(root, "x.cram"), opt)
 	if err != nil {
@@ -253,7 +229,7 @@ func TestCRAMIdentityAfterDescriptorClosed(t *testing.T) {
 		t.Fatalf("identity after the descriptor was closed: %+v (%v), want %+v", got, err, want)
 	}
 	evictByOther(t, c, root, opt)
-	copyTestCRAM(t, "ce_5b.3.0-noref.cram", p+".new")
+	cramtest.CopyCRAM(t, "ce_5b.3.0-noref.cram", p+".new")
 	if err := os.Rename(p+".new", p); err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +243,7 @@ func TestCRAMIdentityAfterDescriptorClosed(t *testing.T) {
 // share it), besides the header text they come from.
 func TestCRAMStateCountsURLookups(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x.cram")
-	copyTestCRAM(t, "corner_header.3.0.cram", p)
+	cramtest.CopyCRAM(t, "corner_header.3.0.cram", p)
 	store, err := reference.Open([]string{filepath.Join(corpus.Root(), "testdata", "ref", "ce.fa")}, reference.Options{NoEnv: true})
 	if err != nil {
 		t.Fatal(err)

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/decode"
-	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine"
 	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/cramtest"
 )
 
 // TestDecoderPoolAcrossFiles decodes the containers of several testdata
@@ -19,7 +19,7 @@ import (
 // checks each against the same file decoded with a pool of its own.
 func TestDecoderPoolAcrossFiles(t *testing.T) {
 	dir := filepath.Join(corpus.Root(), "testdata")
-	store := testdataReference(t)
+	store := cramtest.Reference(t)
 	names := []string{"ce_1000.3.1-archive.cram", "ce_1000.3.0-lossynames.cram", "ce_1000.3.0-multislice.cram", "ce_1000.2.1.cram", "ce_1000.3.1-small.cram", "ce_1000.3.0-noref.cram"}
 	shared := NewDecoderPool(1)
 	var own, pooled []*CRAM
@@ -63,23 +63,12 @@ func TestDecoderPoolAcrossFiles(t *testing.T) {
 	}
 }
 
-// testdataReference opens testdata's ce.fa, closed when t ends.
-func testdataReference(t *testing.T) *reference.Store {
-	t.Helper()
-	store, err := reference.Open([]string{filepath.Join(corpus.Root(), "testdata", "ref", "ce.fa")}, reference.Options{NoEnv: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	return store
-}
-
 // TestCountDecoders checks that a pool counted against a manager's cache
 // reserves its decoders' footprint there, up to half of the cache, follows
 // the footprint as decoders grow and are dropped, and reports each change.
 func TestCountDecoders(t *testing.T) {
 	dir := filepath.Join(corpus.Root(), "testdata")
-	store := testdataReference(t)
+	store := cramtest.Reference(t)
 	for _, cacheSize := range []int64{64 << 20, 64 << 10} {
 		m := engine.NewManager(engine.Options{CacheSize: cacheSize, Threads: 1, CacheDir: t.TempDir()}, nil)
 		defer m.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/cramtest"
 	"github.com/cramfs/cramfs/internal/hostile"
 )
 
@@ -354,7 +355,7 @@ func TestScanLayoutLeanReferenceN(t *testing.T) {
 	fasta, sam := refEdgesSAM(t, dir)
 	for _, v := range []struct{ name, opt string }{{"3.0", "version=3.0"}, {"3.1", "version=3.1"}, {"embed", "embed_ref=1"}} {
 		p := filepath.Join(dir, v.name+".cram")
-		samtools(t, "view", "-C", "--output-fmt-option", v.opt, "-T", fasta, "-o", p, sam)
+		cramtest.Samtools(t, "view", "-C", "--output-fmt-option", v.opt, "-T", fasta, "-o", p, sam)
 		for _, noMD := range []bool{false, true} {
 			if n := compareLeanLayout(t, p, []string{fasta}, noMD); n < 100 {
 				t.Fatalf("%s: %d records", v.name, n)
@@ -413,7 +414,7 @@ func TestScanLayoutLeanReferenceMD5(t *testing.T) {
 	dir := t.TempDir()
 	fasta, sam := refEdgesSAM(t, dir)
 	p := filepath.Join(dir, "x.cram")
-	samtools(t, "view", "-C", "-T", fasta, "-o", p, sam)
+	cramtest.Samtools(t, "view", "-C", "-T", fasta, "-o", p, sam)
 	fa, err := os.ReadFile(fasta)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/internal/cramtest"
 )
 
 // TestFileShapeCoversTheFile: fileShape changes with each part of the
@@ -33,7 +34,7 @@ func TestFileShapeCoversTheFile(t *testing.T) {
 		}
 	}
 	p := filepath.Join(t.TempDir(), "x.cram")
-	copyTestCRAM(t, "ce_5b.3.0-noref.cram", p)
+	cramtest.CopyCRAM(t, "ce_5b.3.0-noref.cram", p)
 	f := mustFile(t, p)
 	base := fileShape(f)
 	for name, change := range map[string]func(g *decode.File){
