@@ -25,6 +25,10 @@ const (
 	measureScan    = "layout scan / writes BAM"
 	measureRecords = "reads records"
 	measureCount   = "count only"
+	// measureNull: both sides decode the whole file and write the BAM to
+	// /dev/null, so neither side's time includes writing a file.
+	measureNull     = "to /dev/null"
+	measureScanNull = "layout scan / BAM to /dev/null"
 )
 
 // pair is one row of the table: a cramfs side against a samtools side of
@@ -359,6 +363,9 @@ func (b *bench) convertCase(f flavour, variant string, level int, samOpt []strin
 		k.Pairs = append(k.Pairs, pair{Cramfs: c, Baseline: s, Tool: t.Version, Measure: measureWrite})
 		outs = append(outs, sOut)
 	}
+	if level == 0 {
+		b.addNullSides(&k, f, level, samOpt)
+	}
 	// The first round's output is checked against the oracle's (outs[1]).
 	k.AfterRound = func(ctx context.Context, round int) error {
 		defer removeAll(outs)
@@ -393,8 +400,27 @@ func (b *bench) firstAccessCase(f flavour) benchCase {
 		k.Pairs = append(k.Pairs, pair{Cramfs: c, Baseline: s, Tool: t.Version, Measure: measureScan})
 		outs = append(outs, sOut)
 	}
+	for _, t := range b.tools {
+		sCmd := b.samWith(t, append(append([]string{"view", "-@", b.th(), "-T", b.data.Ref, "--no-PG"}, b.samServe()...), "-o", os.DevNull, f.CRAM)...)
+		s := k.add(side{Label: "samtools view " + strings.Join(b.samServe(), " ") + " -o /dev/null", Desc: sCmd.String(), Run: runner(sCmd)})
+		k.Pairs = append(k.Pairs, pair{Cramfs: c, Baseline: s, Tool: t.Version, Measure: measureScanNull})
+	}
 	k.AfterRound = func(context.Context, int) error { return removeAll(outs) }
 	return k
+}
+
+// addNullSides adds to a convert case the same conversion written to
+// /dev/null on both sides (cramfs convert, then each samtools), in rows
+// of their own after the written-file rows.
+func (b *bench) addNullSides(k *benchCase, f flavour, level int, samOpt []string) {
+	cCmd := b.cfs("convert", "-T", b.data.Ref, "-@", b.th(), "--level", strconv.Itoa(level), "-o", os.DevNull, f.CRAM)
+	c := k.add(side{Label: "cramfs convert -o /dev/null", Desc: cCmd.String(), Run: runner(cCmd)})
+	for _, t := range b.tools {
+		sArgs := append([]string{"view", "-@", b.th(), "-T", b.data.Ref, "--no-PG"}, samOpt...)
+		sCmd := b.samWith(t, append(sArgs, "-o", os.DevNull, f.CRAM)...)
+		s := k.add(side{Label: "samtools view -o /dev/null", Desc: sCmd.String(), Run: runner(sCmd)})
+		k.Pairs = append(k.Pairs, pair{Cramfs: c, Baseline: s, Tool: t.Version, Measure: measureNull})
+	}
 }
 
 // cacheSize is cacheBudgetMiB as a --cache-size value.

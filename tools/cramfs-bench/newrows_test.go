@@ -344,3 +344,48 @@ func TestFloorMount(t *testing.T) {
 		t.Error("floorMain took one argument")
 	}
 }
+
+// TestNullRows: convert at level 0 and first access also compare with
+// samtools writing its BAM to /dev/null, in rows of their own after the
+// written-file rows, which stay first (the scale checks read the first
+// row of a case); other levels have no such rows.
+func TestNullRows(t *testing.T) {
+	b, f := testBench(t)
+	nulls := func(k benchCase, measure string) int {
+		n := 0
+		for i, p := range k.Pairs {
+			cram, base := k.Sides[p.Cramfs], k.Sides[p.Baseline]
+			if p.Measure != measure {
+				continue
+			}
+			n++
+			if i < len(b.tools) {
+				t.Errorf("%s: a /dev/null row at %d, before the written-file rows", k.ID, i)
+			}
+			if !strings.Contains(base.Desc, " -o /dev/null ") || !strings.HasSuffix(base.Label, "-o /dev/null") {
+				t.Errorf("%s: baseline %q (%s) does not write to /dev/null", k.ID, base.Label, base.Desc)
+			}
+			if k.Group == "convert" && !strings.Contains(cram.Desc, " -o /dev/null ") {
+				t.Errorf("%s: cramfs side %s does not write to /dev/null", k.ID, cram.Desc)
+			}
+		}
+		return n
+	}
+	for _, lv := range convertLevels {
+		k := b.convertCase(f, lv.variant, lv.level, lv.samOpt)
+		want := 0
+		if lv.level == 0 {
+			want = len(b.tools)
+		}
+		if got := nulls(k, measureNull); got != want {
+			t.Errorf("%s: %d /dev/null rows, want %d", k.ID, got, want)
+		}
+	}
+	k := b.firstAccessCase(f)
+	if got := nulls(k, measureScanNull); got != len(b.tools) {
+		t.Errorf("%s: %d /dev/null rows, want %d", k.ID, got, len(b.tools))
+	}
+	if k.Pairs[0].Measure != measureScan {
+		t.Errorf("%s: first row %q, want the written file's", k.ID, k.Pairs[0].Measure)
+	}
+}

@@ -116,6 +116,8 @@ func writePreamble(w io.Writer, c config, b *bench, runs []runInfo, missing []st
 		"The measure column says what both sides do: *reads records* decodes every field of every record on both sides "+
 		"(`view -c` of the mounted BAM against `view -u CRAM | view -c -`; `view -u -o /dev/null` of the regions), "+
 		"*count only* is `view -c` of the CRAM, which samtools 1.17 and later answer without decoding most fields. "+
+		"The *to /dev/null* rows of convert at level 0 and of first access run the same commands with the BAM written to /dev/null "+
+		"(for first access only samtools' side: `view -u -o /dev/null` is a full decode), so that no time of either side is spent writing a file. "+
 		"Peak RSS is ru_maxrss, the largest over the rounds; for the mount rows it is the mount process's, read after the query and unmount; "+
 		"for the pipe the sum of its two processes'. "+
 		"Mount rows: the layout index is built once beforehand (warm index), every round mounts afresh (cold block cache), "+
