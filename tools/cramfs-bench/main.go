@@ -44,6 +44,7 @@ import (
 
 type config struct {
 	data, ref, cramfs, out, only string
+	scratch                      string
 	cramfsRev                    string
 	samtools, samtoolsNew        string
 	rounds, threads, nRegions    int
@@ -91,6 +92,7 @@ func main() {
 		"serve-seq/FLAVOUR, serve-regions/FLAVOUR, floor-dd/v30, floor-view/v30, readers8/v30, serve-cpu/v30, serve8/v30, "+
 		"first-access-x16/v30, seq-read-x16/v30, regions-x16/v30; "+
 		"the small-slice flavours are v30-sps1 and v30-s1S50); with -codecs, the streams whose family or file name matches")
+	flag.StringVar(&c.scratch, "scratch", "", "scratch directory, kept after the run, where later runs use the ×16 file again and make everything else anew (default: a temporary directory, removed)")
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds per case")
 	flag.IntVar(&c.threads, "threads", 2, "threads for both tools (-@)")
 	flag.IntVar(&c.nRegions, "regions", 20, "number of region queries")
@@ -235,14 +237,49 @@ func runCodecMode(c config) error {
 	return runCodecs(ctx, cc, os.Stdout, os.Stderr)
 }
 
+// keptScratch is what a -scratch directory keeps from one run to the
+// next: the ×16 file, the slowest input to make, which depends on the
+// dataset and samtools only. Everything else there (warm indexes, copies
+// with their indexes, the floor's BAM) depends on the cramfs measured and
+// is made again.
+var keptScratch = fmt.Sprintf("x%d", bigCopies)
+
+// scratchDir returns the run's scratch directory: dir, made if missing,
+// emptied of all but keptScratch, and kept; or a temporary one that
+// cleanup removes. cleanup is never nil.
+func scratchDir(dir string) (string, func(), error) {
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "cramfs-bench-")
+		if err != nil {
+			return "", func() {}, err
+		}
+		return tmp, func() { os.RemoveAll(tmp) }, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", func() {}, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", func() {}, err
+	}
+	for _, e := range entries {
+		if e.Name() == keptScratch {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return "", func() {}, err
+		}
+	}
+	return dir, func() {}, nil
+}
+
 // setup resolves the tools and the dataset and makes the scratch
 // directories; cleanup removes them and is never nil.
 func setup(ctx context.Context, c config) (*bench, func(), error) {
-	scratch, err := os.MkdirTemp("", "cramfs-bench-")
+	scratch, cleanup, err := scratchDir(c.scratch)
 	if err != nil {
-		return nil, func() {}, err
+		return nil, cleanup, err
 	}
-	cleanup := func() { os.RemoveAll(scratch) }
 	d, err := openDataset(c.data, c.ref)
 	if err != nil {
 		return nil, cleanup, err
