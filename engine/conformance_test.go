@@ -1,12 +1,10 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,36 +15,6 @@ import (
 	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
-
-// manifestEntry is one row of a CRAM manifest (corpus or testdata).
-type manifestEntry struct {
-	path, version, ref, rc, records, samMD5, bamMD5, bamMD5NoMD string
-}
-
-func readManifest(t *testing.T, path string) []manifestEntry {
-	t.Helper()
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	var out []manifestEntry
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(nil, 1<<20)
-	first := true
-	for sc.Scan() {
-		if first {
-			first = false
-			continue
-		}
-		f := strings.Split(sc.Text(), "\t")
-		if len(f) < 9 {
-			continue
-		}
-		out = append(out, manifestEntry{f[0], f[1], f[3], f[4], f[5], f[6], f[7], f[8]})
-	}
-	return out
-}
 
 // convertMD5 decodes a whole CRAM to an uncompressed BAM stream and
 // returns its MD5.
@@ -122,29 +90,25 @@ func TestTestdataConformance(t *testing.T) {
 // with and without MD/NM generation. A file samtools refuses must be
 // refused too, with an error naming the file and an offset in it.
 func checkManifest(t *testing.T, dir, manifest string) {
-	entries := readManifest(t, manifest)
-	if len(entries) == 0 {
-		t.Fatalf("%s lists no files", manifest)
-	}
-	for _, e := range entries {
-		if strings.Contains(e.path, "truncated") {
+	for _, e := range corpus.CRAMManifest(t, manifest) {
+		if strings.Contains(e.Path, "truncated") {
 			continue
 		}
-		if e.rc != "0" {
-			t.Run(e.path, func(t *testing.T) { checkRefused(t, dir, e) })
+		if e.RC != "0" {
+			t.Run(e.Path, func(t *testing.T) { checkRefused(t, dir, e) })
 			continue
 		}
-		t.Run(e.path, func(t *testing.T) {
+		t.Run(e.Path, func(t *testing.T) {
 			var fastas []string
-			if e.ref != "" {
-				fastas = []string{filepath.Join(dir, e.ref)}
+			if e.Ref != "" {
+				fastas = []string{filepath.Join(dir, e.Ref)}
 			}
 			for _, noMD := range []bool{false, true} {
-				want := e.bamMD5
+				want := e.BAMMD5
 				if noMD {
-					want = e.bamMD5NoMD
+					want = e.BAMMD5NoMD
 				}
-				got, err := convertMD5(t, filepath.Join(dir, e.path), fastas, noMD)
+				got, err := convertMD5(t, filepath.Join(dir, e.Path), fastas, noMD)
 				if err != nil {
 					t.Fatalf("noMD=%v: %v", noMD, err)
 				}
@@ -158,15 +122,15 @@ func checkManifest(t *testing.T, dir, manifest string) {
 
 // checkRefused converts a file samtools refuses: it must fail, naming the
 // file and a byte offset.
-func checkRefused(t *testing.T, dir string, e manifestEntry) {
+func checkRefused(t *testing.T, dir string, e corpus.CRAMEntry) {
 	var fastas []string
-	if e.ref != "" {
-		fastas = []string{filepath.Join(dir, e.ref)}
+	if e.Ref != "" {
+		fastas = []string{filepath.Join(dir, e.Ref)}
 	}
-	path := filepath.Join(dir, e.path)
+	path := filepath.Join(dir, e.Path)
 	_, err := convertMD5(t, path, fastas, false)
 	if err == nil {
-		t.Fatalf("samtools exits %s on it, cramfs converts it", e.rc)
+		t.Fatalf("samtools exits %s on it, cramfs converts it", e.RC)
 	}
 	if msg := err.Error(); !strings.Contains(msg, filepath.Base(path)) || !strings.Contains(msg, " byte ") {
 		t.Errorf("error %q does not name the file and a byte offset", msg)

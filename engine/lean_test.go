@@ -214,14 +214,14 @@ func TestLeanScanEqualsFullScanCRAM(t *testing.T) {
 		{corpus.Dir(t), "cram_manifest.tsv", false},
 	}
 	for _, set := range sets {
-		for _, e := range readManifest(t, filepath.Join(set.dir, set.manifest)) {
-			if e.rc != "0" || strings.Contains(e.path, "truncated") {
+		for _, e := range corpus.CRAMManifest(t, filepath.Join(set.dir, set.manifest)) {
+			if e.RC != "0" || strings.Contains(e.Path, "truncated") {
 				continue
 			}
-			t.Run(e.path, func(t *testing.T) {
+			t.Run(e.Path, func(t *testing.T) {
 				var fastas []string
-				if e.ref != "" {
-					fastas = []string{filepath.Join(set.dir, e.ref)}
+				if e.Ref != "" {
+					fastas = []string{filepath.Join(set.dir, e.Ref)}
 				}
 				store, err := reference.Open(fastas, reference.Options{NoEnv: true})
 				if err != nil {
@@ -230,7 +230,7 @@ func TestLeanScanEqualsFullScanCRAM(t *testing.T) {
 				defer store.Close()
 				for _, noMD := range []bool{false, true} {
 					lean, full, leanIdx, fullIdx := scanBoth(t, func() source.Source {
-						c, err := cram.Open(filepath.Join(set.dir, e.path), cram.Path(filepath.Join(set.dir, e.path)), cram.Options{Reference: store, NoMD: noMD, AllowMissingEOF: true})
+						c, err := cram.Open(filepath.Join(set.dir, e.Path), cram.Path(filepath.Join(set.dir, e.Path)), cram.Options{Reference: store, NoMD: noMD, AllowMissingEOF: true})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -238,7 +238,7 @@ func TestLeanScanEqualsFullScanCRAM(t *testing.T) {
 						return c
 					})
 					checkLeanEqualsFull(t, leanIdx, fullIdx)
-					checkSums(t, leanIdx, filepath.Join(set.dir, e.path))
+					checkSums(t, leanIdx, filepath.Join(set.dir, e.Path))
 					if set.read {
 						checkLearned(t, lean, full)
 					}

@@ -71,21 +71,21 @@ func TestScanIndexEqualsRecordByRecord(t *testing.T) {
 	}
 	m, _ := newTestManager(t, Options{Level: Stored})
 	for _, d := range dirs {
-		for _, e := range readManifest(t, filepath.Join(d.dir, d.manifest)) {
-			if e.rc != "0" || strings.Contains(e.path, "truncated") {
+		for _, e := range corpus.CRAMManifest(t, filepath.Join(d.dir, d.manifest)) {
+			if e.RC != "0" || strings.Contains(e.Path, "truncated") {
 				continue
 			}
-			t.Run(e.path, func(t *testing.T) {
+			t.Run(e.Path, func(t *testing.T) {
 				var fastas []string
-				if e.ref != "" {
-					fastas = []string{filepath.Join(d.dir, e.ref)}
+				if e.Ref != "" {
+					fastas = []string{filepath.Join(d.dir, e.Ref)}
 				}
 				store, err := reference.Open(fastas, reference.Options{NoEnv: true})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer store.Close()
-				src, err := cram.Open(filepath.Join(d.dir, e.path), cram.Path(filepath.Join(d.dir, e.path)), cram.Options{Reference: store, AllowMissingEOF: true})
+				src, err := cram.Open(filepath.Join(d.dir, e.Path), cram.Path(filepath.Join(d.dir, e.Path)), cram.Options{Reference: store, AllowMissingEOF: true})
 				if err != nil {
 					t.Fatal(err)
 				}

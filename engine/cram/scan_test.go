@@ -109,17 +109,17 @@ func TestScanLayoutLeanFixtures(t *testing.T) {
 		dirs = append(dirs, struct{ dir, manifest string }{dir, "cram_manifest.tsv"})
 	}
 	for _, d := range dirs {
-		for _, e := range readManifest(t, filepath.Join(d.dir, d.manifest)) {
-			if e.rc != "0" || strings.Contains(e.path, "truncated") {
+		for _, e := range corpus.CRAMManifest(t, filepath.Join(d.dir, d.manifest)) {
+			if e.RC != "0" || strings.Contains(e.Path, "truncated") {
 				continue
 			}
-			t.Run(e.path, func(t *testing.T) {
+			t.Run(e.Path, func(t *testing.T) {
 				var fastas []string
-				if e.ref != "" {
-					fastas = []string{filepath.Join(d.dir, e.ref)}
+				if e.Ref != "" {
+					fastas = []string{filepath.Join(d.dir, e.Ref)}
 				}
 				for _, noMD := range []bool{false, true} {
-					compareLeanLayout(t, filepath.Join(d.dir, e.path), fastas, noMD)
+					compareLeanLayout(t, filepath.Join(d.dir, e.Path), fastas, noMD)
 				}
 			})
 		}

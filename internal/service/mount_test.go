@@ -1,7 +1,6 @@
 package service
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"errors"
@@ -198,43 +197,21 @@ func (f mountFixture) bamIn(mnt string) string {
 	return filepath.Join(mnt, strings.TrimSuffix(f.rel, ".cram")+".bam")
 }
 
-// readManifestRows reads a tab-separated manifest, skipping its header.
-func readManifestRows(t *testing.T, path string) [][]string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows [][]string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<20)
-	for first := true; sc.Scan(); first = false {
-		if first || sc.Text() == "" {
-			continue
-		}
-		rows = append(rows, strings.Split(sc.Text(), "\t"))
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
 // testdataFixtures lists the fixtures of testdata/cram/manifest.tsv that
 // samtools decodes without error.
 func testdataFixtures(t *testing.T) []mountFixture {
 	root := testdata()
 	var out []mountFixture
-	for _, f := range readManifestRows(t, testdata("cram", "manifest.tsv")) {
-		if len(f) < 7 || f[4] != "0" {
+	for _, e := range corpus.CRAMManifest(t, testdata("cram", "manifest.tsv")) {
+		if e.RC != "0" {
 			continue
 		}
 		out = append(out, mountFixture{
 			root:   root,
-			rel:    f[0],
-			refs:   []string{filepath.Join(root, f[3])},
-			samMD5: f[6],
-			sam:    filepath.Join(root, strings.TrimSuffix(f[0], ".cram")+".expected.sam"),
+			rel:    e.Path,
+			refs:   []string{filepath.Join(root, e.Ref)},
+			samMD5: e.SAMMD5,
+			sam:    filepath.Join(root, strings.TrimSuffix(e.Path, ".cram")+".expected.sam"),
 		})
 	}
 	if len(out) == 0 {
@@ -248,13 +225,13 @@ func testdataFixtures(t *testing.T) []mountFixture {
 func corpusFixtures(t *testing.T) []mountFixture {
 	dir := corpus.Dir(t)
 	var out []mountFixture
-	for _, f := range readManifestRows(t, filepath.Join(dir, "cram_manifest.tsv")) {
-		if len(f) < 7 || f[4] != "0" || strings.Contains(f[0], "truncated") || strings.Contains(f[0], "noeof") {
+	for _, e := range corpus.CRAMManifest(t, filepath.Join(dir, "cram_manifest.tsv")) {
+		if e.RC != "0" || strings.Contains(e.Path, "truncated") || strings.Contains(e.Path, "noeof") {
 			continue
 		}
-		fx := mountFixture{root: dir, rel: f[0], samMD5: f[6]}
-		if f[3] != "" {
-			fx.refs = []string{filepath.Join(dir, f[3])}
+		fx := mountFixture{root: dir, rel: e.Path, samMD5: e.SAMMD5}
+		if e.Ref != "" {
+			fx.refs = []string{filepath.Join(dir, e.Ref)}
 		}
 		out = append(out, fx)
 	}
