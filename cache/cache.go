@@ -147,10 +147,29 @@ func (c *Cache[K]) Get(k K) (*Buf, bool) {
 		return nil, false
 	}
 	c.st.Hits++
+	return c.take(el), true
+}
+
+// GetAgain is Get for a caller whose own Get of k just missed and that
+// looks again (under a lock of its own) before building the value: it
+// counts no second lookup, neither a hit nor a miss.
+func (c *Cache[K]) GetAgain(k K) (*Buf, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[k]
+	if !ok {
+		return nil, false
+	}
+	return c.take(el), true
+}
+
+// take marks el most recently used and returns its value with a
+// reference for the caller. c.mu must be held.
+func (c *Cache[K]) take(el *list.Element) *Buf {
 	c.moveTo(el, false)
 	v := el.Value.(*entry[K]).buf
 	v.Retain()
-	return v, true
+	return v
 }
 
 // Demote makes the value stored under k, if any, leave before every value

@@ -323,3 +323,31 @@ func TestAllocWithinBound(t *testing.T) {
 		t.Fatal("storage kept beyond the bound")
 	}
 }
+
+// TestGetAgainCountsNothing: the second look of a caller whose Get missed
+// neither hits nor misses, but hands out a reference and marks the value
+// recently used as Get does.
+func TestGetAgainCountsNothing(t *testing.T) {
+	c, err := New[Key](100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := Key{"f", 0}, Key{"f", 1}
+	if _, ok := c.GetAgain(a); ok {
+		t.Fatal("GetAgain of an empty cache found a value")
+	}
+	c.Add(a, newBuf(make([]byte, 50)))
+	c.Add(b, newBuf(make([]byte, 40)))
+	got, ok := c.GetAgain(a)
+	if !ok || len(got.B) != 50 {
+		t.Fatalf("GetAgain(a) = %v, %v", got, ok)
+	}
+	got.Release()
+	if st := c.Stats(); st.Hits != 0 || st.Misses != 0 {
+		t.Errorf("stats after GetAgain: %d hits, %d misses; want none", st.Hits, st.Misses)
+	}
+	c.Add(Key{"f", 2}, newBuf(make([]byte, 40))) // evicts the least recently used: b
+	if !c.Contains(a) || c.Contains(b) {
+		t.Errorf("after an eviction: a held %v, b held %v; want a kept (GetAgain used it), b evicted", c.Contains(a), c.Contains(b))
+	}
+}

@@ -158,7 +158,7 @@ func (m *Manager) buildOrWait(ctx context.Context, v *VirtualBAM, key cache.Key,
 	// The segment may have been cached between the caller's lookup and
 	// here; the in-flight entry is registered under the same lock that
 	// finishing builds take after adding to the cache.
-	if b, ok := m.cache.Get(key); ok {
+	if b, ok := m.cache.GetAgain(key); ok {
 		m.mu.Unlock()
 		return b, nil
 	}

@@ -183,3 +183,25 @@ func copyFile(t *testing.T, path string) string {
 	}
 	return dst
 }
+
+// TestMissesCountReads reads a file once without readahead, so that every
+// segment is looked up by one read and built for it: the cache counts one
+// miss per segment built (the build's own look again, for a segment
+// cached meanwhile, is no second lookup), and a second pass only hits.
+func TestMissesCountReads(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	m, _ := newTestManager(t, Options{CacheSize: 1 << 30, Readahead: -1})
+	v := openT(t, m, src)
+	readAll(t, v, 1<<20)
+	waitBackground(t, m)
+	st := m.CacheStats()
+	if st.Adds == 0 || st.Misses != st.Adds {
+		t.Errorf("first pass: %d misses for %d segments built; want one each", st.Misses, st.Adds)
+	}
+	readAll(t, v, 1<<20)
+	waitBackground(t, m)
+	if again := m.CacheStats(); again.Misses != st.Misses || again.Adds != st.Adds || again.Hits <= st.Hits {
+		t.Errorf("second pass: misses %d -> %d, built %d -> %d, hits %d -> %d; want only hits",
+			st.Misses, again.Misses, st.Adds, again.Adds, st.Hits, again.Hits)
+	}
+}
