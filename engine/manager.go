@@ -213,6 +213,20 @@ func (m *Manager) Options() Options { return m.opts }
 // CacheStats returns the counters of the shared block cache.
 func (m *Manager) CacheStats() cache.Stats { return m.cache.Stats() }
 
+// StateStats are the open files' state held (states.FileStates) against
+// its bounds.
+type StateStats struct {
+	Bytes, MaxBytes int64 // state counted against the budget, and its share of it
+	Files, MaxFiles int   // CRAM descriptors held open, and how many may be
+}
+
+// StateStats returns the open files' state held now and its bounds.
+func (m *Manager) StateStats() StateStats {
+	bytes, files := m.states.Stats()
+	maxBytes, maxFiles := m.states.Bounds()
+	return StateStats{Bytes: bytes, MaxBytes: maxBytes, Files: files, MaxFiles: maxFiles}
+}
+
 // acquire waits for a worker for p (see workerPool), or for ctx to end;
 // p's lowest order first (a segment's or a container's number).
 func (m *Manager) acquire(ctx context.Context, p *party, order int) error {

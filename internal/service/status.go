@@ -50,6 +50,7 @@ type mountStatus struct {
 	Level     int          `json:"level"`
 	CacheSize int64        `json:"cache_size"`
 	Cache     cacheStatus  `json:"cache"`
+	States    stateStatus  `json:"states"`
 	Files     []fileStatus `json:"files"`
 	Scans     []scanStatus `json:"scans"`
 	// Shadowed are the real entries of SRC found hiding a synthetic
@@ -77,6 +78,20 @@ type cacheStatus struct {
 func cacheStatusOf(c cache.Stats) cacheStatus {
 	return cacheStatus{Hits: c.Hits, Misses: c.Misses, Adds: c.Adds, Rejected: c.Rejected, Evictions: c.Evictions,
 		Entries: c.Entries, Bytes: c.Bytes, Reserved: c.Reserved, MaxBytes: c.MaxBytes}
+}
+
+// stateStatus is the open files' state held (engine.StateStats): bytes of
+// headers, container tables and layouts counted against the cache
+// budget, and CRAM descriptors, each against its bound.
+type stateStatus struct {
+	Bytes       int64 `json:"bytes"`
+	MaxBytes    int64 `json:"max_bytes"`
+	Descriptors int   `json:"descriptors"`
+	MaxOpen     int   `json:"max_descriptors"`
+}
+
+func stateStatusOf(s engine.StateStats) stateStatus {
+	return stateStatus{Bytes: s.Bytes, MaxBytes: s.MaxBytes, Descriptors: s.Files, MaxOpen: s.MaxFiles}
 }
 
 // shadowStatus is a real entry of SRC shown instead of the synthetic file
@@ -383,6 +398,7 @@ func (s *statusServer) status() mountStatus {
 func statusNow(base mountStatus, mgr *engine.Manager, reports *fileReports, shadows shadowLister) mountStatus {
 	st := base
 	st.Cache = cacheStatusOf(mgr.CacheStats())
+	st.States = stateStatusOf(mgr.StateStats())
 	st.Files = reports.snapshot()
 	st.Scans = scansOf(mgr)
 	st.Shadowed, st.ShadowedMore = shadowedOf(shadows)
@@ -528,6 +544,9 @@ func writeStatus(w io.Writer, st mountStatus) {
 	cs := st.Cache
 	fmt.Fprintf(w, "cache: %s of %s in %d segments (%s reserved); %d hits, %d misses, %d built, %d evictions\n",
 		humanBytes(cs.Bytes), humanBytes(cs.MaxBytes), cs.Entries, humanBytes(cs.Reserved), cs.Hits, cs.Misses, cs.Adds, cs.Evictions)
+	ss := st.States
+	fmt.Fprintf(w, "open files: %d of %d CRAM descriptors, %s of %s of state\n",
+		ss.Descriptors, ss.MaxOpen, humanBytes(ss.Bytes), humanBytes(ss.MaxBytes))
 	for _, sc := range st.Scans {
 		fmt.Fprintf(w, "scanning %s: %d of %d containers\n", sc.Path, sc.Done, sc.Total)
 	}

@@ -95,3 +95,15 @@ func TestStatusTextShowsCacheUse(t *testing.T) {
 		t.Errorf("status text:\n%s\nwant the line %q", b.String(), want)
 	}
 }
+
+// TestStatusTextShowsOpenFiles: the status for people shows the CRAM
+// descriptors and the state of open files held, each against its bound.
+func TestStatusTextShowsOpenFiles(t *testing.T) {
+	var b strings.Builder
+	st := mountStatus{Src: "/src", Mnt: "/mnt", States: stateStatus{Bytes: 3 << 20, MaxBytes: 32 << 20, Descriptors: 12, MaxOpen: 512}}
+	writeStatus(&b, st)
+	want := "open files: 12 of 512 CRAM descriptors, 3.0 MiB of 32.0 MiB of state\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("status text:\n%s\nwant the line %q", b.String(), want)
+	}
+}

@@ -36,6 +36,9 @@ func TestStatus(t *testing.T) {
 	if st.PID != p.Cmd.Process.Pid || st.Mnt != p.Mnt || st.Cache.MaxBytes != 256<<20 || st.Cache.Misses == 0 {
 		t.Errorf("status = %+v, want pid %d, mnt %s, a 256 MiB cache that was used", st, p.Cmd.Process.Pid, p.Mnt)
 	}
+	if ss := st.States; ss.Descriptors < 1 || ss.Descriptors > ss.MaxOpen || ss.Bytes <= 0 || ss.MaxBytes < 8<<20 || ss.Bytes > ss.MaxBytes {
+		t.Errorf("states = %+v, want a.cram's descriptor and state held, within bounds of at least 8 MiB", ss)
+	}
 	files := map[string]fileStatus{}
 	for _, f := range st.Files {
 		files[filepath.Base(f.Path)] = f
@@ -48,7 +51,7 @@ func TestStatus(t *testing.T) {
 	}
 
 	rc, stderr, out := runCmd(t, "status", "--cache-dir", cache, p.Mnt)
-	if rc != 0 || !strings.Contains(string(out), "cache: ") || !strings.Contains(string(out), filepath.Join(src, "a.cram")) || !strings.Contains(string(out), "failing: reference") {
+	if rc != 0 || !strings.Contains(string(out), "cache: ") || !strings.Contains(string(out), "open files: ") || !strings.Contains(string(out), filepath.Join(src, "a.cram")) || !strings.Contains(string(out), "failing: reference") {
 		t.Errorf("cramfs status: exit %d, stderr %q, stdout:\n%s", rc, stderr, out)
 	}
 
