@@ -81,9 +81,13 @@ type fullSink Decoder
 // sink decides whether to read those). nil: the series is not EXTERNAL or
 // its block is missing; a block the lean pass has not decompressed holds
 // no data yet. Either way the value is read through the encoding, as
-// before the block was found.
+// before the block was found. skipBS and skipBA are set when the lean
+// pass reads BS or BA past without reading it at all (its plan): the
+// walker then does not ask the sink, a call per substitution or inserted
+// base that Go makes through the instantiation's dictionary.
 type featStreams struct {
 	fc, fp, bs, ba *extStream
+	skipBS, skipBA bool
 }
 
 // next is the next byte of x, when x has one.
@@ -320,7 +324,7 @@ func (r *featureWalker[S]) softClip(pos int64) error {
 func (r *featureWalker[S]) substitution(pos int64) error {
 	code, ok := next(r.fx.bs)
 	var err error
-	if !ok {
+	if !ok && !r.fx.skipBS {
 		if code, err = r.sink.byteOf(r.ds, DSBS); err != nil {
 			return err
 		}
@@ -379,7 +383,7 @@ func (r *featureWalker[S]) insertion(pos int64) error {
 // insertedBase is feature 'i': one inserted base (BA).
 func (r *featureWalker[S]) insertedBase(pos int64) error {
 	b, ok := next(r.fx.ba)
-	if !ok {
+	if !ok && !r.fx.skipBA {
 		var err error
 		if b, err = r.sink.byteOf(r.ds, DSBA); err != nil {
 			return err

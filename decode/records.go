@@ -155,6 +155,8 @@ func (d *Decoder) prepareSlice(s *sliceState) error {
 	s.fx = featStreams{fc: d.st.externalOf(ds[DSFC]), fp: d.st.externalOf(ds[DSFP])}
 	if !s.lean {
 		s.fx.bs, s.fx.ba = d.st.externalOf(ds[DSBS]), d.st.externalOf(ds[DSBA])
+	} else {
+		s.fx.skipBS, s.fx.skipBA = !d.lean.read[DSBS], !d.lean.read[DSBA]
 	}
 	d.reserveCigars(s)
 	return nil
