@@ -1240,12 +1240,22 @@ func TestOpeningReadBuildsTail(t *testing.T) {
 // window before that segment is built, so the read at offset 0 also builds
 // the second segment in the background, once the tail is built and not
 // before (the reader checks the EOF block first). When the first segment
-// is shorter than the window, it builds the tail alone.
+// is shorter than the window, or the cache cannot keep the whole file (a
+// region query would build the second segment at every open), it builds
+// the tail alone.
 func TestOpeningReadBuildsSecondAfterTail(t *testing.T) {
-	for _, long := range []bool{true, false} {
+	size := openT(t, func() *Manager { m, _ := newTestManager(t, Options{}); return m }(), newFakeSource(fixture(t, "synth"), "")).Size()
+	for _, c := range []struct {
+		long  bool
+		cache int64
+	}{{true, 0}, {false, 0}, {true, size / 2}} {
+		long := c.long && c.cache == 0
 		src := newFakeSource(fixture(t, "synth"), "")
-		m, _ := newTestManager(t, Options{Threads: 2})
+		m, _ := newTestManager(t, Options{Threads: 2, CacheSize: c.cache})
 		v := openT(t, m, src)
+		if c.cache > 0 && (m.keepsFile(v.size, v.maxSeg, v.readahead) || m.segmentsThatFit(v.maxSeg) <= v.readahead+2) {
+			t.Fatalf("cache of %d bytes for a file of %d: keeps the file or has no room for the tail", c.cache, size)
+		}
 		segs := v.Layout().Segments
 		last := len(segs) - 1
 		for segs[last].CompLen == 0 {
@@ -1263,7 +1273,7 @@ func TestOpeningReadBuildsSecondAfterTail(t *testing.T) {
 			t.Fatalf("fixture too small: %d segments", len(segs))
 		}
 		m.reorder = segs[first].CompLen
-		if !long {
+		if !c.long {
 			m.reorder++
 		}
 		src.gateIdx, src.gate = last, make(chan struct{})
@@ -1288,7 +1298,13 @@ func TestOpeningReadBuildsSecondAfterTail(t *testing.T) {
 				}
 			}
 		}
-		m.Close() // waits for the builds ahead
+		// Every build ahead done (Close would cancel one the tail started).
+		for deadline := time.Now().Add(10 * time.Second); aheadCount(v) > 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("builds ahead still running after 10 s")
+			}
+		}
+		m.Close()
 		for i := range segs {
 			want := int64(0)
 			if i == last || i == second && long {
@@ -1299,6 +1315,13 @@ func TestOpeningReadBuildsSecondAfterTail(t *testing.T) {
 			}
 		}
 	}
+}
+
+// aheadCount is how many segments of v are being built ahead.
+func aheadCount(v *VirtualBAM) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.ahead)
 }
 
 // TestReadaheadFollowsReorderedReads: reads that arrive in windows of 4,

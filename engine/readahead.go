@@ -84,7 +84,11 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 	// and one passed: else the tail pushes out a segment the reader needs,
 	// and a reader not checking the EOF block builds the tail twice.
 	if off == 0 && v.readahead > 0 && v.m.segmentsThatFit(v.maxSeg) > v.readahead+2 {
-		v.prefetchTail(l, runID, secondSegment(l, win))
+		next := noNext
+		if v.m.keepsFile(v.size, v.maxSeg, v.readahead) {
+			next = secondSegment(l, win)
+		}
+		v.prefetchTail(l, runID, next)
 	}
 	if !seq || v.readahead == 0 {
 		return
@@ -155,6 +159,10 @@ var noNext = aheadNext{i: -1}
 // before that segment is built, so the next one would not be built before
 // the reader asks for it, and a second worker would idle meanwhile (files
 // of long reads, whose containers are about 10 MiB of BAM). Else noNext.
+// noteRead asks only when the cache keeps the whole file (keepsFile): a
+// region query, which opens the file too, then builds one segment it may
+// not need, once; of a file larger than the cache it could build it again
+// at every open.
 func secondSegment(l *layout.Layout, win int64) aheadNext {
 	segs := l.Segments
 	first := 0
