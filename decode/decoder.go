@@ -216,6 +216,7 @@ func (d *Decoder) container(h *ContainerHeader, lean bool) error {
 	d.crecs = d.crecs[:0]
 	if lean {
 		d.lean.plan(ch)
+		d.lean.cigars = d.lean.cigars[:0]
 	}
 	// The container header counts its records and bases: room for them
 	// at once, rather than by doubling, which left up to twice what a

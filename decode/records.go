@@ -172,7 +172,7 @@ func (d *Decoder) prepareSlice(s *sliceState) error {
 // times their size in fresh memory. Growth at least doubles, so that the
 // slices of a container make few copies.
 func (d *Decoder) reserveCigars(s *sliceState) {
-	if s.fx.fc == nil {
+	if s.fx.fc == nil || s.lean { // the lean pass counts CIGARs
 		return
 	}
 	n := min(int64(s.nrec)+2*int64(s.fx.fc.size), 8*int64(len(d.cbuf))+1<<16)
