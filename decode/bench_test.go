@@ -2,6 +2,7 @@ package decode_test
 
 import (
 	"bytes"
+	"hash"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -36,6 +37,18 @@ func (r *storeRef) Bases(dst []byte, id int, start, end int64) ([]byte, error) {
 	return r.contigs[id].Bases(dst, start, min(end, r.contigs[id].Len()))
 }
 func (r *storeRef) Length(int) int64 { return -1 }
+
+// scanRef is a storeRef that is also a decode.ReferenceScanner, as the
+// engine's reference is: the lean pass then reads the bases in place.
+type scanRef struct{ *storeRef }
+
+func (r scanRef) ScanBases(id int, start, end int64, h hash.Hash, runs [][2]int64) (int64, [][2]int64, error) {
+	c := r.contigs[id]
+	end = min(end, c.Len())
+	start = min(start, end)
+	runs, err := c.Scan(start, end, h, runs)
+	return end - start, runs, err
+}
 
 // BenchmarkDecode decodes every container of testdata files; bytes are the
 // CRAM file's size.
@@ -128,4 +141,52 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkBenchDataShapes is BenchmarkBenchData for the lean pass
+// (ContainerShapes, as a first access measures records), against a
+// reference read in place; bytes are the CRAM file's size.
+func BenchmarkBenchDataShapes(b *testing.B) {
+	dir := os.Getenv("CRAMFS_BENCH_DATA")
+	if dir == "" {
+		b.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
+	}
+	name := os.Getenv("CRAMFS_BENCH_CRAM")
+	if name == "" {
+		name = "longread.v31.cram"
+	}
+	p := filepath.Join(dir, name)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	store, err := reference.Open([]string{filepath.Join(dir, "ref.fa")}, reference.Options{NoEnv: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	f, err := decode.Open(p, bytes.NewReader(data), int64(len(data)), decode.OpenOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := f.NewDecoder(decode.DecoderOptions{Reference: scanRef{newStoreRef(b, store, f.Refs)}})
+	var total int64
+	each := func(_ int, s *decode.Shape) error {
+		n, _, err := bam.ShapeLayout(s)
+		total += n
+		return err
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	var cpu time.Duration
+	for b.Loop() {
+		before := cpuTime()
+		for i := range f.Containers {
+			if err := d.ContainerShapes(i, each); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu += cpuTime() - before
+	}
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 }

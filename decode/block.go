@@ -139,6 +139,11 @@ func (blk *Block) decompress(c *Codecs, buf []byte) ([]byte, error) {
 	}
 	var out []byte
 	var err error
+	if blk.Method != MethodRaw && raw <= maxPresize*len(blk.Data)+1<<16 {
+		// A size no codec could reach from these bytes is left to the
+		// codec's own bounds.
+		buf = roomFor(buf, raw)
+	}
 	switch blk.Method {
 	case MethodRaw:
 		out = blk.Data

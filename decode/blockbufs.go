@@ -21,6 +21,26 @@ type blockBuf struct {
 // IDs starts over rather than keeping a buffer for each.
 const maxBlockBufs = 256
 
+// roomFor returns b emptied, with room for n bytes: b's own storage when
+// it has that much, else a new buffer a sixteenth larger than n. A buffer
+// reused from container to container is regrown whenever a container is
+// a little larger than all before it (the same data series of containers
+// of the same size vary by a few bytes), and every regrowth of a buffer
+// of megabytes is fresh memory the process faults in; the headroom makes
+// the first container's size do for most of those that follow.
+func roomFor(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b[:0]
+	}
+	return make([]byte, 0, n+n/16)
+}
+
+// maxPresize bounds the raw size of a block that decompress makes room
+// for before decoding, as a multiple of its compressed bytes: far above
+// what real data series reach (QS by gzip 7, DL by rANS 44), far below
+// what a lying header may claim.
+const maxPresize = 256
+
 // next starts a slice.
 func (bb *blockBufs) next() { bb.gen++ }
 

@@ -1,6 +1,9 @@
 package decode
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+)
 
 func TestBlockBufs(t *testing.T) {
 	var bb blockBufs
@@ -38,5 +41,31 @@ func TestBlockBufs(t *testing.T) {
 	}
 	if len(bb.bufs) > maxBlockBufs {
 		t.Fatalf("%d buffers kept, bound %d", len(bb.bufs), maxBlockBufs)
+	}
+}
+
+// TestRoomFor: a buffer too small is replaced with headroom, so that a
+// slightly larger block of the next container fits it; one large enough
+// is reused. decompress makes room only for a raw size its bytes could
+// decode to: a header claiming a gigabyte of 16 bytes allocates nothing
+// near that before the codec refuses it.
+func TestRoomFor(t *testing.T) {
+	b := roomFor(nil, 1600)
+	if len(b) != 0 || cap(b) != 1700 {
+		t.Fatalf("roomFor(nil, 1600): len %d cap %d, want 0 and 1700", len(b), cap(b))
+	}
+	b = append(b, 1, 2, 3)
+	if c := roomFor(b, 1650); len(c) != 0 || &c[:1][0] != &b[0] {
+		t.Fatal("a buffer with room for 1650 bytes was not reused")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	blk := Block{Method: MethodGzip, ContentType: ContentExternal, RawSize: 1 << 30, Data: make([]byte, 16)}
+	if _, err := blk.decompress(nil, nil); err == nil {
+		t.Fatal("16 zero bytes decoded as 1 GiB of gzip")
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
+		t.Fatalf("a block claiming 1 GiB from 16 bytes allocated %d bytes", n)
 	}
 }

@@ -216,6 +216,7 @@ func (d *Decoder) container(h *ContainerHeader, lean bool) error {
 	d.crecs = d.crecs[:0]
 	if lean {
 		d.lean.plan(ch)
+		d.lean.cigars = d.lean.cigars[:0]
 	}
 	// The container header counts its records and bases: room for them
 	// at once, rather than by doubling, which left up to twice what a
@@ -224,8 +225,8 @@ func (d *Decoder) container(h *ContainerHeader, lean bool) error {
 	if n := min(int64(h.NumRecords), int64(h.Length)+1024); n > int64(cap(d.crecs)) {
 		d.crecs = make([]crec, 0, n)
 	}
-	if n := min(h.Bases, 32*int64(h.Length)+1<<20); n > int64(cap(d.seqs)) && !lean {
-		d.seqs = make([]byte, 0, n)
+	if n := min(h.Bases, 32*int64(h.Length)+1<<20); !lean {
+		d.seqs = roomFor(d.seqs, int(n))
 	}
 	qs := ch.DataSeries[DSQS]
 	// Qualities stored reversed (CRAM 4.0's QO false) are turned around
@@ -363,14 +364,19 @@ func (d *Decoder) sliceRef(ch *CompressionHeader, sh *SliceHeader, v *refView, l
 	if start < 0 {
 		start = 0
 	}
-	if n := d.opt.Reference.Length(int(id)); n >= 0 && end > n {
-		end = n
+	known := false
+	if n := d.opt.Reference.Length(int(id)); n >= 0 {
+		end, known = min(end, n), true
 	}
 	from := max(start-1, 0)
 	if sc, ok := d.opt.Reference.(ReferenceScanner); ok && lean {
 		return true, d.markSliceRef(sc, sh, v, from, end)
 	}
 	var err error
+	if known {
+		// Within the reference's length: room for the span at once.
+		d.refBuf = roomFor(d.refBuf, int(max(end, from)-from))
+	}
 	d.refBuf, err = d.opt.Reference.Bases(d.refBuf[:0], int(id), from, max(end, from))
 	if err != nil {
 		return false, fmt.Errorf("%w: %s:%d-%d: %w", ErrReference, d.f.Refs[id].Name, start, end, err)

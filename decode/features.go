@@ -47,6 +47,9 @@ type featureWalker[S featureSink] struct {
 	hasRef       bool   // the slice has reference bases
 	placed       bool   // the record has a reference (RI/slice reference >= 0)
 	preserveQual bool   // CF: qualities are stored (QS) for the whole read
+	// count: the CIGAR is counted (ops, opLens), not kept in cig: the
+	// lean pass needs only what a record's layout follows from.
+	count bool
 
 	// Mutable, feature by feature.
 	refPos, seqPos, prevPos int64
@@ -54,6 +57,9 @@ type featureWalker[S featureSink] struct {
 	cigLen                  int64  // its length so far
 	cig                     []uint32
 	md                      mdRules
+	// With count: the CIGAR's operations, and their lengths by type.
+	ops    int
+	opLens [16]int64
 }
 
 // featureSink reads the data series, with encodings ds, that give a
@@ -81,9 +87,13 @@ type fullSink Decoder
 // sink decides whether to read those). nil: the series is not EXTERNAL or
 // its block is missing; a block the lean pass has not decompressed holds
 // no data yet. Either way the value is read through the encoding, as
-// before the block was found.
+// before the block was found. skipBS and skipBA are set when the lean
+// pass reads BS or BA past without reading it at all (its plan): the
+// walker then does not ask the sink, a call per substitution or inserted
+// base that Go makes through the instantiation's dictionary.
 type featStreams struct {
 	fc, fp, bs, ba *extStream
+	skipBS, skipBA bool
 }
 
 // next is the next byte of x, when x has one.
@@ -201,7 +211,7 @@ func (r *featureWalker[S]) readFeatures() error {
 		r.extend(cigM, rest)
 	}
 	if r.cigLen != 0 {
-		r.cig = append(r.cig, uint32(r.cigLen)<<4|r.cigOp)
+		r.emit(uint32(r.cigLen)<<4 | r.cigOp)
 	}
 	return nil
 }
@@ -285,9 +295,20 @@ func (r *featureWalker[S]) feature() error {
 // flush ends the CIGAR operation being extended unless it is op.
 func (r *featureWalker[S]) flush(op uint32) {
 	if r.cigLen != 0 && r.cigOp != op {
-		r.cig = append(r.cig, uint32(r.cigLen)<<4|r.cigOp)
+		r.emit(uint32(r.cigLen)<<4 | r.cigOp)
 		r.cigLen = 0
 	}
+}
+
+// emit adds one CIGAR operation, c as BAM encodes it, to the CIGAR, or
+// counts it (count).
+func (r *featureWalker[S]) emit(c uint32) {
+	if r.count {
+		r.ops++
+		r.opLens[c&0xf] += int64(c >> 4)
+		return
+	}
+	r.cig = append(r.cig, c)
 }
 
 // extend adds k to the CIGAR operation op, ending the previous one if it
@@ -301,14 +322,14 @@ func (r *featureWalker[S]) extend(op uint32, k int64) {
 // softClip is feature 'S': SC bases, a soft clip of their length.
 func (r *featureWalker[S]) softClip(pos int64) error {
 	if r.cigLen != 0 {
-		r.cig = append(r.cig, uint32(r.cigLen)<<4|r.cigOp)
+		r.emit(uint32(r.cigLen)<<4 | r.cigOp)
 		r.cigLen = 0
 	}
 	m, err := r.baseArray(DSSC, pos-1)
 	if err != nil {
 		return err
 	}
-	r.cig = append(r.cig, uint32(m)<<4|cigS)
+	r.emit(uint32(m)<<4 | cigS)
 	r.cigOp = cigS
 	r.seqPos += m
 	return nil
@@ -320,7 +341,7 @@ func (r *featureWalker[S]) softClip(pos int64) error {
 func (r *featureWalker[S]) substitution(pos int64) error {
 	code, ok := next(r.fx.bs)
 	var err error
-	if !ok {
+	if !ok && !r.fx.skipBS {
 		if code, err = r.sink.byteOf(r.ds, DSBS); err != nil {
 			return err
 		}
@@ -379,7 +400,7 @@ func (r *featureWalker[S]) insertion(pos int64) error {
 // insertedBase is feature 'i': one inserted base (BA).
 func (r *featureWalker[S]) insertedBase(pos int64) error {
 	b, ok := next(r.fx.ba)
-	if !ok {
+	if !ok && !r.fx.skipBA {
 		var err error
 		if b, err = r.sink.byteOf(r.ds, DSBA); err != nil {
 			return err

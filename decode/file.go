@@ -242,10 +242,7 @@ func (f *File) readContainerData(h *ContainerHeader, buf []byte) ([]byte, error)
 		return nil, fmt.Errorf("%w: container of %d bytes runs past the end of the file", ErrTruncated, h.Length)
 	}
 	n := int(h.Length)
-	if cap(buf) < n {
-		buf = make([]byte, n)
-	}
-	buf = buf[:n]
+	buf = roomFor(buf, n)[:n]
 	if _, err := f.r.ReadAt(buf, h.DataOffset()); err != nil && !(errors.Is(err, io.EOF) && h.End() == f.size) {
 		return nil, fmt.Errorf("reading container: %w", err)
 	}

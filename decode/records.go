@@ -155,8 +155,33 @@ func (d *Decoder) prepareSlice(s *sliceState) error {
 	s.fx = featStreams{fc: d.st.externalOf(ds[DSFC]), fp: d.st.externalOf(ds[DSFP])}
 	if !s.lean {
 		s.fx.bs, s.fx.ba = d.st.externalOf(ds[DSBS]), d.st.externalOf(ds[DSBA])
+	} else {
+		s.fx.skipBS, s.fx.skipBA = !d.lean.read[DSBS], !d.lean.read[DSBA]
 	}
+	d.reserveCigars(s)
 	return nil
+}
+
+// reserveCigars makes room in the CIGAR buffer, at once, for the
+// operations the records of the slice can make: at most two per read
+// feature and one more per record, the features counted by the bytes of
+// FC where it is EXTERNAL (a byte each), within a bound proportional to
+// the container's bytes as checkNeed bounds its bases. Grown by appends
+// instead, a quarter at a time, the buffer was copied and its new room
+// cleared at each step: a long-read container's CIGARs touched about five
+// times their size in fresh memory. Growth at least doubles, so that the
+// slices of a container make few copies.
+func (d *Decoder) reserveCigars(s *sliceState) {
+	if s.fx.fc == nil || s.lean { // the lean pass counts CIGARs
+		return
+	}
+	n := min(int64(s.nrec)+2*int64(s.fx.fc.size), 8*int64(len(d.cbuf))+1<<16)
+	if int64(cap(d.cigars)-len(d.cigars)) >= n {
+		return
+	}
+	c := make([]uint32, len(d.cigars), max(int64(len(d.cigars))+n, 2*int64(cap(d.cigars))))
+	copy(c, d.cigars)
+	d.cigars = c
 }
 
 // sliceRecords is records with its state.

@@ -95,7 +95,7 @@ func TestRefViewWindowGrowsOverSpacedReads(t *testing.T) {
 
 // TestRefViewHeld checks held, slice's inlined case, against the bases a
 // view holds: every range around a window's bounds, empty and reversed
-// ones included, and never for a marks view.
+// ones included; a marks view covers the same ranges but holds no bases.
 func TestRefViewHeld(t *testing.T) {
 	contig := bytes.Repeat([]byte("ACGTN"), 40)
 	v := &refView{buf: contig[50:120], start: 50, limit: int64(len(contig))}
@@ -111,8 +111,13 @@ func TestRefViewHeld(t *testing.T) {
 			}
 		}
 	}
-	m := &refView{buf: contig, marks: true, size: int64(len(contig)), limit: int64(len(contig))}
-	if _, ok := m.held(0, 10); ok {
-		t.Fatal("a marks view held bases")
+	m := &refView{marks: true, start: 50, size: 70, limit: int64(len(contig))}
+	for from := int64(30); from < 140; from++ {
+		for to := from - 3; to < 140; to++ {
+			b, ok := m.held(from, to)
+			if want := from >= 50 && to <= 120 && from <= to; ok != want || b != nil {
+				t.Fatalf("marks view: held(%d, %d) = %q, %v, want no bases, %v", from, to, b, ok, want)
+			}
+		}
 	}
 }

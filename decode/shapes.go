@@ -42,13 +42,13 @@ func (d *Decoder) ContainerShapes(i int, fn func(j int, s *Shape) error) error {
 	}
 	var s Shape
 	for j := range d.crecs {
-		cr := &d.crecs[j]
+		cr, c := &d.crecs[j], &d.lean.cigars[j]
 		_, n, generated := d.nameOf(j)
 		if generated {
 			n = d.generatedNameLen(j)
 		}
 		s = Shape{Flags: cr.flags, RefID: cr.refID, Pos: cr.apos - 1, NameLen: n,
-			Cigar: d.cigars[cr.cigOff : cr.cigOff+cr.cigN], SeqLen: int(cr.length), AuxLen: int(cr.auxLen)}
+			Ops: int(cr.cigN), RefLen: c.ref, QueryLen: c.query, SeqLen: int(cr.length), AuxLen: int(cr.auxLen)}
 		if err := fn(j, &s); err != nil {
 			return err
 		}
@@ -62,8 +62,17 @@ func (d *Decoder) generatedNameLen(i int) int {
 	return len(d.name)
 }
 
+// cigarSum is a CIGAR the lean pass counted: the bases its operations
+// cover on the reference and in the read (Shape.RefLen, QueryLen).
+type cigarSum struct {
+	ref, query int64
+}
+
 // leanState is what the lean pass keeps from container to container.
 type leanState struct {
+	// cigars holds the counted CIGAR of each record of the container, by
+	// its index in crecs (its crec's cigN the number of operations).
+	cigars []cigarSum
 	// read says, per data series the shapes do not need, whether records
 	// still read it: when it shares a block whose bytes are read, or the
 	// core block, its reads keep the others in step (plan).
@@ -84,7 +93,7 @@ type leanState struct {
 
 // footprint is the bytes the lean state holds for reuse.
 func (l *leanState) footprint() int {
-	return cap(l.scratch) + 16*cap(l.runs) + 4*cap(l.lens)
+	return cap(l.scratch) + 16*cap(l.runs) + 4*cap(l.lens) + 16*cap(l.cigars)
 }
 
 // loader returns the block loader of the slice being measured, whose
@@ -320,23 +329,27 @@ func (d *Decoder) checkMateFields(first int) error {
 }
 
 // shapeRecord measures record rec of the slice and appends it to crecs,
-// as decodeRecord decodes it. The record is measured in place, where it
-// is appended (a failed one is dropped): a crec is a hundred bytes.
+// and its counted CIGAR to the lean state's, as decodeRecord decodes it.
+// The record is measured in place, where it is appended (a failed one is
+// dropped): a crec is a hundred bytes.
 func (d *Decoder) shapeRecord(s *sliceState, rec int) error {
 	if len(d.crecs) == cap(d.crecs) {
 		d.crecs = slices.Grow(d.crecs, max(len(d.crecs), 256))
 	}
 	d.crecs = append(d.crecs, crec{sliceStart: int32(s.first), sliceN: int32(s.nrec), counter: s.sh.RecordCounter,
 		mateLine: -1, mateRefID: -1, tlen: unsetTLen, explicitTLen: unsetTLen, rg: -1})
-	if err := d.measure(s, &d.crecs[len(d.crecs)-1], rec); err != nil {
+	var c cigarSum
+	if err := d.measure(s, &d.crecs[len(d.crecs)-1], &c, rec); err != nil {
 		d.crecs = d.crecs[:len(d.crecs)-1]
 		return err
 	}
+	d.lean.cigars = append(d.lean.cigars, c)
 	return nil
 }
 
-// measure is shapeRecord's reading of record rec into cr.
-func (d *Decoder) measure(s *sliceState, cr *crec, rec int) error {
+// measure is shapeRecord's reading of record rec into cr, its CIGAR
+// counted into c.
+func (d *Decoder) measure(s *sliceState, cr *crec, c *cigarSum, rec int) error {
 	if err := d.readPositions(s, cr); err != nil {
 		return err
 	}
@@ -353,27 +366,27 @@ func (d *Decoder) measure(s *sliceState, cr *crec, rec int) error {
 	if err != nil {
 		return fmt.Errorf("tags: %w", err)
 	}
-	cr.cigOff = int32(len(d.cigars))
+	ops := 0
 	if cr.flags&flagUnmapped == 0 {
 		if cr.apos <= 0 {
 			return corruptf("alignment position %d but no unmapped flag", cr.apos)
 		}
-		n, err := d.shapeSeq(s, cr, hasMD, hasNM)
-		if err != nil {
+		var n int
+		var err error
+		if n, ops, err = d.shapeSeq(s, cr, c, hasMD, hasNM); err != nil {
 			return err
 		}
 		auxLen += n
 	} else if err := d.shapeUnmapped(ds, cr); err != nil {
 		return err
 	}
-	cr.cigN = int32(len(d.cigars)) - cr.cigOff
 	if cr.rg >= 0 {
 		auxLen += 3 + len(d.f.ReadGroups[cr.rg]) + 1
 	}
-	if auxLen >= math.MaxInt32 || max(len(d.cigars), len(d.crecs)) >= math.MaxInt32 {
+	if auxLen >= math.MaxInt32 || max(ops, len(d.crecs)) >= math.MaxInt32 {
 		return corruptf("the container decodes to more than 2 GiB")
 	}
-	cr.auxLen = int32(auxLen)
+	cr.auxLen, cr.cigN = int32(auxLen), int32(ops)
 	return nil
 }
 

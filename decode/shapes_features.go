@@ -10,38 +10,39 @@ import "fmt"
 type leanSink Decoder
 
 // shapeSeq is decodeSeq for the shapes: it reads the features, the mapping
-// quality and the preserved qualities of a mapped record past, leaving the
-// CIGAR in the Decoder's buffer, and returns the bytes of the MD and NM
-// tags generated.
-func (d *Decoder) shapeSeq(s *sliceState, cr *crec, hasMD, hasNM bool) (int, error) {
+// quality and the preserved qualities of a mapped record past, counting
+// its CIGAR into c rather than keeping it, and returns the bytes of the MD
+// and NM tags generated and the CIGAR's number of operations.
+func (d *Decoder) shapeSeq(s *sliceState, cr *crec, c *cigarSum, hasMD, hasNM bool) (int, int, error) {
 	ch := s.ch
 	genMD := !d.opt.NoMD && s.hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
 	r := featureWalker[*leanSink]{
 		st: &d.st, ds: &ch.DataSeries, fx: s.fx, sm: &ch.SubstitutionMatrix, view: s.view, sink: (*leanSink)(d),
 		n: int64(cr.length), hasRef: s.hasRef, placed: cr.refID >= 0, preserveQual: cr.cf&cfPreserveQual != 0,
-		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM, cig: d.cigars,
+		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM, count: true,
 		md: mdRules{md: genMD && !hasMD, nm: genMD && !hasNM},
 	}
 	if r.placed {
 		r.refLen = d.refLength(int(cr.refID))
 	}
 	if err := r.readFeatures(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	d.cigars = r.cig
+	l := &r.opLens // the walker emits M, I, D, N, S, H and P
+	c.ref, c.query = l[cigM]+l[cigD]+l[cigN], l[cigM]+l[cigI]+l[cigS]
 	cr.aend = max(r.refPos, cr.apos)
 	if err := d.skipInt(&ch.DataSeries, DSMQ); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if r.preserveQual {
 		if err := d.skipByte(&ch.DataSeries, DSQS, int(cr.length)); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	if cr.cf&cfNoSeq != 0 {
 		cr.length = 0
 	}
-	return r.md.tagLen(), nil
+	return r.md.tagLen(), r.ops, nil
 }
 
 // byteOf is featureSink.byteOf: the value is read past (skipByte).

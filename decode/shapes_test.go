@@ -19,17 +19,34 @@ import (
 )
 
 // shapeKey is what a Shape tells of a record, comparable: the unmapped
-// flag stands for the flags (a Shape's mate bits may be missing).
+// flag stands for the flags (a Shape's mate bits may be missing), and the
+// CIGAR's counts for the CIGAR (the lean pass counts it, a Record has it).
 type shapeKey struct {
 	unmapped             bool
 	refID                int32
 	pos                  int64
 	nameLen, seqLen, aux int
-	cigar                string
+	ops                  int
+	cigRef, cigQuery     int64
 }
 
 func keyOf(s *decode.Shape) shapeKey {
-	return shapeKey{s.Flags&4 != 0, s.RefID, s.Pos, s.NameLen, s.SeqLen, s.AuxLen, fmt.Sprint(s.Cigar)}
+	k := shapeKey{s.Flags&4 != 0, s.RefID, s.Pos, s.NameLen, s.SeqLen, s.AuxLen, s.Ops, s.RefLen, s.QueryLen}
+	if s.Cigar != nil {
+		k.ops, k.cigRef, k.cigQuery = len(s.Cigar), 0, 0
+		for _, c := range s.Cigar {
+			switch n := int64(c >> 4); c & 0xf {
+			case 0, 7, 8: // M, =, X
+				k.cigRef += n
+				k.cigQuery += n
+			case 2, 3: // D, N
+				k.cigRef += n
+			case 1, 4: // I, S
+				k.cigQuery += n
+			}
+		}
+	}
+	return k
 }
 
 // fullShapes decodes container i in full and returns its records' shapes.

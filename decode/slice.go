@@ -168,11 +168,15 @@ func (v *refView) slice(from, to int64) ([]byte, error) {
 	return v.sliceSlow(from, to)
 }
 
-// held returns the bases of [from, to) when the view holds them (not a
-// marks view): slice's common case, small enough to inline.
+// held returns the bases of [from, to) when the view holds them (nil
+// from a marks view that covers them): slice's common case, small enough
+// to inline.
 func (v *refView) held(from, to int64) ([]byte, bool) {
 	i, j := uint64(from-v.start), uint64(to-v.start)
-	if v.marks || i > j || j > uint64(len(v.buf)) {
+	if v.marks {
+		return nil, i <= j && j <= uint64(v.size)
+	}
+	if i > j || j > uint64(len(v.buf)) {
 		return nil, false
 	}
 	return v.buf[i:j], true
@@ -261,6 +265,9 @@ func (v *refView) scanN(from int64) {
 // the view covers it).
 func (v *refView) at(pos int64) (byte, error) {
 	if b, ok := v.held(pos, pos+1); ok {
+		if v.marks {
+			return 0, nil
+		}
 		return b[0], nil
 	}
 	b, err := v.slice(pos, pos+1)

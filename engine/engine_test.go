@@ -1235,6 +1235,95 @@ func TestOpeningReadBuildsTail(t *testing.T) {
 	}
 }
 
+// TestOpeningReadBuildsSecondAfterTail: when the first segment holds at
+// least the reorder window's bytes (long reads), the run cannot open its
+// window before that segment is built, so the read at offset 0 also builds
+// the second segment in the background, once the tail is built and not
+// before (the reader checks the EOF block first). When the first segment
+// is shorter than the window, or the cache cannot keep the whole file (a
+// region query would build the second segment at every open), it builds
+// the tail alone.
+func TestOpeningReadBuildsSecondAfterTail(t *testing.T) {
+	size := openT(t, func() *Manager { m, _ := newTestManager(t, Options{}); return m }(), newFakeSource(fixture(t, "synth"), "")).Size()
+	for _, c := range []struct {
+		long  bool
+		cache int64
+	}{{true, 0}, {false, 0}, {true, size / 2}} {
+		long := c.long && c.cache == 0
+		src := newFakeSource(fixture(t, "synth"), "")
+		m, _ := newTestManager(t, Options{Threads: 2, CacheSize: c.cache})
+		v := openT(t, m, src)
+		if c.cache > 0 && (m.keepsFile(v.size, v.maxSeg, v.readahead) || m.segmentsThatFit(v.maxSeg) <= v.readahead+2) {
+			t.Fatalf("cache of %d bytes for a file of %d: keeps the file or has no room for the tail", c.cache, size)
+		}
+		segs := v.Layout().Segments
+		last := len(segs) - 1
+		for segs[last].CompLen == 0 {
+			last--
+		}
+		first := 0
+		for segs[first].CompLen == 0 {
+			first++
+		}
+		second := first + 1
+		for segs[second].CompLen == 0 {
+			second++
+		}
+		if second >= last {
+			t.Fatalf("fixture too small: %d segments", len(segs))
+		}
+		m.reorder = segs[first].CompLen
+		if !c.long {
+			m.reorder++
+		}
+		src.gateIdx, src.gate = last, make(chan struct{})
+		base := decodeCounts(src)
+		if _, err := v.ReadAt(make([]byte, 16), 0); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); src.decodes[last].Load() == base[last]; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the last segment (%d) was not built after the read at 0", last)
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // time for a wrong build of the second
+		if n := src.decodes[second].Load() - base[second]; n != 0 {
+			t.Errorf("first segment of %d bytes, window %d: the second segment was built (%d times) while the tail was being built", segs[first].CompLen, m.reorder, n)
+		}
+		close(src.gate)
+		if long {
+			for deadline := time.Now().Add(10 * time.Second); src.decodes[second].Load() == base[second]; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("first segment of %d bytes, window %d: the second segment (%d) was not built after the tail", segs[first].CompLen, m.reorder, second)
+				}
+			}
+		}
+		// Every build ahead done (Close would cancel one the tail started).
+		for deadline := time.Now().Add(10 * time.Second); aheadCount(v) > 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("builds ahead still running after 10 s")
+			}
+		}
+		m.Close()
+		for i := range segs {
+			want := int64(0)
+			if i == last || i == second && long {
+				want = 1
+			}
+			if n := src.decodes[i].Load() - base[i]; n != want {
+				t.Errorf("first segment of %d bytes, window %d: segment %d built %d times after a read at 0, want %d", segs[first].CompLen, m.reorder, i, n, want)
+			}
+		}
+	}
+}
+
+// aheadCount is how many segments of v are being built ahead.
+func aheadCount(v *VirtualBAM) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.ahead)
+}
+
 // TestReadaheadFollowsReorderedReads: reads that arrive in windows of 4,
 // each in reverse order (as the kernel's concurrent readahead requests
 // may), are a sequential run: the readahead ramps and builds segments

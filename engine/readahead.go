@@ -84,7 +84,11 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 	// and one passed: else the tail pushes out a segment the reader needs,
 	// and a reader not checking the EOF block builds the tail twice.
 	if off == 0 && v.readahead > 0 && v.m.segmentsThatFit(v.maxSeg) > v.readahead+2 {
-		v.prefetchTail(l, runID)
+		next := noNext
+		if v.m.keepsFile(v.size, v.maxSeg, v.readahead) {
+			next = secondSegment(l, win)
+		}
+		v.prefetchTail(l, runID, next)
 	}
 	if !seq || v.readahead == 0 {
 		return
@@ -108,7 +112,7 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 			continue
 		}
 		todo--
-		v.prefetch(segs[i], i, runID)
+		v.prefetch(segs[i], i, runID, noNext)
 	}
 }
 
@@ -139,48 +143,100 @@ func (v *VirtualBAM) leaveBehind(from, to int) {
 	}
 }
 
+// aheadNext is a segment that a build ahead starts building once it is
+// done itself; i is -1 for none.
+type aheadNext struct {
+	seg layout.Segment
+	i   int
+}
+
+// noNext is the aheadNext of a build ahead that starts no other.
+var noNext = aheadNext{i: -1}
+
+// secondSegment returns the segment after the first one a reader opening
+// the file reads, when that first one holds at least win bytes: the run
+// cannot read a reorder window's bytes, which opens the readahead window,
+// before that segment is built, so the next one would not be built before
+// the reader asks for it, and a second worker would idle meanwhile (files
+// of long reads, whose containers are about 10 MiB of BAM). Else noNext.
+// noteRead asks only when the cache keeps the whole file (keepsFile): a
+// region query, which opens the file too, then builds one segment it may
+// not need, once; of a file larger than the cache it could build it again
+// at every open.
+func secondSegment(l *layout.Layout, win int64) aheadNext {
+	segs := l.Segments
+	first := 0
+	for first < len(segs) && segs[first].CompLen == 0 {
+		first++
+	}
+	if first >= len(segs) || segs[first].CompLen < win {
+		return noNext
+	}
+	for i := first + 1; i < len(segs); i++ {
+		if segs[i].CompLen > 0 {
+			return aheadNext{seg: segs[i], i: i}
+		}
+	}
+	return noNext
+}
+
 // prefetchTail builds in the background the segments of the page before
 // the EOF block, which a reader opening the file (the read at offset 0)
 // reads next when it checks the EOF block, as htslib does: their build
-// then overlaps the first segment's rather than following it.
-func (v *VirtualBAM) prefetchTail(l *layout.Layout, runID uint64) {
+// then overlaps the first segment's rather than following it. The last of
+// them, once built, builds next (secondSegment): after the tail, which
+// keeps its place before it, since workers take a reader's lowest segment
+// first and the reader checking the EOF block would wait for next's build.
+func (v *VirtualBAM) prefetchTail(l *layout.Layout, runID uint64, next aheadNext) {
 	eof := l.EOFOffset()
 	from := max(eof&^(tailPage-1), l.Header.CompLen)
 	segs := l.Segments
-	for i := l.SegmentAt(from); i < len(segs) && segs[i].Offset < eof; i++ {
-		if segs[i].CompLen > 0 {
-			v.prefetch(segs[i], i, runID)
+	started := false
+	for i := len(segs) - 1; i >= l.SegmentAt(from); i-- {
+		if segs[i].Offset >= eof || segs[i].CompLen == 0 {
+			continue
 		}
+		if v.prefetch(segs[i], i, runID, next) {
+			started, next = true, noNext
+		}
+	}
+	if !started && next.i >= 0 {
+		v.prefetch(next.seg, next.i, runID, noNext)
 	}
 }
 
 // prefetch builds segment i (want) in the background, for the run of reads
-// runID, unless it is cached or already being prefetched.
-func (v *VirtualBAM) prefetch(want layout.Segment, i int, runID uint64) {
+// runID, unless it is cached or already being prefetched, and once built
+// prefetches next (see nextAhead); it reports whether it started the build.
+func (v *VirtualBAM) prefetch(want layout.Segment, i int, runID uint64, next aheadNext) bool {
 	if v.m.ctx.Err() != nil || v.m.cache.Contains(cache.Key{File: v.id, Segment: i}) {
-		return
+		return false
 	}
 	v.mu.Lock()
 	if v.ahead[i] {
 		v.mu.Unlock()
-		return
+		return false
 	}
 	v.ahead[i] = true
 	v.mu.Unlock()
 	if !v.m.startBackground() {
 		v.doneAhead(i)
-		return
+		return false
 	}
 	// The build's place among v's is taken here, in the order noteRead
 	// asks for segments: the goroutines run in any order, the last one
 	// started often first, and would otherwise take free workers so.
 	v.m.workers.claim(&v.party, i)
-	go v.buildAhead(want, i, runID)
+	go v.buildAhead(want, i, runID, next)
+	return true
 }
 
 // buildAhead is prefetch's goroutine, one of those Manager.Close waits for.
-func (v *VirtualBAM) buildAhead(want layout.Segment, i int, runID uint64) {
+func (v *VirtualBAM) buildAhead(want layout.Segment, i int, runID uint64, next aheadNext) {
 	defer v.m.background.Done()
+	if next.i >= 0 {
+		defer v.nextAhead(next, runID) // last: once i is no longer ahead
+	}
 	defer v.doneAhead(i)
 	defer v.m.workers.unclaim(&v.party, i) // if it built nothing itself
 	// The reader may have overtaken this goroutine before it ran:
@@ -202,6 +258,17 @@ func (v *VirtualBAM) buildAhead(want layout.Segment, i int, runID uint64) {
 	b.Release()
 	if v.behind(i, runID) {
 		v.leaveBehind(i, i+1)
+	}
+}
+
+// nextAhead is buildAhead's prefetch of next, while the run of reads
+// runID goes on and has not passed it.
+func (v *VirtualBAM) nextAhead(next aheadNext, runID uint64) {
+	v.mu.Lock()
+	current := runID == v.runID && next.i >= v.passed
+	v.mu.Unlock()
+	if current {
+		v.prefetch(next.seg, next.i, runID, noNext)
 	}
 }
 

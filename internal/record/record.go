@@ -31,7 +31,13 @@ type Shape struct {
 	RefID   int32    // -1 when unplaced
 	Pos     int64    // 0-based leftmost position; -1 when unplaced
 	NameLen int      // bytes of the read name without its NUL; 0 is written as "*"
-	Cigar   []uint32 // BAM-encoded CIGAR ops, as in Record
+	Cigar   []uint32 // BAM-encoded CIGAR ops, as in Record; nil when Ops stands for them
 	SeqLen  int      // bases (and qualities) BAM stores; 0 for '*'
 	AuxLen  int      // bytes of the BAM-encoded auxiliary fields
+	// Ops, RefLen and QueryLen stand for a CIGAR that was counted rather
+	// than kept (Cigar nil): its number of operations and the bases they
+	// cover on the reference (M, D, N, =, X) and in the read (M, I, S,
+	// =, X), all that the layout of the record depends on.
+	Ops              int
+	RefLen, QueryLen int64
 }
