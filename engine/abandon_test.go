@@ -80,3 +80,65 @@ func TestJumpAbandonsReadahead(t *testing.T) {
 	}
 	m.checkInvariants(t, v)
 }
+
+// TestRegionRunWindow: a run of reads that began past the file's first
+// record (a region query) has a readahead window of Threads segments, and
+// one more per regionRamp segments read, not the whole-file reader's.
+func TestRegionRunWindow(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	m, _ := newTestManager(t, Options{Threads: 2})
+	m.reorder = 16 << 10 // the fixture's runs are short: the window may grow past 16 KiB
+	v := openT(t, m, src)
+	lay := v.Layout()
+	segs := lay.Segments
+	if v.readahead < m.opts.Threads+2 {
+		t.Fatalf("readahead resolved to %d; the test needs more than Threads+1", v.readahead)
+	}
+	before := decodeCounts(src) // the scan's
+	built := func(i int) bool { return src.decodes[i].Load() > before[i] }
+	from := 1
+	for segs[from].CompLen == 0 {
+		from++
+	}
+	p := make([]byte, 512)
+	off := segs[from].Offset + 16
+	for range 4 * rampReads * v.readahead {
+		if _, err := v.ReadAt(p, off); err != nil {
+			t.Fatal(err)
+		}
+		off += int64(len(p))
+	}
+	c := lay.SegmentAt(off)
+	want := m.opts.Threads + (c-from)/regionRamp
+	if want >= v.readahead {
+		t.Fatalf("fixture's segments too small: the run read %d segments", c-from)
+	}
+	var window []int
+	beyond := c
+	for ; beyond < len(segs) && len(window) < want; beyond++ {
+		if segs[beyond].CompLen > 0 {
+			window = append(window, beyond)
+		}
+	}
+	for beyond < len(segs) && segs[beyond].CompLen == 0 {
+		beyond++
+	}
+	if beyond >= len(segs) {
+		t.Fatalf("fixture too short: reads reached segment %d of %d", c, len(segs))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, i := range window {
+		for !built(i) {
+			if time.Now().After(deadline) {
+				t.Fatalf("segment %d (window of %d from %d) was not built", i, want, c)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if built(beyond) {
+		t.Fatalf("segment %d built, beyond a region run's window of %d from %d", beyond, want, c)
+	}
+	m.settle(t, v)
+	m.checkInvariants(t, v)
+}

@@ -60,7 +60,7 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 	} else {
 		v.lastEnd = end
 	}
-	run, short := v.run, end-v.runFrom < win
+	run, short, runFrom := v.run, end-v.runFrom < win, v.runFrom
 	segs := l.Segments
 	// The segment read is in use: a jump, or a read going back, restarts
 	// the count of segments the run has passed from it. Only a jump
@@ -94,7 +94,7 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 	}
 	window := v.readahead
 	if v.m.opts.Readahead == 0 {
-		window = min(window, 1+run/rampReads)
+		window = min(window, 1+run/rampReads, v.regionWindow(l, runFrom, end))
 		if short {
 			window = 1
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -126,6 +128,29 @@ func (v *VirtualBAM) abandonAhead(from, to int) []context.CancelFunc {
 		}
 	}
 	return out
+}
+
+// regionRamp is how many segments a run of reads that began with a jump
+// reads for each segment its readahead window may hold beyond Threads.
+const regionRamp = 8
+
+// regionWindow bounds the readahead window of a run of reads from runFrom
+// to end that began past the file's first record: a region query, not a
+// reader of the whole file. Its window holds Threads segments, what keeps
+// the workers busy, and one more for every regionRamp segments the run
+// has read, for builds slower than the others. The builds of the window
+// under way when the run ends are wasted (abandonAhead cancels only those
+// not begun), and a region reads a few segments: at the 4×Threads of a
+// whole-file reader, a region of three segments built five more. A run
+// from the file's start is not bounded.
+func (v *VirtualBAM) regionWindow(l *layout.Layout, runFrom, end int64) int {
+	segs := l.Segments
+	if len(segs) == 0 || runFrom <= segs[0].Offset {
+		return math.MaxInt
+	}
+	from := sort.Search(len(segs), func(i int) bool { return segs[i].End() > runFrom })
+	to := sort.Search(len(segs), func(i int) bool { return segs[i].End() >= end })
+	return v.m.opts.Threads + (to-from)/regionRamp
 }
 
 // cancelAll calls each of fs.
