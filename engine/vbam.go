@@ -131,18 +131,20 @@ func (v *VirtualBAM) abandonAhead(from, to int) []context.CancelFunc {
 }
 
 // regionRamp is how many segments a run of reads that began with a jump
-// reads for each segment its readahead window may hold beyond Threads.
+// reads for each segment its readahead window grows by.
 const regionRamp = 8
 
 // regionWindow bounds the readahead window of a run of reads from runFrom
 // to end that began past the file's first record: a region query, not a
-// reader of the whole file. Its window holds Threads segments, what keeps
-// the workers busy, and one more for every regionRamp segments the run
-// has read, for builds slower than the others. The builds of the window
-// under way when the run ends are wasted (abandonAhead cancels only those
-// not begun), and a region reads a few segments: at the 4×Threads of a
-// whole-file reader, a region of three segments built five more. A run
-// from the file's start is not bounded.
+// reader of the whole file. Its window is the segment at the run's end,
+// which is the kernel's readahead frontier, already 4-8 MiB past the
+// reader, and one more for every regionRamp segments the run has read.
+// The window's builds under way when the run ends are wasted
+// (abandonAhead cancels only those not begun), and a region reads a few
+// segments: at the 4×Threads of a whole-file reader, a region of three
+// segments built five more. The kernel's concurrent readahead requests
+// keep a second worker busy meanwhile. A run from the file's start is not
+// bounded.
 func (v *VirtualBAM) regionWindow(l *layout.Layout, runFrom, end int64) int {
 	segs := l.Segments
 	if len(segs) == 0 || runFrom <= segs[0].Offset {
@@ -150,7 +152,7 @@ func (v *VirtualBAM) regionWindow(l *layout.Layout, runFrom, end int64) int {
 	}
 	from := sort.Search(len(segs), func(i int) bool { return segs[i].End() > runFrom })
 	to := sort.Search(len(segs), func(i int) bool { return segs[i].End() >= end })
-	return v.m.opts.Threads + (to-from)/regionRamp
+	return 1 + (to-from)/regionRamp
 }
 
 // cancelAll calls each of fs.
