@@ -83,7 +83,7 @@ func (m *Manager) Open(ctx context.Context, src source.Source) (*VirtualBAM, err
 		hasBAI:    idx.HasBAI,
 		csi:       idx.CSI,
 		lastEnd:   -1,
-		ahead:     make(map[int]bool),
+		ahead:     make(map[int]context.CancelFunc),
 		maxSeg:    maxSeg,
 		readahead: m.opts.readahead(maxSeg),
 		scanned:   r.(openedLayout).scanned,

@@ -60,16 +60,18 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 	} else {
 		v.lastEnd = end
 	}
-	run, short := v.run, end-v.runFrom < win
+	run, short, runFrom := v.run, end-v.runFrom < win, v.runFrom
 	segs := l.Segments
 	// The segment read is in use: a jump, or a read going back, restarts
 	// the count of segments the run has passed from it. Only a jump
 	// starts a new run (another reader, or a seek): reads going back a
 	// little are the kernel's readahead requests arriving out of order.
+	var abandoned []context.CancelFunc
 	if cur := sort.Search(len(segs), func(i int) bool { return segs[i].End() > off }); !near || cur < v.passed {
 		v.passed = cur
 		if !near {
 			v.runID++
+			abandoned = v.abandonAhead(cur, sort.Search(len(segs), func(i int) bool { return segs[i].End() >= end }))
 		}
 	}
 	runID := v.runID
@@ -79,6 +81,7 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 	}
 	to := v.passed
 	v.mu.Unlock()
+	cancelAll(abandoned)
 	v.leaveBehind(from, to)
 	// Only with room for it beside a full window, the segment being read
 	// and one passed: else the tail pushes out a segment the reader needs,
@@ -95,7 +98,7 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 	}
 	window := v.readahead
 	if v.m.opts.Readahead == 0 {
-		window = min(window, 1+run/rampReads)
+		window = min(window, 1+run/rampReads, v.regionWindow(l, runFrom, end))
 		if short {
 			window = 1
 		}
@@ -212,13 +215,10 @@ func (v *VirtualBAM) prefetch(want layout.Segment, i int, runID uint64, next ahe
 	if v.m.ctx.Err() != nil || v.m.cache.Contains(cache.Key{File: v.id, Segment: i}) {
 		return false
 	}
-	v.mu.Lock()
-	if v.ahead[i] {
-		v.mu.Unlock()
+	ctx, ok := v.startAhead(i)
+	if !ok {
 		return false
 	}
-	v.ahead[i] = true
-	v.mu.Unlock()
 	if !v.m.startBackground() {
 		v.doneAhead(i)
 		return false
@@ -227,12 +227,13 @@ func (v *VirtualBAM) prefetch(want layout.Segment, i int, runID uint64, next ahe
 	// asks for segments: the goroutines run in any order, the last one
 	// started often first, and would otherwise take free workers so.
 	v.m.workers.claim(&v.party, i)
-	go v.buildAhead(want, i, runID, next)
+	go v.buildAhead(ctx, want, i, runID, next)
 	return true
 }
 
-// buildAhead is prefetch's goroutine, one of those Manager.Close waits for.
-func (v *VirtualBAM) buildAhead(want layout.Segment, i int, runID uint64, next aheadNext) {
+// buildAhead is prefetch's goroutine, one of those Manager.Close waits for;
+// ctx ends when the build is abandoned (see abandonAhead).
+func (v *VirtualBAM) buildAhead(ctx context.Context, want layout.Segment, i int, runID uint64, next aheadNext) {
 	defer v.m.background.Done()
 	if next.i >= 0 {
 		defer v.nextAhead(next, runID) // last: once i is no longer ahead
@@ -245,10 +246,10 @@ func (v *VirtualBAM) buildAhead(want layout.Segment, i int, runID uint64, next a
 	// is made again where the build would start, under the lock the
 	// cache lookup takes: the reader may build, read and drop the
 	// segment between a check here and the lookup.
-	if v.behind(i, runID) {
+	if ctx.Err() != nil || v.behind(i, runID) {
 		return
 	}
-	b, err := v.segmentUnless(v.m.ctx, want, i, func() bool { return v.behind(i, runID) })
+	b, err := v.segmentUnless(ctx, want, i, func() bool { return v.behind(i, runID) })
 	if err != nil {
 		if !errors.Is(err, context.Canceled) && !errors.Is(err, errSkipped) {
 			v.m.log.Debug("readahead failed", "file", v.src.Name(), "segment", i, "err", err)
@@ -270,13 +271,6 @@ func (v *VirtualBAM) nextAhead(next aheadNext, runID uint64) {
 	if current {
 		v.prefetch(next.seg, next.i, runID, noNext)
 	}
-}
-
-// doneAhead forgets that segment i is being built ahead.
-func (v *VirtualBAM) doneAhead(i int) {
-	v.mu.Lock()
-	delete(v.ahead, i)
-	v.mu.Unlock()
 }
 
 // behind reports whether the run of reads runID, still going on, has

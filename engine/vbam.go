@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -81,7 +83,83 @@ type VirtualBAM struct {
 	// one's position.
 	passed int
 	runID  uint64
-	ahead  map[int]bool // segments being built by readahead
+	ahead  map[int]context.CancelFunc // segments being built by readahead, each build's cancel
+}
+
+// startAhead registers segment i as being built ahead and returns the
+// context of its build, which ends when the build is abandoned
+// (abandonAhead) or the Manager closes; ok is false when i is being built
+// ahead already (or its abandoned build has not ended yet).
+func (v *VirtualBAM) startAhead(i int) (ctx context.Context, ok bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, ok := v.ahead[i]; ok {
+		return nil, false
+	}
+	ctx, v.ahead[i] = context.WithCancel(v.m.ctx)
+	return ctx, true
+}
+
+// doneAhead forgets that segment i is being built ahead.
+func (v *VirtualBAM) doneAhead(i int) {
+	v.mu.Lock()
+	cancel := v.ahead[i]
+	delete(v.ahead, i)
+	v.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// abandonAhead returns, under v.mu, the cancel functions of the builds
+// ahead of every segment outside [from, to], for the caller to call once
+// it released v.mu. A reader that jumped elsewhere (a region query going
+// to its next region) no longer needs the window it had ahead: the
+// builds of it still waiting for a worker would hold back those of its
+// new position (a worker goes to a file's lowest segment claimed first)
+// and spend the workers on segments nobody reads. A build already under
+// way may finish, and is then cached. The builds stay in ahead until
+// their goroutines end.
+func (v *VirtualBAM) abandonAhead(from, to int) []context.CancelFunc {
+	var out []context.CancelFunc
+	for i, cancel := range v.ahead {
+		if i < from || i > to {
+			out = append(out, cancel)
+		}
+	}
+	return out
+}
+
+// regionRamp is how many segments a run of reads that began with a jump
+// reads for each segment its readahead window grows by.
+const regionRamp = 8
+
+// regionWindow bounds the readahead window of a run of reads from runFrom
+// to end that began past the file's first record: a region query, not a
+// reader of the whole file. Its window is the segment at the run's end,
+// which is the kernel's readahead frontier, already 4-8 MiB past the
+// reader, and one more for every regionRamp segments the run has read.
+// The window's builds under way when the run ends are wasted
+// (abandonAhead cancels only those not begun), and a region reads a few
+// segments: at the 4×Threads of a whole-file reader, a region of three
+// segments built five more. The kernel's concurrent readahead requests
+// keep a second worker busy meanwhile. A run from the file's start is not
+// bounded.
+func (v *VirtualBAM) regionWindow(l *layout.Layout, runFrom, end int64) int {
+	segs := l.Segments
+	if len(segs) == 0 || runFrom <= segs[0].Offset {
+		return math.MaxInt
+	}
+	from := sort.Search(len(segs), func(i int) bool { return segs[i].End() > runFrom })
+	to := sort.Search(len(segs), func(i int) bool { return segs[i].End() >= end })
+	return 1 + (to-from)/regionRamp
+}
+
+// cancelAll calls each of fs.
+func cancelAll(fs []context.CancelFunc) {
+	for _, f := range fs {
+		f()
+	}
 }
 
 // Name returns the name of the underlying source.Source.

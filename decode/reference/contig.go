@@ -117,7 +117,8 @@ func (a *appender) segment(_ int64, b []byte) {
 // walk gives the bases of [start,end), which the caller has checked lie
 // within the contig, to sink line segment by line segment (split further
 // at BGZF block ends), in order, then drops the pages read from the
-// process (dropPages; a BGZF block's are dropped once it is inflated).
+// process with those the kernel mapped around them (dropAround; a BGZF
+// block's are dropped once it is inflated).
 func (c *Contig) walk(start, end int64, sink segmentSink) error {
 	if start == end {
 		return nil
@@ -166,7 +167,7 @@ func (c *Contig) walk(start, end int64, sink segmentSink) error {
 		return fmt.Errorf("%w: %s: bases [%d,%d) not covered by the index", ErrCorrupt, c.name, pos, end)
 	}
 	if z == nil {
-		c.m.dropPages(from, to)
+		c.m.dropAround(from, to)
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ func (c *Contig) markRuns(start, end int64, s *scanner) (bool, error) {
 	if pos != end {
 		return true, fmt.Errorf("%w: %s: bases [%d,%d) not covered by the index", ErrCorrupt, c.name, pos, end)
 	}
-	c.m.dropPages(spans[0][0], spans[1][1])
+	c.m.dropAround(spans[0][0], spans[1][1])
 	return true, nil
 }
 

@@ -122,13 +122,14 @@ func (m *mapping) dropPages(from, to int64) {
 	_ = unix.Madvise(m.data[lo:hi], unix.MADV_DONTNEED)
 }
 
-// dropAround is dropPages for bytes read once (a BGZF block once
-// inflated), widened to the aligned 2 MiB of the file around them: a fault
-// maps, beside the page read, what the page cache holds around it (the
-// kernel's fault-around, and the whole of a large folio, which can be as
-// large as that and lies within it), so dropping only the bytes read would
-// leave the pages mapped with them in the resident set. Pages of a
-// neighbour are mapped again from the page cache when it is read.
+// dropAround is dropPages for bytes read (the bases of a window, a BGZF
+// block once inflated), widened to the aligned 2 MiB of the file around
+// them: a fault maps, beside the page read, what the page cache holds
+// around it (the kernel's fault-around, and the whole of a large folio,
+// which can be as large as that and lies within it), so dropping only the
+// bytes read would leave the pages mapped with them in the resident set.
+// Pages of a neighbour are mapped again from the page cache when it is
+// read.
 func (m *mapping) dropAround(from, to int64) {
 	const region = 2 << 20
 	m.dropPages(from/region*region, min((to+region-1)/region*region, int64(len(m.data))))

@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"testing"
+	"time"
+)
+
+// TestJumpAbandonsReadahead: a reader that jumps elsewhere (a region query
+// going to its next region) abandons the builds ahead of its previous
+// position: those waiting for a worker never build, and the build of its
+// new position does not wait behind them.
+func TestJumpAbandonsReadahead(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	// The first build ahead holds the only worker until its context ends.
+	src.gateIdx, src.gate = 1, make(chan struct{})
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(src.gate)
+		}
+	}
+	t.Cleanup(release)
+	m, _ := newTestManager(t, Options{Threads: 1, Readahead: 3})
+	m.reorder = 1 << 10
+	v := openT(t, m, src)
+	lay := v.Layout()
+	segs := lay.Segments
+	var ahead []int // the window a run ending in segment 0 builds ahead
+	for i := 1; i < len(segs) && len(ahead) < 3; i++ {
+		if segs[i].CompLen > 0 {
+			ahead = append(ahead, i)
+		}
+	}
+	last := len(segs) - 1
+	for segs[last].CompLen == 0 {
+		last--
+	}
+	if len(ahead) < 3 || ahead[0] != 1 || last <= ahead[2] || segs[last].Offset-segs[0].End() < 2*m.reorder {
+		t.Fatalf("fixture too short for the test: %d segments", len(segs))
+	}
+	before := decodeCounts(src) // the scan's
+	// Two reads in a row at the end of segment 0: segments 1 (held) and
+	// the two after it are built ahead.
+	p := make([]byte, 16)
+	for _, off := range []int64{segs[0].End() - 32, segs[0].End() - 16} {
+		if _, err := v.ReadAt(p, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); src.decodes[1].Load() == before[1]; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("segment 1 was not built ahead")
+		}
+	}
+	// The jump: its segment must be built without the held build ending.
+	done := make(chan error, 1)
+	go func() {
+		_, err := v.ReadAt(p, segs[last].Offset)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		release()
+		<-done
+		t.Fatal("the read after a jump waited for the builds ahead of the previous position")
+	}
+	release()
+	if !m.settle(t, v) {
+		return
+	}
+	for _, i := range ahead[1:] {
+		if n := src.decodes[i].Load() - before[i]; n != 0 {
+			t.Errorf("segment %d, ahead of the position left, built %d times after the jump", i, n)
+		}
+	}
+	m.checkInvariants(t, v)
+}
+
+// TestRegionRunWindow: a run of reads that began past the file's first
+// record (a region query) has a readahead window of one segment, and one
+// more per regionRamp segments read, not the whole-file reader's.
+func TestRegionRunWindow(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	m, _ := newTestManager(t, Options{Threads: 2})
+	m.reorder = 16 << 10 // the fixture's runs are short: the window may grow past 16 KiB
+	v := openT(t, m, src)
+	lay := v.Layout()
+	segs := lay.Segments
+	if v.readahead < 3 {
+		t.Fatalf("readahead resolved to %d; the test needs at least 3", v.readahead)
+	}
+	before := decodeCounts(src) // the scan's
+	built := func(i int) bool { return src.decodes[i].Load() > before[i] }
+	from := 1
+	for segs[from].CompLen == 0 {
+		from++
+	}
+	p := make([]byte, 512)
+	off := segs[from].Offset + 16
+	for range 4 * rampReads * v.readahead {
+		if _, err := v.ReadAt(p, off); err != nil {
+			t.Fatal(err)
+		}
+		off += int64(len(p))
+	}
+	c := lay.SegmentAt(off)
+	want := 1 + (c-from)/regionRamp
+	if want >= v.readahead {
+		t.Fatalf("fixture's segments too small: the run read %d segments", c-from)
+	}
+	var window []int
+	beyond := c
+	for ; beyond < len(segs) && len(window) < want; beyond++ {
+		if segs[beyond].CompLen > 0 {
+			window = append(window, beyond)
+		}
+	}
+	for beyond < len(segs) && segs[beyond].CompLen == 0 {
+		beyond++
+	}
+	if beyond >= len(segs) {
+		t.Fatalf("fixture too short: reads reached segment %d of %d", c, len(segs))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, i := range window {
+		for !built(i) {
+			if time.Now().After(deadline) {
+				t.Fatalf("segment %d (window of %d from %d) was not built", i, want, c)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if built(beyond) {
+		t.Fatalf("segment %d built, beyond a region run's window of %d from %d", beyond, want, c)
+	}
+	m.settle(t, v)
+	m.checkInvariants(t, v)
+}
