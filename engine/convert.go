@@ -171,7 +171,7 @@ func (cw *convertWorkers) container(ctx context.Context, i int) convertResult {
 			est = e.EstimateContainer(i)
 		}
 		if hint := cw.hint.Size(est); int64(cap(out)) < hint {
-			out = make([]byte, 0, hint)
+			out = make([]byte, 0, recycledSize(hint))
 		}
 		c := <-cw.comps
 		data, _, err := ba.AppendContainerBlocks(ctx, i, c, out[:0], source.BlockOptions{})
@@ -198,6 +198,17 @@ func (cw *convertWorkers) container(ctx context.Context, i int) convertResult {
 	default:
 	}
 	return convertResult{data: data, err: err}
+}
+
+// recycledSize is the capacity of a new buffer for a container hinted at
+// hint bytes. Buffers go round from container to container, and a hint
+// varies with its container and grows with the ratio learned, so one
+// sized to the hint alone is soon too small and replaced: each
+// replacement is tens of MB of fresh pages to fault in. An eighth more
+// lets the next containers of about the same size reuse it; the part
+// never written costs no memory.
+func recycledSize(hint int64) int64 {
+	return hint + hint/8
 }
 
 // WritePiece is the size of Convert's Write calls.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/engine/cram"
@@ -15,6 +16,7 @@ import (
 	"github.com/cramfs/cramfs/internal/bgzftest"
 	"github.com/cramfs/cramfs/internal/corpus"
 	"github.com/cramfs/cramfs/internal/cramtest"
+	"github.com/cramfs/cramfs/internal/sizehint"
 )
 
 // bigSource is a source.Source of one container of n bytes.
@@ -228,5 +230,48 @@ func TestAppendContainerSizesAhead(t *testing.T) {
 				t.Errorf("%s container %d: %d bytes in a buffer of %d", c.Name(), i, len(raw), cap(raw))
 			}
 		}
+	}
+}
+
+// growingSource is a source.BlockAppender whose container i is estimated
+// at est(i) = 1 MB plus 4% per container and fills 1.3 bytes per
+// estimated byte, and which records the buffers it is given.
+type growingSource struct {
+	bigSource
+	n       int
+	buffers map[*byte]bool
+}
+
+func (s *growingSource) NumContainers() int { return s.n }
+
+func (s *growingSource) EstimateContainer(i int) int64 { return 1<<20 + int64(i)<<20/25 }
+
+func (s *growingSource) AppendContainerBlocks(_ context.Context, i int, _ *bgzf.Compressor, dst []byte, _ source.BlockOptions) ([]byte, source.Blocks, error) {
+	s.buffers[unsafe.SliceData(dst[:1])] = true
+	n := int(s.EstimateContainer(i) * 13 / 10)
+	return append(dst, make([]byte, n)...), source.Blocks{Raw: int64(n)}, nil
+}
+
+// TestConvertReusesBuffers checks that a buffer given back after writing
+// serves the next containers when they are estimated a little larger:
+// each new buffer is tens of MB of pages to fault in on a real file
+// (archive containers), and a buffer sized to the hint alone was
+// replaced at almost every container whose estimate grew.
+func TestConvertReusesBuffers(t *testing.T) {
+	src := &growingSource{n: 40, buffers: map[*byte]bool{}}
+	cw := &convertWorkers{src: src, hint: sizehint.New(2 * 256), outs: make(chan []byte, 1),
+		comps: make(chan *bgzf.Compressor, 1)}
+	cw.comps <- nil
+	for i := range src.n {
+		r := cw.container(context.Background(), i)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		cw.outs <- r.data
+	}
+	// The first buffer is sized from the guess of 2 bytes per estimated
+	// byte; then one new buffer for every three containers at most.
+	if len(src.buffers) > 1+src.n/3 {
+		t.Errorf("%d buffers for %d containers each 4%% larger than the last, want at most %d", len(src.buffers), src.n, 1+src.n/3)
 	}
 }

@@ -209,6 +209,16 @@ func (d *decoder) release() {
 	decoderPool.Put(d)
 }
 
+// anyDedup reports whether a parameter block of gp has duplicate records.
+func (gp *params) anyDedup() bool {
+	for i := range gp.p {
+		if gp.p[i].doDedup {
+			return true
+		}
+	}
+	return false
+}
+
 // maxContext returns the largest quality context any record of gp can
 // form: the largest initial context, or the sum of the largest context
 // parts, or ctxSize-1 when that sum can exceed 16 bits (contexts are taken
@@ -287,6 +297,11 @@ func (d *decoder) run(dst []byte, n, srcLen, directLimit int) ([]byte, error) {
 	d.prepareModels(n, directLimit)
 	d.revs, d.lens = d.revs[:0], d.lens[:0]
 	doRev := gp.gflags&gflagDoRev != 0
+	// ReverseQualities turns records around after all are decoded. A
+	// record is turned around as soon as it is decoded instead, while
+	// its values are in cache, unless a duplicate record may copy values
+	// of earlier ones as they were decoded: then at the end.
+	lateRev := doRev && gp.anyDedup()
 
 	// Decode straight into dst's spare capacity when it holds the whole
 	// output; otherwise start with what a generous compression ratio of
@@ -333,9 +348,13 @@ func (d *decoder) run(dst []byte, n, srcLen, directLimit int) ([]byte, error) {
 		if recLen <= 0 || recLen > n-i {
 			return dst, fmt.Errorf("%w: record length %d with %d of %d bytes left", ErrCorrupt, recLen, n-i, n)
 		}
+		rev := false
 		if doRev {
-			d.revs = append(d.revs, rc.Decode(d.revM) != 0)
-			d.lens = append(d.lens, recLen)
+			rev = rc.Decode(d.revM) != 0
+			if lateRev {
+				d.revs = append(d.revs, rev)
+				d.lens = append(d.lens, recLen)
+			}
 		}
 		if i+recLen > len(d.out) {
 			// Grow the output region: double it, up to n.
@@ -357,13 +376,16 @@ func (d *decoder) run(dst []byte, n, srcLen, directLimit int) ([]byte, error) {
 		} else {
 			d.recordIndirect(pm, i, i+recLen)
 		}
+		if rev && !lateRev {
+			reverse(d.out[i : i+recLen])
+		}
 		i += recLen
 	}
 	if err := rc.Err(); err != nil {
 		return dst, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	out := d.out[:n]
-	if doRev {
+	if lateRev {
 		i := 0
 		for r, rev := range d.revs {
 			l := d.lens[r]

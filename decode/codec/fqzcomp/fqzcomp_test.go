@@ -193,7 +193,7 @@ func FuzzDecode(f *testing.F) {
 			f.Add(src[:min(len(src), 600)], -1)
 		}
 	}
-	for _, name := range []string{"custom1.fqz", "custom2.fqz"} {
+	for _, name := range []string{"custom1.fqz", "custom2.fqz", "custom3.fqz"} {
 		if src, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
 			f.Add(src[:min(len(src), 600)], -1)
 		}
@@ -325,9 +325,10 @@ func TestIndirectLayout(t *testing.T) {
 
 // TestFixtures decodes the project's own libhtscodecs-encoded fixtures,
 // whose parameters (context locations, tables, selectors, wrapping
-// contexts) the corpus vectors do not cover, with both model layouts.
+// contexts, reversal with and without duplicate records) the corpus
+// vectors do not cover, with both model layouts.
 func TestFixtures(t *testing.T) {
-	for _, name := range []string{"custom1", "custom2"} {
+	for _, name := range []string{"custom1", "custom2", "custom3"} {
 		t.Run(name, func(t *testing.T) {
 			src, err := os.ReadFile(filepath.Join("testdata", name+".fqz"))
 			if err != nil {

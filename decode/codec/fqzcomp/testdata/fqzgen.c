@@ -1,7 +1,8 @@
 /* Writes fqzcomp_qual fixtures with hand-chosen parameters (libhtscodecs'
  * fqz_compress with a custom fqz_gparams): custom1 (one parameter block,
  * qloc>0, non-identity qtab, ptab/dtab, dedup, reversal, contexts that
- * wrap 16 bits) and custom2 (two blocks chosen by selector, fixed length). */
+ * wrap 16 bits), custom2 (two blocks chosen by selector, fixed length) and
+ * custom3 (custom1's parameters with reversal but no dedup). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,9 +107,34 @@ int main(void) {
     write("custom2.raw", in, n);
     free(c);
 
-    /* Check both decode with the C decoder. */
-    const char *names[] = {"custom1", "custom2"};
-    for (i = 0; i < 2; i++) {
+    /* custom3: custom1's parameters without dedup, so reversed records
+     * are all unique (the decoder then turns each around as decoded). */
+    n = 0;
+    for (i = 0; i < nrec; i++) {
+        len[i] = 60 + rnd() % 90;
+        flags[i] = (rnd() & 1) ? FQZ_FREVERSE : 0;
+        quals(in + n, len[i]);
+        n += len[i];
+    }
+    memset(&gp, 0, sizeof(gp));
+    memset(&p1, 0, sizeof(p1));
+    gp.vers = FQZ_VERS; gp.gflags = GFLAG_DO_REV; gp.nparam = 1; gp.max_sym = 40; gp.p = &p1;
+    p1.context = 0x0abc; p1.use_qtab = 1; p1.use_ptab = 1; p1.use_dtab = 1;
+    p1.qbits = 7; p1.qshift = 3; p1.qloc = 5; p1.pbits = 4; p1.ploc = 13; p1.dbits = 5; p1.dloc = 0;
+    p1.max_sym = 40; p1.nsym = 41;
+    for (i = 0; i < 256; i++) p1.qtab[i] = i / 2;
+    for (i = 0; i < 1024; i++) p1.ptab[i] = (i >> 3) < 15 ? i >> 3 : 15;
+    for (i = 0; i < 256; i++) p1.dtab[i] = i < 31 ? i : 31;
+    fill_param(&p1);
+    c = fqz_compress(3 << 8, &s, (char *)in, n, &clen, 0, &gp);
+    if (!c) { fprintf(stderr, "compress 3 failed\n"); return 1; }
+    write("custom3.fqz", (unsigned char *)c, clen);
+    write("custom3.raw", in, n);
+    free(c);
+
+    /* Check that all decode with the C decoder. */
+    const char *names[] = {"custom1", "custom2", "custom3"};
+    for (i = 0; i < 3; i++) {
         char fn[64];
         sprintf(fn, "%s.fqz", names[i]);
         FILE *f = fopen(fn, "rb");
