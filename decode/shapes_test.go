@@ -31,22 +31,24 @@ type shapeKey struct {
 }
 
 func keyOf(s *decode.Shape) shapeKey {
-	k := shapeKey{s.Flags&4 != 0, s.RefID, s.Pos, s.NameLen, s.SeqLen, s.AuxLen, s.Ops, s.RefLen, s.QueryLen}
-	if s.Cigar != nil {
-		k.ops, k.cigRef, k.cigQuery = len(s.Cigar), 0, 0
-		for _, c := range s.Cigar {
-			switch n := int64(c >> 4); c & 0xf {
-			case 0, 7, 8: // M, =, X
-				k.cigRef += n
-				k.cigQuery += n
-			case 2, 3: // D, N
-				k.cigRef += n
-			case 1, 4: // I, S
-				k.cigQuery += n
-			}
+	return shapeKey{s.Flags&4 != 0, s.RefID, s.Pos, s.NameLen, s.SeqLen, s.AuxLen, s.Ops, s.RefLen, s.QueryLen}
+}
+
+// cigarCounts is what a Shape keeps of a CIGAR: its operations and the
+// bases they cover on the reference and in the read.
+func cigarCounts(cigar []uint32) (ops int, ref, query int64) {
+	for _, c := range cigar {
+		switch n := int64(c >> 4); c & 0xf {
+		case 0, 7, 8: // M, =, X
+			ref += n
+			query += n
+		case 2, 3: // D, N
+			ref += n
+		case 1, 4: // I, S
+			query += n
 		}
 	}
-	return k
+	return len(cigar), ref, query
 }
 
 // fullShapes decodes container i in full and returns its records' shapes.
@@ -58,7 +60,8 @@ func fullShapes(d *decode.Decoder, i int) ([]shapeKey, error) {
 	out := make([]shapeKey, len(recs))
 	for j := range recs {
 		r := &recs[j]
-		s := decode.Shape{Flags: r.Flags, RefID: r.RefID, Pos: r.Pos, NameLen: len(r.Name), Cigar: r.Cigar, SeqLen: len(r.Seq), AuxLen: len(r.Aux)}
+		s := decode.Shape{Flags: r.Flags, RefID: r.RefID, Pos: r.Pos, NameLen: len(r.Name), SeqLen: len(r.Seq), AuxLen: len(r.Aux)}
+		s.Ops, s.RefLen, s.QueryLen = cigarCounts(r.Cigar)
 		out[j] = keyOf(&s)
 	}
 	return out, nil

@@ -22,10 +22,6 @@ func ShapeLayout(s *record.Shape) (length, end int64, err error) {
 	}
 	unmapped := s.Flags&flagUnmapped != 0
 	nOps, cigRef, cigQuery := s.Ops, s.RefLen, s.QueryLen
-	if s.Cigar != nil {
-		nOps = len(s.Cigar)
-		cigRef, cigQuery = cigarLens(s.Cigar)
-	}
 	var rlen, qlen int64
 	if !unmapped {
 		rlen, qlen = cigRef, cigQuery

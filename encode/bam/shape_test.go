@@ -7,10 +7,11 @@ import (
 	"github.com/cramfs/cramfs/internal/record"
 )
 
-// shapeOf is the Shape of r.
+// shapeOf is the Shape of r, its CIGAR counted.
 func shapeOf(r *record.Record) record.Shape {
-	return record.Shape{Flags: r.Flags, RefID: r.RefID, Pos: r.Pos, NameLen: len(r.Name), Cigar: r.Cigar,
-		SeqLen: len(r.Seq), AuxLen: len(r.Aux)}
+	ref, query := cigarLens(r.Cigar)
+	return record.Shape{Flags: r.Flags, RefID: r.RefID, Pos: r.Pos, NameLen: len(r.Name), SeqLen: len(r.Seq), AuxLen: len(r.Aux),
+		Ops: len(r.Cigar), RefLen: ref, QueryLen: query}
 }
 
 // checkShape compares ShapeLayout with what AppendRecord writes for r and
@@ -19,13 +20,6 @@ func checkShape(t *testing.T, r *record.Record) {
 	t.Helper()
 	s := shapeOf(r)
 	n, end, err := ShapeLayout(&s)
-	// The CIGAR counted rather than kept gives the same.
-	c := s
-	c.Cigar, c.Ops = nil, len(s.Cigar)
-	c.RefLen, c.QueryLen = cigarLens(s.Cigar)
-	if cn, cend, cerr := ShapeLayout(&c); cn != n || cend != end || (cerr == nil) != (err == nil) {
-		t.Fatalf("ShapeLayout of the counted CIGAR: %d bytes ending at %d (%v), of the CIGAR: %d bytes ending at %d (%v)", cn, cend, cerr, n, end, err)
-	}
 	out, aerr := AppendRecord(nil, r)
 	if (err == nil) != (aerr == nil) {
 		t.Fatalf("ShapeLayout: %v, AppendRecord: %v", err, aerr)

@@ -24,20 +24,18 @@ type Record struct {
 
 // Shape is what the length of a record's BAM encoding and its index entry
 // follow from: a Record without its bases, qualities, tag values and mate
-// fields. A lean pass over a CRAM container fills it without decoding
-// those; Cigar aliases the decoder's buffer like a Record's slices.
+// fields, and with its CIGAR counted rather than kept. A lean pass over a
+// CRAM container fills it without decoding those.
 type Shape struct {
-	Flags   uint16   // BAM FLAG; the mate bits (0x1, 0x8, 0x20) may lack those derived from mate links
-	RefID   int32    // -1 when unplaced
-	Pos     int64    // 0-based leftmost position; -1 when unplaced
-	NameLen int      // bytes of the read name without its NUL; 0 is written as "*"
-	Cigar   []uint32 // BAM-encoded CIGAR ops, as in Record; nil when Ops stands for them
-	SeqLen  int      // bases (and qualities) BAM stores; 0 for '*'
-	AuxLen  int      // bytes of the BAM-encoded auxiliary fields
-	// Ops, RefLen and QueryLen stand for a CIGAR that was counted rather
-	// than kept (Cigar nil): its number of operations and the bases they
-	// cover on the reference (M, D, N, =, X) and in the read (M, I, S,
-	// =, X), all that the layout of the record depends on.
+	Flags   uint16 // BAM FLAG; the mate bits (0x1, 0x8, 0x20) may lack those derived from mate links
+	RefID   int32  // -1 when unplaced
+	Pos     int64  // 0-based leftmost position; -1 when unplaced
+	NameLen int    // bytes of the read name without its NUL; 0 is written as "*"
+	SeqLen  int    // bases (and qualities) BAM stores; 0 for '*'
+	AuxLen  int    // bytes of the BAM-encoded auxiliary fields
+	// Ops is the number of CIGAR operations; RefLen and QueryLen are the
+	// bases they cover on the reference (M, D, N, =, X) and in the read
+	// (M, I, S, =, X).
 	Ops              int
 	RefLen, QueryLen int64
 }
