@@ -64,6 +64,47 @@ type mapping struct {
 	mu   sync.RWMutex // held for reading while data is read; Close takes it
 	data []byte       // nil once unmapped
 	mmap bool         // data came from mmap (an empty file is not mapped)
+
+	rmu    sync.Mutex // guards recent
+	recent regions    // the regions read whose pages were not dropped yet
+}
+
+// regionSize is the unit in which a mapping's pages leave the resident
+// set (dropAround): aligned 2 MiB of the file.
+const regionSize = 2 << 20
+
+// keptRegions is how many regions of a mapping stay mapped after a read
+// (regions): the windows of successive reads (the containers of a
+// sorted file, the workers' at once) mostly fall in the same few, and
+// dropping a region after each read would map it again, fault by fault,
+// at the next, for files of small slices at every slice.
+const keptRegions = 4
+
+// regions is the least recently read regions of a mapping, by number
+// (offset / regionSize), most recent first.
+type regions struct {
+	r [keptRegions]int64
+	n int
+}
+
+// touch makes region r the most recent and returns the region that left
+// to make room for it, or -1.
+func (rs *regions) touch(r int64) int64 {
+	i := 0
+	for i < rs.n && rs.r[i] != r {
+		i++
+	}
+	out := int64(-1)
+	switch {
+	case i < rs.n: // held: moves to the front
+	case rs.n < keptRegions:
+		rs.n++
+	default:
+		i, out = keptRegions-1, rs.r[keptRegions-1]
+	}
+	copy(rs.r[1:i+1], rs.r[:i])
+	rs.r[0] = r
+	return out
 }
 
 // mapFile maps path read-only.
@@ -123,16 +164,26 @@ func (m *mapping) dropPages(from, to int64) {
 }
 
 // dropAround is dropPages for bytes read (the bases of a window, a BGZF
-// block once inflated), widened to the aligned 2 MiB of the file around
-// them: a fault maps, beside the page read, what the page cache holds
-// around it (the kernel's fault-around, and the whole of a large folio,
-// which can be as large as that and lies within it), so dropping only the
-// bytes read would leave the pages mapped with them in the resident set.
-// Pages of a neighbour are mapped again from the page cache when it is
-// read.
+// block once inflated), by regions of regionSize: a fault maps, beside
+// the page read, what the page cache holds around it (the kernel's
+// fault-around, and the whole of a large folio, which can be as large as a
+// region and lies within it), so dropping only the bytes read would leave
+// the pages mapped with them in the resident set. The regions of the
+// bytes read become the mapping's most recent ones, and those that leave
+// the keptRegions most recent are dropped: at most that many regions of a
+// mapping stay resident. Pages are mapped again from the page cache when
+// read. The caller holds m.mu for reading.
 func (m *mapping) dropAround(from, to int64) {
-	const region = 2 << 20
-	m.dropPages(from/region*region, min((to+region-1)/region*region, int64(len(m.data))))
+	if !m.mmap || from < 0 || to <= from {
+		return
+	}
+	m.rmu.Lock()
+	defer m.rmu.Unlock()
+	for r := from / regionSize; r <= (to-1)/regionSize; r++ {
+		if old := m.recent.touch(r); old >= 0 {
+			m.dropPages(old*regionSize, min((old+1)*regionSize, int64(len(m.data))))
+		}
+	}
 }
 
 var pageSize = unix.Getpagesize()
