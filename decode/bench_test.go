@@ -85,12 +85,12 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-// BenchmarkBenchData decodes every container of a CRAM of the benchmark
-// dataset (directory in $CRAMFS_BENCH_DATA, file in $CRAMFS_BENCH_CRAM,
-// default longread.v31.cram) on one goroutine and encodes each record as
-// BAM into a reused buffer, as a level-0 convert does without its
-// scheduling; bytes are the CRAM file's size.
-func BenchmarkBenchData(b *testing.B) {
+// benchDataFile opens a CRAM of the benchmark dataset (directory in
+// $CRAMFS_BENCH_DATA, file in $CRAMFS_BENCH_CRAM, default
+// longread.v31.cram), read into memory, with the dataset's reference,
+// closed when b ends; size is the file's bytes.
+func benchDataFile(b *testing.B) (f *decode.File, store *reference.Store, size int64) {
+	b.Helper()
 	dir := os.Getenv("CRAMFS_BENCH_DATA")
 	if dir == "" {
 		b.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
@@ -104,15 +104,25 @@ func BenchmarkBenchData(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	store, err := reference.Open([]string{filepath.Join(dir, "ref.fa")}, reference.Options{NoEnv: true})
+	store, err = reference.Open([]string{filepath.Join(dir, "ref.fa")}, reference.Options{NoEnv: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer store.Close()
-	f, err := decode.Open(p, bytes.NewReader(data), int64(len(data)), decode.OpenOptions{})
+	b.Cleanup(func() { store.Close() })
+	f, err = decode.Open(p, bytes.NewReader(data), int64(len(data)), decode.OpenOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
+	return f, store, int64(len(data))
+}
+
+// BenchmarkBenchData decodes every container of a CRAM of the benchmark
+// dataset (directory in $CRAMFS_BENCH_DATA, file in $CRAMFS_BENCH_CRAM,
+// default longread.v31.cram) on one goroutine and encodes each record as
+// BAM into a reused buffer, as a level-0 convert does without its
+// scheduling; bytes are the CRAM file's size.
+func BenchmarkBenchData(b *testing.B) {
+	f, store, size := benchDataFile(b)
 	d := f.NewDecoder(decode.DecoderOptions{Reference: newStoreRef(b, store, f.Refs)})
 	var out []byte
 	each := func(_ int, r *decode.Record) error {
@@ -120,7 +130,7 @@ func BenchmarkBenchData(b *testing.B) {
 		out, err = bam.AppendRecord(out[:0], r)
 		return err
 	}
-	b.SetBytes(int64(len(data)))
+	b.SetBytes(size)
 	b.ReportAllocs()
 	var cpu time.Duration
 	for b.Loop() {
@@ -147,28 +157,7 @@ func cpuTime() time.Duration {
 // (ContainerShapes, as a first access measures records), against a
 // reference read in place; bytes are the CRAM file's size.
 func BenchmarkBenchDataShapes(b *testing.B) {
-	dir := os.Getenv("CRAMFS_BENCH_DATA")
-	if dir == "" {
-		b.Skip("CRAMFS_BENCH_DATA is not set (see ../shared/bench/make-data.sh)")
-	}
-	name := os.Getenv("CRAMFS_BENCH_CRAM")
-	if name == "" {
-		name = "longread.v31.cram"
-	}
-	p := filepath.Join(dir, name)
-	data, err := os.ReadFile(p)
-	if err != nil {
-		b.Fatal(err)
-	}
-	store, err := reference.Open([]string{filepath.Join(dir, "ref.fa")}, reference.Options{NoEnv: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	f, err := decode.Open(p, bytes.NewReader(data), int64(len(data)), decode.OpenOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	f, store, size := benchDataFile(b)
 	d := f.NewDecoder(decode.DecoderOptions{Reference: scanRef{newStoreRef(b, store, f.Refs)}})
 	var total int64
 	each := func(_ int, s *decode.Shape) error {
@@ -176,7 +165,7 @@ func BenchmarkBenchDataShapes(b *testing.B) {
 		total += n
 		return err
 	}
-	b.SetBytes(int64(len(data)))
+	b.SetBytes(size)
 	b.ReportAllocs()
 	var cpu time.Duration
 	for b.Loop() {
