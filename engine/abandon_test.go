@@ -113,32 +113,7 @@ func TestRegionRunWindow(t *testing.T) {
 	if want >= v.readahead {
 		t.Fatalf("fixture's segments too small: the run read %d segments", c-from)
 	}
-	var window []int
-	beyond := c
-	for ; beyond < len(segs) && len(window) < want; beyond++ {
-		if segs[beyond].CompLen > 0 {
-			window = append(window, beyond)
-		}
-	}
-	for beyond < len(segs) && segs[beyond].CompLen == 0 {
-		beyond++
-	}
-	if beyond >= len(segs) {
-		t.Fatalf("fixture too short: reads reached segment %d of %d", c, len(segs))
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for _, i := range window {
-		for !built(i) {
-			if time.Now().After(deadline) {
-				t.Fatalf("segment %d (window of %d from %d) was not built", i, want, c)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	time.Sleep(50 * time.Millisecond)
-	if built(beyond) {
-		t.Fatalf("segment %d built, beyond a region run's window of %d from %d", beyond, want, c)
-	}
+	checkWindow(t, segs, c, want, built)
 	m.settle(t, v)
 	m.checkInvariants(t, v)
 }

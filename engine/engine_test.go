@@ -955,11 +955,18 @@ func TestReadaheadRamp(t *testing.T) {
 	for range 4 * rampReads * maxAhead {
 		read()
 	}
-	c = lay.SegmentAt(off)
-	// The window counts segments that hold data; empty ones are skipped.
+	checkWindow(t, segs, lay.SegmentAt(off), maxAhead, built)
+}
+
+// checkWindow waits until built reports the n segments holding data from
+// segment c on (a readahead window: empty segments are skipped) built,
+// and fails t if they are not within 5 s or if the next segment holding
+// data is built too.
+func checkWindow(t *testing.T, segs []layout.Segment, c, n int, built func(int) bool) {
+	t.Helper()
 	var window []int
 	beyond := c
-	for ; beyond < len(segs) && len(window) < maxAhead; beyond++ {
+	for ; beyond < len(segs) && len(window) < n; beyond++ {
 		if segs[beyond].CompLen > 0 {
 			window = append(window, beyond)
 		}
@@ -974,14 +981,14 @@ func TestReadaheadRamp(t *testing.T) {
 	for _, i := range window {
 		for !built(i) {
 			if time.Now().After(deadline) {
-				t.Fatalf("after a long run segment %d (window of %d from %d) was not built", i, maxAhead, c)
+				t.Fatalf("segment %d (window of %d from %d) was not built", i, n, c)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	time.Sleep(50 * time.Millisecond)
 	if built(beyond) {
-		t.Fatalf("segment %d built, beyond the readahead of %d from %d", beyond, maxAhead, c)
+		t.Fatalf("segment %d built, beyond a window of %d from %d", beyond, n, c)
 	}
 }
 
