@@ -94,22 +94,46 @@ func progressBar(w io.Writer, verbosity int, what, units string) *progressbar.Pr
 		progressbar.OptionShowCount(), progressbar.OptionSetItsString(units), progressbar.OptionClearOnFinish())
 }
 
-// waitStop waits for done to close (nil returned) or for SIGINT or
-// SIGTERM (returned), reopening the log file at each SIGHUP meanwhile.
-func (p processLog) waitStop(done <-chan struct{}) os.Signal {
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(stop)
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// stopSignals receives the signals that end or steer a front end. SIGHUP
+// (logrotate, systemd's reload) only reopens the log, so it is caught from
+// before the log file is opened: none may end the process by the default
+// action once it could have been sent. SIGINT and SIGTERM are caught from
+// just before the front end starts answering, so that one arriving then
+// stops it cleanly (a mount is unmounted, not left dead), while one
+// during the slower start (references, caches) still ends the process at
+// once.
+type stopSignals struct {
+	stop, hup chan os.Signal
+}
+
+// catchHangups starts receiving SIGHUP.
+func catchHangups() stopSignals {
+	s := stopSignals{stop: make(chan os.Signal, 1), hup: make(chan os.Signal, 1)}
+	signal.Notify(s.hup, syscall.SIGHUP)
+	return s
+}
+
+// catchStop starts receiving SIGINT and SIGTERM.
+func (s stopSignals) catchStop() {
+	signal.Notify(s.stop, os.Interrupt, syscall.SIGTERM)
+}
+
+// release gives the signals back to their default actions.
+func (s stopSignals) release() {
+	signal.Stop(s.stop)
+	signal.Stop(s.hup)
+}
+
+// wait waits for done to close (nil returned) or for SIGINT or SIGTERM
+// (returned), reopening p's log file at each SIGHUP meanwhile.
+func (s stopSignals) wait(p processLog, done <-chan struct{}) os.Signal {
 	for {
 		select {
 		case <-done:
 			return nil
-		case <-hup:
+		case <-s.hup:
 			p.reopen()
-		case sig := <-stop:
+		case sig := <-s.stop:
 			return sig
 		}
 	}

@@ -124,6 +124,8 @@ func (c *mountCmd) run(pos []string, e *env) error {
 // serve mounts src at mnt and serves it until unmounted or signalled,
 // telling ready (nil in the foreground) and systemd once it answers.
 func (c *mountCmd) serve(src, mnt string, e *env, ready *readyPipe) error {
+	sigs := catchHangups()
+	defer sigs.release()
 	plog, opts, err := openService(&c.lf, &c.ef, e.stderr)
 	if err != nil {
 		return err
@@ -153,6 +155,7 @@ func (c *mountCmd) serve(src, mnt string, e *env, ready *readyPipe) error {
 	if err != nil {
 		return err
 	}
+	sigs.catchStop()
 	m, err := svc.Mount(src, mnt, mo)
 	if err != nil {
 		return err
@@ -161,7 +164,7 @@ func (c *mountCmd) serve(src, mnt string, e *env, ready *readyPipe) error {
 	ready.ready()
 	notify(log, sdnotify.Ready)
 
-	sig := plog.waitStop(m.Done())
+	sig := sigs.wait(plog, m.Done())
 	notify(log, sdnotify.Stopping)
 	c.writeHeapProfile(log)
 	if sig == nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cramfs/cramfs/internal/clitest"
 	"github.com/cramfs/cramfs/internal/corpus"
 )
 
@@ -269,5 +270,86 @@ func TestMountReopensLogOnSIGHUP(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(logFile); !strings.Contains(string(b), "msg=unmounted") {
 		t.Errorf("the reopened log lacks the unmount:\n%s", b)
+	}
+}
+
+// TestMountSIGHUPWhileStarting: SIGHUPs sent from the moment the mount's
+// log file exists until it is mounted, and after (a logrotate or a
+// systemd reload racing the start), reopen the log and never end the
+// process, which mounts, serves and unmounts as usual.
+func TestMountSIGHUPWhileStarting(t *testing.T) {
+	src, mnt, cache, want := helperFixture(t)
+	bin := buildCramfs(t)
+	logFile := filepath.Join(t.TempDir(), "cramfs.log")
+	cmd := exec.Command(bin, "mount", "-T", testdata("ref", "ce.fa"), "--cache-dir", cache, "--log-file", logFile, src, mnt)
+	cmd.Env = clitest.SamtoolsEnv()
+	var stderr clitest.SyncBuffer
+	cmd.Stderr = &stderr
+	must(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		if isMounted(t, mnt) {
+			runCmd(t, "unmount", mnt)
+		}
+	})
+	alive := func() error {
+		select {
+		case err := <-done:
+			t.Fatalf("cramfs mount ended: %v; stderr:\n%s", err, stderr.String())
+		default:
+		}
+		return nil
+	}
+	poll(t, "the log file is created", 10*time.Second, func() error {
+		alive()
+		_, err := os.Stat(logFile)
+		return err
+	})
+	// A SIGHUP every 200 µs, so that some arrive while the mount starts.
+	stop, hups := make(chan struct{}), make(chan int)
+	go func() {
+		n := 0
+		defer func() { hups <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Microsecond):
+			}
+			if cmd.Process.Signal(syscall.SIGHUP) != nil {
+				return
+			}
+			n++
+		}
+	}()
+	poll(t, "mounted while receiving SIGHUPs", 10*time.Second, func() error {
+		alive()
+		if !isMounted(t, mnt) {
+			return errors.New("not mounted yet")
+		}
+		return nil
+	})
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	n := <-hups
+	if got, err := os.ReadFile(filepath.Join(mnt, "x.bam")); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("x.bam after %d SIGHUPs: %d bytes, %v", n, len(got), err)
+	}
+	alive()
+	if rc, stderr, _ := runCmd(t, "unmount", mnt); rc != 0 {
+		t.Fatalf("cramfs unmount: exit %d: %s", rc, stderr)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("cramfs mount after unmount: %v; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cramfs mount still running 10 s after its unmount")
+	}
+	if b, _ := os.ReadFile(logFile); !strings.Contains(string(b), "log file reopened") || !strings.Contains(string(b), "msg=unmounted") {
+		t.Errorf("log:\n%s\nwant reopenings and the unmount", b)
 	}
 }

@@ -45,6 +45,8 @@ func (c *serveCmd) run(pos []string, e *env) error {
 	if len(pos) != 1 {
 		return usageError{fmt.Sprintf("want SRC, got %d arguments", len(pos))}
 	}
+	sigs := catchHangups()
+	defer sigs.release()
 	plog, opts, err := openService(&c.lf, &c.ef, e.stderr)
 	if err != nil {
 		return err
@@ -62,6 +64,7 @@ func (c *serveCmd) run(pos []string, e *env) error {
 		return err
 	}
 	defer svc.Close()
+	sigs.catchStop()
 	srv, err := svc.Serve(pos[0], so)
 	if err != nil {
 		return err
@@ -73,7 +76,7 @@ func (c *serveCmd) run(pos []string, e *env) error {
 	log.Info("serving", "src", absPath(pos[0]), "url", scheme+"://"+srv.Addr().String()+"/", "auth", so.Token != "", "threads", opts.Threads, "cache_size", c.ef.cacheSize)
 	notify(log, sdnotify.Ready)
 
-	sig := plog.waitStop(srv.Done())
+	sig := sigs.wait(plog, srv.Done())
 	if sig == nil {
 		return fmt.Errorf("serving %s stopped", pos[0])
 	}
