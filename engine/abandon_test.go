@@ -13,14 +13,7 @@ func TestJumpAbandonsReadahead(t *testing.T) {
 	src := newFakeSource(fixture(t, "synth"), "")
 	// The first build ahead holds the only worker until its context ends.
 	src.gateIdx, src.gate = 1, make(chan struct{})
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(src.gate)
-		}
-	}
-	t.Cleanup(release)
+	release := openGate(t, src)
 	m, _ := newTestManager(t, Options{Threads: 1, Readahead: 3})
 	m.reorder = 1 << 10
 	v := openT(t, m, src)

@@ -1140,14 +1140,7 @@ func checkDecodedOnce(t *testing.T, src *fakeSource, before []int64) {
 func TestCloseWaitsForReadahead(t *testing.T) {
 	src := newFakeSource(fixture(t, "synth"), "")
 	src.gateIdx, src.gate, src.gateHold = 0, make(chan struct{}), true
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(src.gate)
-		}
-	}
-	t.Cleanup(release)
+	release := openGate(t, src)
 	m, _ := newTestManager(t, Options{Readahead: 1, Threads: 2})
 	v := openT(t, m, src)
 	// Two sequential reads in the header: segment 0 is built ahead.

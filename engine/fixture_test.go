@@ -353,3 +353,12 @@ func readAll(tb testing.TB, v *VirtualBAM, chunk int) []byte {
 	}
 	return out.Bytes()
 }
+
+// openGate returns a function that opens src's gate, once however often
+// it is called, and is called when t ends.
+func openGate(t *testing.T, src *fakeSource) func() {
+	var once sync.Once
+	release := func() { once.Do(func() { close(src.gate) }) }
+	t.Cleanup(release)
+	return release
+}
