@@ -45,7 +45,11 @@ func writeOutputs(c config, b *bench, cases []benchCase, fresh []result) error {
 	var md strings.Builder
 	runs := runsOf(rs)
 	writePreamble(&md, c, b, runs, notMeasured(cases, rs))
-	if err := writeTargets(&md, rs); err != nil {
+	cs, err := loadCauses(filepath.Join(c.out, causesFile))
+	if err != nil {
+		return err
+	}
+	if err := writeTargets(&md, rs, cs); err != nil {
 		return err
 	}
 	md.WriteString("\n## Results\n\n")

@@ -241,8 +241,10 @@ func measureNote(r result) string {
 }
 
 // writeTargets writes the targets section: every check against the newest
-// samtools of rs, with its verdict, and a count of the cells met.
-func writeTargets(w io.Writer, rs []result) error {
+// samtools of rs, with its verdict, and a count of the cells met. An unmet
+// cell links to its section of the causes file when cs has it; the cells
+// without one are listed.
+func writeTargets(w io.Writer, rs []result, cs causes) error {
 	tools := toolsOf(rs)
 	if len(tools) == 0 {
 		_, err := io.WriteString(w, "## Targets\n\nNo results.\n")
@@ -259,14 +261,28 @@ func writeTargets(w io.Writer, rs []result) error {
 		tools[0], cacheBudgetMiB, rssSlackMiB, flatMax, linearMax)
 	b.WriteString("| target | flavour | row | measured | limit | verdict |\n|---|---|---|---:|---:|---|\n")
 	met := 0
+	var uncaused []string
 	for _, c := range checks {
-		if c.met() {
+		verdict := c.verdict()
+		switch {
+		case c.met():
 			met++
+		case cs[c.anchor()]:
+			verdict += fmt.Sprintf(" ([cause](%s#%s))", causesFile, c.anchor())
+		case !slices.Contains(uncaused, c.anchor()):
+			uncaused = append(uncaused, c.anchor())
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", mdEscape(c.Target), mdEscape(c.Flavour), mdEscape(c.Row),
-			c.format(c.Measured), c.format(c.Limit), c.verdict())
+			c.format(c.Measured), c.format(c.Limit), verdict)
 	}
-	fmt.Fprintf(&b, "\nMet: %d of %d cells.\n", met, len(checks))
+	fmt.Fprintf(&b, "\nMet: %d of %d cells.", met, len(checks))
+	if met < len(checks) {
+		fmt.Fprintf(&b, " The causes of the unmet ones, with profiles, are in [%s](%s).", causesFile, causesFile)
+	}
+	b.WriteString("\n")
+	if len(uncaused) > 0 {
+		fmt.Fprintf(&b, "Unmet, no cause written yet (sections of %s): %s.\n", causesFile, strings.Join(uncaused, ", "))
+	}
 	var none []string
 	for _, t := range ratioTargets {
 		if !slices.ContainsFunc(checks, func(c check) bool { return c.Target == t.Name }) {

@@ -83,7 +83,7 @@ func TestWriteTargets(t *testing.T) {
 		rssRow("convert/v30/level1", "convert", "level 1", measureWrite, "1.16.1", 0.9, 10),
 	}
 	var b strings.Builder
-	if err := writeTargets(&b, rs); err != nil {
+	if err := writeTargets(&b, rs, nil); err != nil {
 		t.Fatal(err)
 	}
 	text := b.String()
@@ -100,7 +100,7 @@ func TestWriteTargets(t *testing.T) {
 		}
 	}
 	b.Reset()
-	if err := writeTargets(&b, nil); err != nil || !strings.Contains(b.String(), "No results.") {
+	if err := writeTargets(&b, nil, nil); err != nil || !strings.Contains(b.String(), "No results.") {
 		t.Errorf("no rows: %q, %v", b.String(), err)
 	}
 }
