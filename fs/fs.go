@@ -230,7 +230,7 @@ type Options struct {
 // BenchmarkSequentialRead (figures in bench/archive/SCALING.md). The
 // read-ahead window is also how far past a region query's end the kernel
 // asks for bytes: a window reaching into the next segment has it built for
-// nothing, which at 4 MiB happened at the end of most regions. One request
+// nothing, as a window of several MiB does at the end of most regions. One request
 // (MaxRead) keeps that short, while a sequential reader still has the
 // kernel's asynchronous request in flight beside its own
 // (bench/archive/REGIONS2.md). A larger window may exceed MaxRead: the
