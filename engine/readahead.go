@@ -10,9 +10,10 @@ import (
 )
 
 // reorderWindow is how far before or after the previous read's end a read
-// may start and still count as part of a sequential run: twice a mount's
-// kernel read-ahead (fs.DefaultMaxReadAhead, 4 MiB), whose requests reach
-// the engine in any order, a request at most a window early or late.
+// may start and still count as part of a sequential run: at least twice a
+// mount's kernel read-ahead (fs.DefaultMaxReadAhead, 1 MiB; up to 4 MiB
+// through fs.Options), whose requests reach the engine in any order, a
+// request at most a window early or late.
 // rampReads is how many sequential reads widen the readahead window by
 // one segment.
 const (
@@ -32,9 +33,8 @@ const tailPage = 4096
 //
 // Unless Options.Readahead is set, the window grows with the run of
 // sequential reads: it stays at the segment being read until the run has
-// read a reorder window's bytes (twice the kernel's readahead, which
-// already has the next few MiB asked for: a region query, a short run,
-// mostly ends before that), then widens by one segment every rampReads
+// read a reorder window's bytes (a region query, a short run, mostly ends
+// before that), then widens by one segment every rampReads
 // reads up to the file's readahead, so that a reader streaming the whole
 // file keeps every worker busy without region queries paying for
 // containers they never read. Reads that arrive slightly out of

@@ -226,16 +226,20 @@ type Options struct {
 	RootXattrs map[string]string
 }
 
-// Defaults for Options fields left zero, chosen with
-// BenchmarkSequentialRead (figures in bench/archive/SCALING.md). The read-ahead
-// window may exceed MaxRead: the kernel then keeps that many MaxRead
-// requests of a sequential reader in flight, served on as many goroutines;
-// 4 keep two readers below the kernel's congestion threshold (9
-// background requests of go-fuse's 12).
+// Defaults for Options fields left zero. MaxRead was chosen with
+// BenchmarkSequentialRead (figures in bench/archive/SCALING.md). The
+// read-ahead window is also how far past a region query's end the kernel
+// asks for bytes: a window reaching into the next segment has it built
+// for nothing, as a window of several MiB does at the end of most
+// regions. One request (MaxRead) keeps that short, while a sequential
+// reader still has the kernel's asynchronous request in flight beside its
+// own (bench/archive/REGIONS2.md). A larger window may exceed MaxRead: the
+// kernel then keeps that many MaxRead requests of a sequential reader in
+// flight, served on as many goroutines.
 const (
 	DefaultTimeout      = time.Second
 	DefaultMaxRead      = 1 << 20
-	DefaultMaxReadAhead = 4 << 20
+	DefaultMaxReadAhead = 1 << 20
 )
 
 // Server is a mounted cramfs filesystem.
