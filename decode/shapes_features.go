@@ -16,25 +16,24 @@ type leanSink Decoder
 func (d *Decoder) shapeSeq(s *sliceState, cr *crec, c *cigarSum, hasMD, hasNM bool) (int, int, error) {
 	ch := s.ch
 	genMD := !d.opt.NoMD && s.hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
-	r := featureWalker[*leanSink]{
-		st: &d.st, ds: &ch.DataSeries, fx: s.fx, sm: &ch.SubstitutionMatrix, view: s.view, sink: (*leanSink)(d),
-		n: int64(cr.length), hasRef: s.hasRef, placed: cr.refID >= 0, preserveQual: cr.cf&cfPreserveQual != 0,
-		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM, count: true,
+	r := leanWalker{
+		st: &d.st, ds: &ch.DataSeries, fx: s.fx, view: s.view, k: (*leanSink)(d),
+		n: int64(cr.length), hasRef: s.hasRef, placed: cr.refID >= 0,
+		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM,
 		md: mdRules{md: genMD && !hasMD, nm: genMD && !hasNM},
 	}
 	if r.placed {
 		r.refLen = d.refLength(int(cr.refID))
 	}
-	if err := r.readFeatures(); err != nil {
+	if err := r.walk(); err != nil {
 		return 0, 0, err
 	}
-	l := &r.opLens // the walker emits M, I, D, N, S, H and P
-	c.ref, c.query = l[cigM]+l[cigD]+l[cigN], l[cigM]+l[cigI]+l[cigS]
+	c.ref, c.query = r.refSum, r.querySum
 	cr.aend = max(r.refPos, cr.apos)
 	if err := d.skipInt(&ch.DataSeries, DSMQ); err != nil {
 		return 0, 0, err
 	}
-	if r.preserveQual {
+	if cr.cf&cfPreserveQual != 0 {
 		if err := d.skipByte(&ch.DataSeries, DSQS, int(cr.length)); err != nil {
 			return 0, 0, err
 		}
