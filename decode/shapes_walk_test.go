@@ -9,6 +9,7 @@ import (
 	"github.com/cramfs/cramfs/decode"
 	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/internal/corpus"
+	"github.com/cramfs/cramfs/internal/hostile"
 )
 
 // leanRefOptions are the options the engine's lean pass runs with for f:
@@ -92,4 +93,38 @@ func TestLeanWalkerBenchData(t *testing.T) {
 			t.Fatalf("%s: %d of %d containers compared", name, n, len(f.Containers))
 		}
 	}
+}
+
+// FuzzLeanWalker is FuzzContainerShapes with the fixtures' own reference
+// read in place, as the engine reads it: the lean walker's fast run
+// (marks views only) then meets the damage too.
+func FuzzLeanWalker(f *testing.F) {
+	root := filepath.Join(corpus.Root(), "testdata")
+	store, err := reference.Open([]string{filepath.Join(root, "ref", "ce.fa")}, reference.Options{NoEnv: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { store.Close() })
+	names := []string{"ce_1000.3.0.cram", "ce_1000.3.1-normal.cram", "ce_1000.3.0-multislice.cram"}
+	origs := make([][]byte, len(names))
+	for i, name := range names {
+		if origs[i], err = os.ReadFile(filepath.Join(root, "cram", name)); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(i), uint32(0), uint8(0))
+		f.Add(uint8(i), uint32(len(origs[i])/2), uint8(0x10))
+		f.Add(uint8(i), uint32(len(origs[i])*3/4), uint8(0x01))
+	}
+	f.Fuzz(func(t *testing.T, which uint8, off uint32, mask byte) {
+		orig := origs[int(which)%len(origs)]
+		b, err := hostile.FlipAt(orig, int(off%uint32(len(orig))), mask, true)
+		if err != nil {
+			return
+		}
+		file, err := decode.Open("x.cram", bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
+		if err != nil {
+			return
+		}
+		compareShapes(t, b, leanRefOptions(file, store))
+	})
 }
