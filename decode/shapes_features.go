@@ -16,12 +16,13 @@ type leanSink Decoder
 func (d *Decoder) shapeSeq(s *sliceState, cr *crec, c *cigarSum, hasMD, hasNM bool) (int, int, error) {
 	ch := s.ch
 	genMD := !d.opt.NoMD && s.hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
-	r := leanWalker{
-		st: &d.st, ds: &ch.DataSeries, fx: s.fx, view: s.view, k: (*leanSink)(d),
-		n: int64(cr.length), hasRef: s.hasRef, placed: cr.refID >= 0,
-		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM,
-		md: mdRules{md: genMD && !hasMD, nm: genMD && !hasNM},
-	}
+	// Set field by field: a composite literal of this size is built
+	// aside and copied, a stall per record.
+	var r leanWalker
+	r.st, r.ds, r.fx, r.view, r.k = &d.st, &ch.DataSeries, s.fx, s.view, (*leanSink)(d)
+	r.n, r.hasRef, r.placed = int64(cr.length), s.hasRef, cr.refID >= 0
+	r.refPos, r.seqPos, r.cigOp = cr.apos-1, 1, cigM
+	r.md.md, r.md.nm = genMD && !hasMD, genMD && !hasNM
 	if r.placed {
 		r.refLen = d.refLength(int(cr.refID))
 	}
