@@ -47,8 +47,10 @@ func (d *Decoder) ContainerShapes(i int, fn func(j int, s *Shape) error) error {
 		if generated {
 			n = d.generatedNameLen(j)
 		}
-		s = Shape{Flags: cr.flags, RefID: cr.refID, Pos: cr.apos - 1, NameLen: n,
-			Ops: int(cr.cigN), RefLen: c.ref, QueryLen: c.query, SeqLen: int(cr.length), AuxLen: int(cr.auxLen)}
+		// Every field set in place (see shapeSeq).
+		s.Flags, s.RefID, s.Pos, s.NameLen = cr.flags, cr.refID, cr.apos-1, n
+		s.Ops, s.RefLen, s.QueryLen = int(cr.cigN), c.ref, c.query
+		s.SeqLen, s.AuxLen = int(cr.length), int(cr.auxLen)
 		if err := fn(j, &s); err != nil {
 			return err
 		}
@@ -369,10 +371,15 @@ func (d *Decoder) shapeRecord(s *sliceState, rec int) error {
 	if len(d.crecs) == cap(d.crecs) {
 		d.crecs = slices.Grow(d.crecs, max(len(d.crecs), 256))
 	}
-	d.crecs = append(d.crecs, crec{sliceStart: int32(s.first), sliceN: int32(s.nrec), counter: s.sh.RecordCounter,
-		mateLine: -1, mateRefID: -1, tlen: unsetTLen, explicitTLen: unsetTLen, rg: -1})
+	// Zeroed and set in place rather than appended as a literal, which
+	// is built aside and copied (see shapeSeq).
+	d.crecs = d.crecs[:len(d.crecs)+1]
+	cr := &d.crecs[len(d.crecs)-1]
+	*cr = crec{}
+	cr.sliceStart, cr.sliceN, cr.counter = int32(s.first), int32(s.nrec), s.sh.RecordCounter
+	cr.mateLine, cr.mateRefID, cr.tlen, cr.explicitTLen, cr.rg = -1, -1, unsetTLen, unsetTLen, -1
 	var c cigarSum
-	if err := d.measure(s, &d.crecs[len(d.crecs)-1], &c, rec); err != nil {
+	if err := d.measure(s, cr, &c, rec); err != nil {
 		d.crecs = d.crecs[:len(d.crecs)-1]
 		return err
 	}
