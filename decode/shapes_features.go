@@ -19,7 +19,7 @@ func (d *Decoder) shapeSeq(s *sliceState, cr *crec, c *cigarSum, hasMD, hasNM bo
 	// Set field by field: a composite literal of this size is built
 	// aside and copied, a stall per record.
 	var r leanWalker
-	r.st, r.ds, r.fx, r.view, r.k = &d.st, &ch.DataSeries, s.fx, s.view, (*leanSink)(d)
+	r.st, r.ds, r.fx, r.view, r.k = &d.st, &ch.DataSeries, &s.fx, s.view, (*leanSink)(d)
 	r.n, r.hasRef, r.placed = int64(cr.length), s.hasRef, cr.refID >= 0
 	r.refPos, r.seqPos, r.cigOp = cr.apos-1, 1, cigM
 	r.md.md, r.md.nm = genMD && !hasMD, genMD && !hasNM

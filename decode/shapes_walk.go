@@ -21,7 +21,7 @@ type leanWalker struct {
 	// and the Decoder whose lean plan says which series are read.
 	st   *streams
 	ds   *[numDataSeries]*Encoding
-	fx   featStreams
+	fx   *featStreams
 	view *refView
 	k    *leanSink
 
