@@ -2,7 +2,8 @@ package decode
 
 import "fmt"
 
-// leanSink is the Decoder as the lean pass's featureSink (the shapes): it
+// leanSink is the Decoder as the lean walker's reader of the series of
+// bases and qualities (the featureSink methods, called directly): it
 // reads the stored bases and qualities past, by its lean plan, measuring
 // the arrays whose lengths the shapes need. The walker reads the
 // reference only where MD and NM depend on it ('N' bases) and where the
