@@ -47,8 +47,10 @@ func (d *Decoder) ContainerShapes(i int, fn func(j int, s *Shape) error) error {
 		if generated {
 			n = d.generatedNameLen(j)
 		}
-		s = Shape{Flags: cr.flags, RefID: cr.refID, Pos: cr.apos - 1, NameLen: n,
-			Ops: int(cr.cigN), RefLen: c.ref, QueryLen: c.query, SeqLen: int(cr.length), AuxLen: int(cr.auxLen)}
+		// Every field set in place (see shapeSeq).
+		s.Flags, s.RefID, s.Pos, s.NameLen = cr.flags, cr.refID, cr.apos-1, n
+		s.Ops, s.RefLen, s.QueryLen = int(cr.cigN), c.ref, c.query
+		s.SeqLen, s.AuxLen = int(cr.length), int(cr.auxLen)
 		if err := fn(j, &s); err != nil {
 			return err
 		}
@@ -89,6 +91,35 @@ type leanState struct {
 	// their bases (markSliceRef).
 	runs [][2]int64
 	md5  hash.Hash
+	// lines holds, per tag line of the compression header, which of its
+	// tags are read record by record (leanTagLine); deferTags is set for
+	// the slice being measured when their deferred tags are.
+	lines     []leanTagLine
+	deferTags bool
+}
+
+// leanTagLine is how the lean pass reads the tags of one tag line. A tag
+// of a fixed length whose block no read needs the bytes of (an integer
+// tag in a block of its own, as writers store them) only moves that
+// block's position: its BAM bytes are a constant of the line (fixed), and
+// its moves are added up over the slice's records (recs) and made once at
+// the slice's end (skipDeferred). Moves only go forward and their one
+// check is the block's size, so the slice fails there exactly when it
+// would have failed at some record; rest are the indexes in the line's
+// tagPlan of the tags read record by record, in order.
+type leanTagLine struct {
+	fixed    int
+	rest     []int
+	deferred []deferredTag
+	recs     int
+}
+
+// deferredTag is a tag of n bytes a record, from the EXTERNAL block of
+// val, that the lean pass moves past once per slice.
+type deferredTag struct {
+	key [3]byte
+	val *Encoding
+	n   int
 }
 
 // footprint is the bytes the lean state holds for reuse.
@@ -281,10 +312,14 @@ func (d *Decoder) sliceShapes(s *sliceState) error {
 	if err := d.prepareSlice(s); err != nil {
 		return err
 	}
+	d.startDeferred(s.sh.EmbeddedRefID)
 	for rec := 0; rec < s.nrec; rec++ {
 		if err := d.shapeRecord(s, rec); err != nil {
 			return fmt.Errorf("record %d: %w", rec, err)
 		}
+	}
+	if err := d.skipDeferred(); err != nil {
+		return err
 	}
 	if !d.needMates(s.first) {
 		return nil
@@ -336,10 +371,15 @@ func (d *Decoder) shapeRecord(s *sliceState, rec int) error {
 	if len(d.crecs) == cap(d.crecs) {
 		d.crecs = slices.Grow(d.crecs, max(len(d.crecs), 256))
 	}
-	d.crecs = append(d.crecs, crec{sliceStart: int32(s.first), sliceN: int32(s.nrec), counter: s.sh.RecordCounter,
-		mateLine: -1, mateRefID: -1, tlen: unsetTLen, explicitTLen: unsetTLen, rg: -1})
+	// Zeroed and set in place rather than appended as a literal, which
+	// is built aside and copied (see shapeSeq).
+	d.crecs = d.crecs[:len(d.crecs)+1]
+	cr := &d.crecs[len(d.crecs)-1]
+	*cr = crec{}
+	cr.sliceStart, cr.sliceN, cr.counter = int32(s.first), int32(s.nrec), s.sh.RecordCounter
+	cr.mateLine, cr.mateRefID, cr.tlen, cr.explicitTLen, cr.rg = -1, -1, unsetTLen, unsetTLen, -1
 	var c cigarSum
-	if err := d.measure(s, &d.crecs[len(d.crecs)-1], &c, rec); err != nil {
+	if err := d.measure(s, cr, &c, rec); err != nil {
 		d.crecs = d.crecs[:len(d.crecs)-1]
 		return err
 	}
@@ -451,6 +491,7 @@ func (d *Decoder) skipMate(s *sliceState, cr *crec, rec int) error {
 // tagLens is readTags for the shapes: the BAM bytes of the tag line's
 // tags, with their values read past where they lie in blocks of their own
 // (only htslib's cF tag, which is dropped or kept by its value, is read).
+// With deferred tags (leanTagLine) it reads only the line's other tags.
 func (d *Decoder) tagLens(ch *CompressionHeader) (hasMD, hasNM bool, n int, err error) {
 	tl, err := d.readInt(&ch.DataSeries, DSTL)
 	if err != nil {
@@ -461,28 +502,116 @@ func (d *Decoder) tagLens(ch *CompressionHeader) (hasMD, hasNM bool, n int, err 
 	}
 	plan := &ch.tagPlans[tl]
 	hasMD, hasNM = plan.hasMD, plan.hasNM
+	if l := &d.lean; l.deferTags {
+		line := &l.lines[tl]
+		line.recs++
+		n = line.fixed
+		for _, k := range line.rest {
+			if err := d.tagBytes(&plan.ops[k], &n, &hasMD, &hasNM); err != nil {
+				return false, false, 0, err
+			}
+		}
+		return hasMD, hasNM, n, nil
+	}
 	for k := range plan.ops {
-		op := &plan.ops[k]
-		if op.cF {
-			v, err := d.tagValue(op)
-			if err != nil {
-				return false, false, 0, fmt.Errorf("tag %s: %w", op.key[:], err)
-			}
-			if len(v) == 1 {
-				hasMD = hasMD || v[0]&1 != 0
-				hasNM = hasNM || v[0]&2 != 0
-				continue
-			}
-			n += 3 + len(v)
-			continue
+		if err := d.tagBytes(&plan.ops[k], &n, &hasMD, &hasNM); err != nil {
+			return false, false, 0, err
 		}
-		m, err := d.tagLen(op)
-		if err != nil {
-			return false, false, 0, fmt.Errorf("tag %s: %w", op.key[:], err)
-		}
-		n += 3 + m
 	}
 	return hasMD, hasNM, n, nil
+}
+
+// tagBytes reads one tag of a record for tagLens, adding its BAM bytes to
+// n, and for htslib's cF tag setting hasMD and hasNM as its value asks.
+func (d *Decoder) tagBytes(op *tagOp, n *int, hasMD, hasNM *bool) error {
+	if op.cF {
+		v, err := d.tagValue(op)
+		if err != nil {
+			return fmt.Errorf("tag %s: %w", op.key[:], err)
+		}
+		if len(v) == 1 {
+			*hasMD = *hasMD || v[0]&1 != 0
+			*hasNM = *hasNM || v[0]&2 != 0
+			return nil
+		}
+		*n += 3 + len(v)
+		return nil
+	}
+	m, err := d.tagLen(op)
+	if err != nil {
+		return fmt.Errorf("tag %s: %w", op.key[:], err)
+	}
+	*n += 3 + m
+	return nil
+}
+
+// planTags fills lines for the tag lines of ch: a tag of fixed length
+// (not cF) is deferred when no read of the lean plan needs the bytes of
+// its block (dataIDs, complete) and no series reads that block (a
+// series' reads past would interleave with the tag's; the sums would
+// still agree, but a series' position is kept exact).
+func (l *leanState) planTags(ch *CompressionHeader) {
+	l.lines = slices.Grow(l.lines[:0], len(ch.tagPlans))[:len(ch.tagPlans)]
+	for tl := range ch.tagPlans {
+		ops := ch.tagPlans[tl].ops
+		line := leanTagLine{rest: l.lines[tl].rest[:0], deferred: l.lines[tl].deferred[:0]}
+		for k := range ops {
+			op := &ops[k]
+			if op.kind == tagConst && !op.cF && !l.dataIDs[op.val.ContentID] && !seriesRead(ch, op.val.ContentID) {
+				line.fixed += 3 + op.n
+				line.deferred = append(line.deferred, deferredTag{key: op.key, val: op.val, n: op.n})
+			} else {
+				line.rest = append(line.rest, k)
+			}
+		}
+		l.lines[tl] = line
+	}
+}
+
+// seriesRead reports whether a data series' encoding reads block id.
+func seriesRead(ch *CompressionHeader, id int32) bool {
+	for s, e := range ch.DataSeries {
+		if readsBlock(e, dataSeriesInfo[s].vt, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// startDeferred starts a slice's deferred tags: none for a slice with an
+// embedded reference (its block is read for bases, whatever the plan).
+func (d *Decoder) startDeferred(embeddedRef int32) {
+	l := &d.lean
+	l.deferTags = embeddedRef < 0 && len(l.lines) > 0
+	for i := range l.lines {
+		l.lines[i].recs = 0
+	}
+}
+
+// skipDeferred makes the moves of the slice's deferred tags, each tag's
+// over all the records of its line at once.
+func (d *Decoder) skipDeferred() error {
+	l := &d.lean
+	if !l.deferTags {
+		return nil
+	}
+	l.deferTags = false
+	for tl := range l.lines {
+		line := &l.lines[tl]
+		if line.recs == 0 {
+			continue
+		}
+		for _, t := range line.deferred {
+			x, err := t.val.position(&d.st)
+			if err == nil {
+				err = x.skip(t.n * line.recs)
+			}
+			if err != nil {
+				return fmt.Errorf("tag %s: %w", t.key[:], err)
+			}
+		}
+	}
+	return nil
 }
 
 // tagLen reads past the value of one tag and returns its length.

@@ -2,7 +2,8 @@ package decode
 
 import "fmt"
 
-// leanSink is the Decoder as the lean pass's featureSink (the shapes): it
+// leanSink is the Decoder as the lean walker's reader of the series of
+// bases and qualities (the featureSink methods, called directly): it
 // reads the stored bases and qualities past, by its lean plan, measuring
 // the arrays whose lengths the shapes need. The walker reads the
 // reference only where MD and NM depend on it ('N' bases) and where the
@@ -16,25 +17,25 @@ type leanSink Decoder
 func (d *Decoder) shapeSeq(s *sliceState, cr *crec, c *cigarSum, hasMD, hasNM bool) (int, int, error) {
 	ch := s.ch
 	genMD := !d.opt.NoMD && s.hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
-	r := featureWalker[*leanSink]{
-		st: &d.st, ds: &ch.DataSeries, fx: s.fx, sm: &ch.SubstitutionMatrix, view: s.view, sink: (*leanSink)(d),
-		n: int64(cr.length), hasRef: s.hasRef, placed: cr.refID >= 0, preserveQual: cr.cf&cfPreserveQual != 0,
-		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM, count: true,
-		md: mdRules{md: genMD && !hasMD, nm: genMD && !hasNM},
-	}
+	// Set field by field: a composite literal of this size is built
+	// aside and copied, a stall per record.
+	var r leanWalker
+	r.st, r.ds, r.fx, r.view, r.k = &d.st, &ch.DataSeries, &s.fx, s.view, (*leanSink)(d)
+	r.n, r.hasRef, r.placed = int64(cr.length), s.hasRef, cr.refID >= 0
+	r.refPos, r.seqPos, r.cigOp = cr.apos-1, 1, cigM
+	r.md.md, r.md.nm = genMD && !hasMD, genMD && !hasNM
 	if r.placed {
 		r.refLen = d.refLength(int(cr.refID))
 	}
-	if err := r.readFeatures(); err != nil {
+	if err := r.walk(); err != nil {
 		return 0, 0, err
 	}
-	l := &r.opLens // the walker emits M, I, D, N, S, H and P
-	c.ref, c.query = l[cigM]+l[cigD]+l[cigN], l[cigM]+l[cigI]+l[cigS]
+	c.ref, c.query = r.refSum, r.querySum
 	cr.aend = max(r.refPos, cr.apos)
 	if err := d.skipInt(&ch.DataSeries, DSMQ); err != nil {
 		return 0, 0, err
 	}
-	if r.preserveQual {
+	if cr.cf&cfPreserveQual != 0 {
 		if err := d.skipByte(&ch.DataSeries, DSQS, int(cr.length)); err != nil {
 			return 0, 0, err
 		}

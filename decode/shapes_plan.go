@@ -95,6 +95,7 @@ func (l *leanState) plan(ch *CompressionHeader) {
 		for _, s := range skippedSeries {
 			l.read[s] = true
 		}
+		l.lines = l.lines[:0] // no tag deferred
 		return
 	}
 	for _, e := range ch.Tags {
@@ -126,6 +127,7 @@ func (l *leanState) plan(ch *CompressionHeader) {
 			}
 		}
 	}
+	l.planTags(ch)
 }
 
 // need notes the blocks whose bytes u reads.

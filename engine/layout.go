@@ -197,7 +197,7 @@ func measureContainer(ctx context.Context, src source.Source, ls source.LayoutSc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	recs := make([]recInfo, 0, hint)
+	recs := getRecs(hint)
 	var off int64
 	each := func(r source.RecordLayout) error {
 		if r.Len < 4+32 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
@@ -290,7 +291,10 @@ func (r *scanRun) consume(off int64) ([]layout.Segment, int64, error) {
 		s.Offset = off
 		off += s.CompLen
 		segs = append(segs, s)
-		if err := r.addRecords(i, s, bs); err != nil {
+		err := r.addRecords(i, s, bs)
+		putRecs(bs.recs)
+		bs.recs = nil
+		if err != nil {
 			r.cancel()
 			return segs, off, err
 		}
@@ -338,4 +342,27 @@ func (r *scanRun) addEach(i int, s layout.Segment, bs *builtSegment) error {
 		}
 	}
 	return nil
+}
+
+// recTables holds the record tables of measured containers (recInfo, 48
+// bytes a record) for reuse once their records are in the index: a fresh
+// table per container was a cleared allocation of up to megabytes, most
+// of a large file's allocation.
+var recTables = sync.Pool{New: func() any { return new([]recInfo) }}
+
+// getRecs returns an empty record table with room for hint records.
+func getRecs(hint int) []recInfo {
+	p := recTables.Get().(*[]recInfo)
+	if cap(*p) < hint {
+		return make([]recInfo, 0, hint)
+	}
+	return (*p)[:0]
+}
+
+// putRecs gives a record table back for reuse.
+func putRecs(recs []recInfo) {
+	if cap(recs) > 0 {
+		recs = recs[:0]
+		recTables.Put(&recs)
+	}
 }

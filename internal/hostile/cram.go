@@ -442,3 +442,29 @@ func DeclareRawSize(orig []byte, raw int64) ([]byte, int32, error) {
 	out := l.rebuild(orig, 1, func(_ *headerSpec, bs []blockSpec) { bs[bi].raw = raw })
 	return out, int32(c.blocks[bi].cid.val), nil
 }
+
+// DeclareBlockRawSize returns orig with the external blocks of content ID
+// cid in its first data container claiming raw decoded bytes (CRCs
+// recomputed): a block that says it holds less, or more, than its
+// records read from it.
+func DeclareBlockRawSize(orig []byte, cid int32, raw int64) ([]byte, error) {
+	l, err := parse(orig)
+	if err != nil {
+		return nil, err
+	}
+	if len(l.containers) < 3 {
+		return nil, fmt.Errorf("%w: no data container", ErrLayout)
+	}
+	found := false
+	out := l.rebuild(orig, 1, func(_ *headerSpec, bs []blockSpec) {
+		for i := range bs {
+			if bs[i].ctype == 4 && bs[i].cid == cid {
+				bs[i].raw, found = raw, true
+			}
+		}
+	})
+	if !found {
+		return nil, fmt.Errorf("%w: no external block of content ID %d in the first data container", ErrLayout, cid)
+	}
+	return out, nil
+}
