@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/engine/source"
@@ -77,8 +78,11 @@ func Convert(ctx context.Context, src source.Source, w io.Writer, opt ConvertOpt
 	jobs := make(chan convertJob)
 	for range threads {
 		go func() {
+			w := convertWorker{back: make(chan []byte, 1), last: -1}
 			for j := range jobs {
-				j.res <- cw.container(ctx, j.i)
+				r := cw.container(ctx, j.i, &w)
+				w.last = j.i
+				j.res <- r
 			}
 		}()
 	}
@@ -117,10 +121,7 @@ func Convert(ctx context.Context, src source.Source, w io.Writer, opt ConvertOpt
 			}
 			return err
 		}
-		select {
-		case cw.outs <- r.data:
-		default:
-		}
+		cw.recycle(r)
 		done++
 		if opt.Progress != nil {
 			opt.Progress(done, n)
@@ -143,6 +144,14 @@ type convertJob struct {
 type convertResult struct {
 	data []byte
 	err  error
+	back chan<- []byte // the worker's, for data once written
+}
+
+// convertWorker is what one of Convert's workers keeps from container to
+// container.
+type convertWorker struct {
+	back chan []byte // its output buffers, returned by the writer
+	last int         // the container it built last, -1 before the first
 }
 
 // convertWorkers is what Convert's workers share.
@@ -154,15 +163,60 @@ type convertWorkers struct {
 	// source.Source that is not a source.BlockAppender.
 	raws, outs chan []byte
 	comps      chan *bgzf.Compressor // one per worker
+	written    atomic.Int64          // containers written so far
 }
 
-// container builds the BGZF blocks of container i.
-func (cw *convertWorkers) container(ctx context.Context, i int) convertResult {
-	var out []byte
+// recycle counts the container of a written result, then hands its
+// buffer back to the worker that built it, else to any worker.
+func (cw *convertWorkers) recycle(r convertResult) {
+	cw.written.Add(1)
 	select {
-	case out = <-cw.outs:
+	case r.back <- r.data:
+	default:
+		select {
+		case cw.outs <- r.data:
+		default:
+		}
+	}
+}
+
+// buffer returns an output buffer for w's next container, or nil when a
+// new one is to be made. A worker ends a container and takes the next at
+// once, before the writer has written the one it ended: when that is the
+// next to be written, the worker waits for its buffer, which comes back
+// after that one write, rather than make a new one. Each new buffer is
+// tens of MB that the process faults in page by page, which costs more
+// CPU than the write takes; a worker whose container waits behind
+// another's does not wait.
+func (cw *convertWorkers) buffer(ctx context.Context, w *convertWorker) []byte {
+	select {
+	case b := <-w.back:
+		return b
 	default:
 	}
+	select {
+	case b := <-cw.outs:
+		return b
+	default:
+	}
+	// Every container before w.last written: w.last's is being written,
+	// or is written and its buffer on the way. That buffer goes to
+	// w.back unless w.back already holds one: either way a buffer comes.
+	if w.last < 0 || cw.written.Load() < int64(w.last) {
+		return nil
+	}
+	select {
+	case b := <-w.back:
+		return b
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// container builds the BGZF blocks of container i, by worker w.
+func (cw *convertWorkers) container(ctx context.Context, i int, w *convertWorker) convertResult {
+	out := cw.buffer(ctx, w)
+	back := w.back
 	if ba, ok := cw.src.(source.BlockAppender); ok {
 		// Records go into blocks as they are encoded: no container-sized
 		// BAM buffer.
@@ -179,7 +233,7 @@ func (cw *convertWorkers) container(ctx context.Context, i int) convertResult {
 		if err == nil {
 			cw.hint.Observe(est, int64(len(data)))
 		}
-		return convertResult{data: data, err: err}
+		return convertResult{data: data, err: err, back: back}
 	}
 	var raw []byte
 	select {
@@ -197,7 +251,7 @@ func (cw *convertWorkers) container(ctx context.Context, i int) convertResult {
 	case cw.raws <- raw:
 	default:
 	}
-	return convertResult{data: data, err: err}
+	return convertResult{data: data, err: err, back: back}
 }
 
 // recycledSize is the capacity of a new buffer for a container hinted at
