@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sync/atomic"
+	"sync"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/engine/source"
@@ -63,7 +63,7 @@ func Convert(ctx context.Context, src source.Source, w io.Writer, opt ConvertOpt
 		guess = 3 * 256 / 4
 	}
 	cw := &convertWorkers{src: src, hint: sizehint.New(guess),
-		raws: make(chan []byte, threads), outs: make(chan []byte, 3*threads),
+		raws: make(chan []byte, threads), outs: newOutPool(3 * threads),
 		comps: make(chan *bgzf.Compressor, threads)}
 	for range threads {
 		c, err := bgzf.NewCompressor(level)
@@ -78,10 +78,10 @@ func Convert(ctx context.Context, src source.Source, w io.Writer, opt ConvertOpt
 	jobs := make(chan convertJob)
 	for range threads {
 		go func() {
-			w := convertWorker{back: make(chan []byte, 1), last: -1}
+			last := -1 // the container this worker built last
 			for j := range jobs {
-				r := cw.container(ctx, j.i, &w)
-				w.last = j.i
+				r := cw.container(ctx, j.i, last)
+				last = j.i
 				j.res <- r
 			}
 		}()
@@ -144,14 +144,6 @@ type convertJob struct {
 type convertResult struct {
 	data []byte
 	err  error
-	back chan<- []byte // the worker's, for data once written
-}
-
-// convertWorker is what one of Convert's workers keeps from container to
-// container.
-type convertWorker struct {
-	back chan []byte // its output buffers, returned by the writer
-	last int         // the container it built last, -1 before the first
 }
 
 // convertWorkers is what Convert's workers share.
@@ -161,62 +153,78 @@ type convertWorkers struct {
 	// Buffers cycle between the workers and the writer: compressed bytes
 	// back after writing, and raw BAM bytes back to the workers for a
 	// source.Source that is not a source.BlockAppender.
-	raws, outs chan []byte
-	comps      chan *bgzf.Compressor // one per worker
-	written    atomic.Int64          // containers written so far
+	raws  chan []byte
+	outs  *outPool
+	comps chan *bgzf.Compressor // one per worker
 }
 
-// recycle counts the container of a written result, then hands its
-// buffer back to the worker that built it, else to any worker.
+// outPool holds the output buffers written and given back, and counts
+// the containers written, under one lock so that a worker sees a buffer
+// and the count that goes with it.
+type outPool struct {
+	mu      sync.Mutex
+	free    [][]byte      // at most cap(free) kept
+	written int           // containers written so far
+	wrote   chan struct{} // closed, and replaced, at each container written
+}
+
+func newOutPool(keep int) *outPool {
+	return &outPool{free: make([][]byte, 0, keep), wrote: make(chan struct{})}
+}
+
+// recycle gives the buffer of a written result back to the workers,
+// counts its container written and wakes those that wait for that.
 func (cw *convertWorkers) recycle(r convertResult) {
-	cw.written.Add(1)
-	select {
-	case r.back <- r.data:
-	default:
+	p := cw.outs
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < cap(p.free) {
+		p.free = append(p.free, r.data)
+	}
+	p.written++
+	close(p.wrote)
+	p.wrote = make(chan struct{})
+}
+
+// buffer returns an output buffer for the next container of a worker
+// that built container last (-1: none yet), or nil when a new one is to
+// be made. A worker ends a container and takes the next at once, before
+// the writer has written the one it ended: when that is the next to be
+// written, the worker waits for that write, whose buffer then comes back,
+// rather than make a new one. Each new buffer is tens of MB that the
+// process faults in page by page, which costs more CPU than the write
+// takes. A worker whose container waits behind another's does not wait,
+// and one whose buffer another worker took first makes a new one: it
+// waits only while its last container is the next to be written, which
+// needs no other container built.
+func (cw *convertWorkers) buffer(ctx context.Context, last int) []byte {
+	p := cw.outs
+	for {
+		p.mu.Lock()
+		if n := len(p.free); n > 0 {
+			b := p.free[n-1]
+			p.free = p.free[:n-1]
+			p.mu.Unlock()
+			return b
+		}
+		if last < 0 || p.written != last {
+			p.mu.Unlock()
+			return nil
+		}
+		wrote := p.wrote
+		p.mu.Unlock()
 		select {
-		case cw.outs <- r.data:
-		default:
+		case <-wrote:
+		case <-ctx.Done():
+			return nil
 		}
 	}
 }
 
-// buffer returns an output buffer for w's next container, or nil when a
-// new one is to be made. A worker ends a container and takes the next at
-// once, before the writer has written the one it ended: when that is the
-// next to be written, the worker waits for its buffer, which comes back
-// after that one write, rather than make a new one. Each new buffer is
-// tens of MB that the process faults in page by page, which costs more
-// CPU than the write takes; a worker whose container waits behind
-// another's does not wait.
-func (cw *convertWorkers) buffer(ctx context.Context, w *convertWorker) []byte {
-	select {
-	case b := <-w.back:
-		return b
-	default:
-	}
-	select {
-	case b := <-cw.outs:
-		return b
-	default:
-	}
-	// Every container before w.last written: w.last's is being written,
-	// or is written and its buffer on the way. That buffer goes to
-	// w.back unless w.back already holds one: either way a buffer comes.
-	if w.last < 0 || cw.written.Load() < int64(w.last) {
-		return nil
-	}
-	select {
-	case b := <-w.back:
-		return b
-	case <-ctx.Done():
-		return nil
-	}
-}
-
-// container builds the BGZF blocks of container i, by worker w.
-func (cw *convertWorkers) container(ctx context.Context, i int, w *convertWorker) convertResult {
-	out := cw.buffer(ctx, w)
-	back := w.back
+// container builds the BGZF blocks of container i, by a worker that
+// built container last before (see buffer).
+func (cw *convertWorkers) container(ctx context.Context, i, last int) convertResult {
+	out := cw.buffer(ctx, last)
 	if ba, ok := cw.src.(source.BlockAppender); ok {
 		// Records go into blocks as they are encoded: no container-sized
 		// BAM buffer.
@@ -233,7 +241,7 @@ func (cw *convertWorkers) container(ctx context.Context, i int, w *convertWorker
 		if err == nil {
 			cw.hint.Observe(est, int64(len(data)))
 		}
-		return convertResult{data: data, err: err, back: back}
+		return convertResult{data: data, err: err}
 	}
 	var raw []byte
 	select {
@@ -251,7 +259,7 @@ func (cw *convertWorkers) container(ctx context.Context, i int, w *convertWorker
 	case cw.raws <- raw:
 	default:
 	}
-	return convertResult{data: data, err: err, back: back}
+	return convertResult{data: data, err: err}
 }
 
 // recycledSize is the capacity of a new buffer for a container hinted at

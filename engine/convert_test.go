@@ -259,16 +259,14 @@ func (s *growingSource) AppendContainerBlocks(_ context.Context, i int, _ *bgzf.
 // replaced at almost every container whose estimate grew.
 func TestConvertReusesBuffers(t *testing.T) {
 	src := &growingSource{n: 40, buffers: map[*byte]bool{}}
-	cw := &convertWorkers{src: src, hint: sizehint.New(2 * 256), outs: make(chan []byte, 1),
+	cw := &convertWorkers{src: src, hint: sizehint.New(2 * 256), outs: newOutPool(1),
 		comps: make(chan *bgzf.Compressor, 1)}
 	cw.comps <- nil
-	w := convertWorker{back: make(chan []byte, 1), last: -1}
 	for i := range src.n {
-		r := cw.container(context.Background(), i, &w)
+		r := cw.container(context.Background(), i, i-1)
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		w.last = i
 		cw.recycle(r)
 	}
 	// The first buffer is sized from the guess of 2 bytes per estimated
