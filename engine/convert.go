@@ -168,6 +168,7 @@ type outPool struct {
 	wrote   chan struct{} // closed, and replaced, at each container written
 }
 
+// newOutPool returns an empty pool that keeps at most keep buffers.
 func newOutPool(keep int) *outPool {
 	return &outPool{free: make([][]byte, 0, keep), wrote: make(chan struct{})}
 }
