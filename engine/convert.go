@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/engine/source"
@@ -62,7 +63,7 @@ func Convert(ctx context.Context, src source.Source, w io.Writer, opt ConvertOpt
 		guess = 3 * 256 / 4
 	}
 	cw := &convertWorkers{src: src, hint: sizehint.New(guess),
-		raws: make(chan []byte, threads), outs: make(chan []byte, 3*threads),
+		raws: make(chan []byte, threads), outs: newOutPool(3 * threads),
 		comps: make(chan *bgzf.Compressor, threads)}
 	for range threads {
 		c, err := bgzf.NewCompressor(level)
@@ -77,8 +78,11 @@ func Convert(ctx context.Context, src source.Source, w io.Writer, opt ConvertOpt
 	jobs := make(chan convertJob)
 	for range threads {
 		go func() {
+			last := -1 // the container this worker built last
 			for j := range jobs {
-				j.res <- cw.container(ctx, j.i)
+				r := cw.container(ctx, j.i, last)
+				last = j.i
+				j.res <- r
 			}
 		}()
 	}
@@ -117,10 +121,7 @@ func Convert(ctx context.Context, src source.Source, w io.Writer, opt ConvertOpt
 			}
 			return err
 		}
-		select {
-		case cw.outs <- r.data:
-		default:
-		}
+		cw.recycle(r)
 		done++
 		if opt.Progress != nil {
 			opt.Progress(done, n)
@@ -152,17 +153,79 @@ type convertWorkers struct {
 	// Buffers cycle between the workers and the writer: compressed bytes
 	// back after writing, and raw BAM bytes back to the workers for a
 	// source.Source that is not a source.BlockAppender.
-	raws, outs chan []byte
-	comps      chan *bgzf.Compressor // one per worker
+	raws  chan []byte
+	outs  *outPool
+	comps chan *bgzf.Compressor // one per worker
 }
 
-// container builds the BGZF blocks of container i.
-func (cw *convertWorkers) container(ctx context.Context, i int) convertResult {
-	var out []byte
-	select {
-	case out = <-cw.outs:
-	default:
+// outPool holds the output buffers written and given back, and counts
+// the containers written, under one lock so that a worker sees a buffer
+// and the count that goes with it.
+type outPool struct {
+	mu      sync.Mutex
+	free    [][]byte      // at most cap(free) kept
+	written int           // containers written so far
+	wrote   chan struct{} // closed, and replaced, at each container written
+}
+
+// newOutPool returns an empty pool that keeps at most keep buffers.
+func newOutPool(keep int) *outPool {
+	return &outPool{free: make([][]byte, 0, keep), wrote: make(chan struct{})}
+}
+
+// recycle gives the buffer of a written result back to the workers,
+// counts its container written and wakes those that wait for that.
+func (cw *convertWorkers) recycle(r convertResult) {
+	p := cw.outs
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < cap(p.free) {
+		p.free = append(p.free, r.data)
 	}
+	p.written++
+	close(p.wrote)
+	p.wrote = make(chan struct{})
+}
+
+// buffer returns an output buffer for the next container of a worker
+// that built container last (-1: none yet), or nil when a new one is to
+// be made. A worker ends a container and takes the next at once, before
+// the writer has written the one it ended: when that is the next to be
+// written, the worker waits for that write, whose buffer then comes back,
+// rather than make a new one. Each new buffer is tens of MB that the
+// process faults in page by page, which costs more CPU than the write
+// takes. A worker whose container waits behind another's does not wait,
+// and one whose buffer another worker took first makes a new one: it
+// waits only while its last container is the next to be written, which
+// needs no other container built.
+func (cw *convertWorkers) buffer(ctx context.Context, last int) []byte {
+	p := cw.outs
+	for {
+		p.mu.Lock()
+		if n := len(p.free); n > 0 {
+			b := p.free[n-1]
+			p.free = p.free[:n-1]
+			p.mu.Unlock()
+			return b
+		}
+		if last < 0 || p.written != last {
+			p.mu.Unlock()
+			return nil
+		}
+		wrote := p.wrote
+		p.mu.Unlock()
+		select {
+		case <-wrote:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// container builds the BGZF blocks of container i, by a worker that
+// built container last before (see buffer).
+func (cw *convertWorkers) container(ctx context.Context, i, last int) convertResult {
+	out := cw.buffer(ctx, last)
 	if ba, ok := cw.src.(source.BlockAppender); ok {
 		// Records go into blocks as they are encoded: no container-sized
 		// BAM buffer.

@@ -259,19 +259,49 @@ func (s *growingSource) AppendContainerBlocks(_ context.Context, i int, _ *bgzf.
 // replaced at almost every container whose estimate grew.
 func TestConvertReusesBuffers(t *testing.T) {
 	src := &growingSource{n: 40, buffers: map[*byte]bool{}}
-	cw := &convertWorkers{src: src, hint: sizehint.New(2 * 256), outs: make(chan []byte, 1),
+	cw := &convertWorkers{src: src, hint: sizehint.New(2 * 256), outs: newOutPool(1),
 		comps: make(chan *bgzf.Compressor, 1)}
 	cw.comps <- nil
 	for i := range src.n {
-		r := cw.container(context.Background(), i)
+		r := cw.container(context.Background(), i, i-1)
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		cw.outs <- r.data
+		cw.recycle(r)
 	}
 	// The first buffer is sized from the guess of 2 bytes per estimated
 	// byte; then one new buffer for every three containers at most.
 	if len(src.buffers) > 1+src.n/3 {
 		t.Errorf("%d buffers for %d containers each 4%% larger than the last, want at most %d", len(src.buffers), src.n, 1+src.n/3)
+	}
+}
+
+// steadySource is a growingSource whose containers are all estimated at
+// 1 MB.
+type steadySource struct{ growingSource }
+
+func (s *steadySource) EstimateContainer(int) int64 { return 1 << 20 }
+
+func (s *steadySource) AppendContainerBlocks(_ context.Context, i int, _ *bgzf.Compressor, dst []byte, _ source.BlockOptions) ([]byte, source.Blocks, error) {
+	s.buffers[unsafe.SliceData(dst[:1])] = true
+	n := int(s.EstimateContainer(i) * 13 / 10)
+	return append(dst, make([]byte, n)...), source.Blocks{Raw: int64(n)}, nil
+}
+
+// TestConvertWaitsForItsBuffer checks that a worker whose last container
+// is the next to be written waits for the writer to give its buffer back
+// rather than make a new one: with one worker and containers of one size,
+// a single buffer serves them all. The worker used to take its next
+// container before the writer had written the last, and made a new
+// buffer, tens of MB of fresh pages, at most of them.
+func TestConvertWaitsForItsBuffer(t *testing.T) {
+	for range 5 {
+		src := &steadySource{growingSource{n: 30, buffers: map[*byte]bool{}}}
+		if err := Convert(context.Background(), src, io.Discard, ConvertOptions{Threads: 1, Level: Stored}); err != nil {
+			t.Fatal(err)
+		}
+		if len(src.buffers) != 1 {
+			t.Fatalf("one worker: %d buffers for %d containers of one size, want 1", len(src.buffers), src.n)
+		}
 	}
 }

@@ -454,3 +454,22 @@ func TestAppendRecordNameAndSeq(t *testing.T) {
 		}
 	}
 }
+
+// TestPutCigar checks the one-copy CIGAR writer against the one that
+// stores each operation little-endian.
+func TestPutCigar(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 1000} {
+		cig := make([]uint32, n)
+		for i := range cig {
+			cig[i] = uint32(i*2654435761) ^ uint32(i)<<28
+		}
+		want := make([]byte, 4*n+3)
+		got := make([]byte, 4*n+3)
+		for i := range got {
+			want[i], got[i] = 0xaa, 0xaa
+		}
+		if w, g := putCigarLE(want, cig), putCigar(got, cig); w != 4*n || g != 4*n || !bytes.Equal(got, want) {
+			t.Errorf("%d ops: putCigar wrote %d bytes % x, want %d bytes % x", n, g, got[:min(len(got), 16)], w, want[:min(len(want), 16)])
+		}
+	}
+}

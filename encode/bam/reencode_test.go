@@ -202,3 +202,47 @@ func BenchmarkAppendRecord(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAppendRecordLongRead encodes records shaped like long reads:
+// 10,000 bases with an insertion or deletion every 10 or so, 2,000 CIGAR
+// operations each.
+func BenchmarkAppendRecordLongRead(b *testing.B) {
+	const n, reads = 10000, 64
+	var cig []uint32
+	q := 0
+	for q < n {
+		m := min(9, n-q)
+		cig = append(cig, uint32(m)<<4)
+		q += m
+		if q < n {
+			if len(cig)%4 == 1 {
+				cig = append(cig, 1<<4|1) // 1I
+				q++
+			} else {
+				cig = append(cig, 1<<4|2) // 1D
+			}
+		}
+	}
+	seq := bytes.Repeat([]byte("ACGT"), n/4)
+	qual := bytes.Repeat([]byte{30}, n)
+	recs := make([]record.Record, reads)
+	for i := range recs {
+		recs[i] = record.Record{Name: []byte("long-read"), RefID: 0, Pos: int64(i) * 100, MapQ: 60, Cigar: cig,
+			MateRefID: -1, MatePos: -1, Seq: seq, Qual: qual, Aux: []byte("NMi\x01")}
+	}
+	dst, err := AppendRecord(nil, &recs[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	dst = make([]byte, 0, reads*len(dst))
+	b.SetBytes(int64(cap(dst)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d := dst[:0]
+		for i := range recs {
+			if d, err = AppendRecord(d, &recs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
