@@ -18,18 +18,18 @@ var l1 = func() (t [256]byte) {
 // §10.6, DecodeMappedRead and DecodeFeature) and resolves them against
 // the reference into the record's CIGAR and alignment end, its bases and
 // qualities when it has buffers for them, and MD and NM (mdRules) when
-// they are generated: htslib's cram_decode_seq. The full decode and the
-// lean pass (which measures records) share it, so that one set of rules
-// decides both: the sink S decodes the series of bases and qualities
-// (fullSink) or reads them past (leanSink).
+// they are generated: htslib's cram_decode_seq. The full decode runs it,
+// its sink S (fullSink) decoding the series of bases and qualities; the
+// lean pass, which measures records, has a walker of its own with the same
+// rules (leanWalker), which TestLeanWalkerEveryFixture and
+// TestLeanWalkerBenchData hold to this one.
 // Positions are 1-based in the read (seqPos) and 0-based on the
 // reference (refPos).
 //
-// S is a type parameter, not an interface value: nothing is boxed, and
-// each pass's walker is a type of its own. Go does not inline its methods
-// (it calls them through the instantiation's dictionary), so the walker
-// keeps the read's buffers itself (the lean pass has none) and calls S
-// only for the series the two passes read differently.
+// S is a type parameter, not an interface value: nothing is boxed. Go does
+// not inline its methods (it calls them through the instantiation's
+// dictionary), so the walker keeps the read's buffers itself and calls S
+// only for the series of bases and qualities.
 type featureWalker[S featureSink] struct {
 	// Dependencies: the slice's blocks and encodings, its reference, and
 	// what reads the series of bases and qualities.
@@ -47,9 +47,6 @@ type featureWalker[S featureSink] struct {
 	hasRef       bool   // the slice has reference bases
 	placed       bool   // the record has a reference (RI/slice reference >= 0)
 	preserveQual bool   // CF: qualities are stored (QS) for the whole read
-	// count: the CIGAR is counted (ops, opLens), not kept in cig: the
-	// lean pass needs only what a record's layout follows from.
-	count bool
 
 	// Mutable, feature by feature.
 	refPos, seqPos, prevPos int64
@@ -57,9 +54,6 @@ type featureWalker[S featureSink] struct {
 	cigLen                  int64  // its length so far
 	cig                     []uint32
 	md                      mdRules
-	// With count: the CIGAR's operations, and their lengths by type.
-	ops    int
-	opLens [16]int64
 }
 
 // featureSink reads the data series, with encodings ds, that give a
@@ -300,14 +294,8 @@ func (r *featureWalker[S]) flush(op uint32) {
 	}
 }
 
-// emit adds one CIGAR operation, c as BAM encodes it, to the CIGAR, or
-// counts it (count).
+// emit adds one CIGAR operation, c as BAM encodes it, to the CIGAR.
 func (r *featureWalker[S]) emit(c uint32) {
-	if r.count {
-		r.ops++
-		r.opLens[c&0xf] += int64(c >> 4)
-		return
-	}
 	r.cig = append(r.cig, c)
 }
 

@@ -15,7 +15,7 @@ import (
 // its sink through the instantiation's dictionary and each feature
 // through a method of its own. featureWalker's comments give the rules
 // (CRAMv3 §10.6; htslib's cram_decode_seq); the two must agree, which
-// TestLeanWalkerMatchesFeatureWalker checks on every dataset file.
+// TestLeanWalkerEveryFixture and TestLeanWalkerBenchData check.
 type leanWalker struct {
 	// Dependencies: the slice's blocks and encodings and its reference,
 	// and the Decoder whose lean plan says which series are read.
