@@ -65,3 +65,14 @@ func TestWriteTargetsLinksCauses(t *testing.T) {
 		}
 	}
 }
+
+// TestMachineLoad: the load average is read where /proc has it.
+func TestMachineLoad(t *testing.T) {
+	if _, err := os.Stat("/proc/loadavg"); err != nil {
+		t.Skip("no /proc/loadavg")
+	}
+	v, err := machineLoad()
+	if err != nil || v < 0 {
+		t.Fatalf("machineLoad() = %v, %v", v, err)
+	}
+}

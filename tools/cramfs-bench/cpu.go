@@ -111,3 +111,18 @@ func perGiB(cpu time.Duration, bytes int64) (float64, error) {
 	}
 	return cpu.Seconds() / (float64(bytes) / (1 << 30)), nil
 }
+
+// machineLoad is the machine's 1-minute load average (/proc/loadavg),
+// which the report gives beside each run: the cases' times are only as
+// steady as the machine was quiet.
+func machineLoad() (float64, error) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, fmt.Errorf("/proc/loadavg: empty")
+	}
+	return strconv.ParseFloat(f[0], 64)
+}

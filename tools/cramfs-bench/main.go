@@ -187,14 +187,19 @@ func runCases(ctx context.Context, cases []benchCase, rounds int, run runInfo, s
 		}
 		t0 := time.Now()
 		fmt.Fprintf(os.Stderr, "[%d/%d] %s\n", i+1, len(cases), k.ID)
+		load0, loadErr := machineLoad()
 		rs, err := runCase(ctx, k, rounds)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cramfs-bench: %s: %v\n", k.ID, err)
 			failed = append(failed, fmt.Sprintf("%s: %v", k.ID, firstLineOf(err.Error())))
 			continue
 		}
+		load1, err1 := machineLoad()
 		for j := range rs {
 			rs[j].Run = run
+			if loadErr == nil && err1 == nil {
+				rs[j].Load = []float64{load0, load1}
+			}
 		}
 		results = append(results, rs...)
 		if save != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,7 +45,7 @@ func writeOutputs(c config, b *bench, cases []benchCase, fresh []result) error {
 	}
 	var md strings.Builder
 	runs := runsOf(rs)
-	writePreamble(&md, c, b, runs, notMeasured(cases, rs))
+	writePreamble(&md, c, b, rs, runs, notMeasured(cases, rs))
 	cs, err := loadCauses(filepath.Join(c.out, causesFile))
 	if err != nil {
 		return err
@@ -90,7 +91,7 @@ func notMeasured(cases []benchCase, rs []result) []string {
 	return out
 }
 
-func writePreamble(w io.Writer, c config, b *bench, runs []runInfo, missing []string) {
+func writePreamble(w io.Writer, c config, b *bench, rs []result, runs []runInfo, missing []string) {
 	fmt.Fprintf(w, "# cramfs vs samtools benchmarks\n\n")
 	fmt.Fprintf(w, "Written by `cramfs-bench %s` on %s from the rows of the runs below, kept in [results.tsv](results.tsv).\n\n",
 		shellQuote(os.Args[1:]), time.Now().UTC().Format("2006-01-02 15:04 MST"))
@@ -103,7 +104,8 @@ func writePreamble(w io.Writer, c config, b *bench, runs []runInfo, missing []st
 		fmt.Fprintf(w, "- samtools %s: %s (%s, `%s`)\n", t.Version, t.Line, role, t.Path)
 	}
 	for _, r := range runs {
-		fmt.Fprintf(w, "- run %s: %s UTC, cramfs at commit %s, %d threads: `%s`\n", runName(runs, r), r.Date, r.CramfsRev, r.Threads, r.Command)
+		fmt.Fprintf(w, "- run %s: %s UTC, cramfs at commit %s, %d threads, %s: `%s`\n",
+			runName(runs, r), r.Date, r.CramfsRev, r.Threads, loadSummary(rs, r), r.Command)
 	}
 	fmt.Fprintf(w, "- dataset: %s (reference %s)\n", b.data.Dir, filepath.Base(b.data.Ref))
 	for _, f := range b.data.Flavours {
@@ -207,4 +209,22 @@ func cpuModel() string {
 		}
 	}
 	return runtime.GOARCH
+}
+
+// loadSummary gives the range of the 1-minute load average over the
+// starts and ends of the cases of run, as its rows recorded it.
+func loadSummary(rs []result, run runInfo) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range rs {
+		if r.Run != run {
+			continue
+		}
+		for _, v := range r.Load {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	if lo > hi {
+		return "load not recorded"
+	}
+	return fmt.Sprintf("load average (1 min) %.1f-%.1f", lo, hi)
 }

@@ -21,6 +21,9 @@ type result struct {
 	Tool     string // samtools version of the baseline, e.g. "1.23.1"
 	Baseline string // short label of the samtools side
 	Run      runInfo
+	// Load is the 1-minute load average when the case began and when it
+	// ended (machineLoad); nil for rows of runs that did not record it.
+	Load     []float64
 	Cramfs   []sample
 	Samtools []sample
 }

@@ -18,8 +18,12 @@ import (
 var resultsHeader = []string{
 	"id", "group", "flavour", "variant", "measure", "samtools", "baseline",
 	"date", "cramfs_rev", "threads", "command",
-	"cramfs_s", "samtools_s", "cramfs_rss_kib", "samtools_rss_kib",
+	"cramfs_s", "samtools_s", "cramfs_rss_kib", "samtools_rss_kib", "load1",
 }
+
+// oldResultsFields is the number of fields of a results file written
+// before the load column, which is read with no load.
+const oldResultsFields = 15
 
 // writeResults writes rs in the results format.
 func writeResults(w io.Writer, rs []result) error {
@@ -29,7 +33,7 @@ func writeResults(w io.Writer, rs []result) error {
 		fields := []string{r.ID, r.Group, r.Flavour, r.Variant, r.Measure, r.Tool, r.Baseline,
 			r.Run.Date, r.Run.CramfsRev, strconv.Itoa(r.Run.Threads), r.Run.Command,
 			joinSamples(r.Cramfs, secsText), joinSamples(r.Samtools, secsText),
-			joinSamples(r.Cramfs, rssText), joinSamples(r.Samtools, rssText)}
+			joinSamples(r.Cramfs, rssText), joinSamples(r.Samtools, rssText), loadText(r.Load)}
 		for i, f := range fields {
 			if strings.ContainsAny(f, "\t\n") {
 				return fmt.Errorf("results: row %s: %s %q holds a tab or newline", r.ID, resultsHeader[i], f)
@@ -44,6 +48,14 @@ func writeResults(w io.Writer, rs []result) error {
 func secsText(s sample) string { return strconv.FormatFloat(s.Secs, 'f', 6, 64) }
 func rssText(s sample) string  { return strconv.FormatInt(s.RSSKB, 10) }
 
+func loadText(load []float64) string {
+	parts := make([]string, len(load))
+	for i, v := range load {
+		parts[i] = strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
 func joinSamples(ss []sample, text func(sample) string) string {
 	parts := make([]string, len(ss))
 	for i, s := range ss {
@@ -57,16 +69,18 @@ func readResults(r io.Reader, name string) ([]result, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	var out []result
+	width := 0 // fields per line, as the header has them
 	for line := 1; sc.Scan(); line++ {
 		fields := strings.Split(sc.Text(), "\t")
 		if line == 1 {
-			if !slices.Equal(fields, resultsHeader) {
+			if !slices.Equal(fields, resultsHeader) && !slices.Equal(fields, resultsHeader[:oldResultsFields]) {
 				return nil, fmt.Errorf("%s:1: header %q, want %q", name, sc.Text(), strings.Join(resultsHeader, "\t"))
 			}
+			width = len(fields)
 			continue
 		}
-		if len(fields) != len(resultsHeader) {
-			return nil, fmt.Errorf("%s:%d: %d fields, want %d", name, line, len(fields), len(resultsHeader))
+		if len(fields) != width {
+			return nil, fmt.Errorf("%s:%d: %d fields, want %d", name, line, len(fields), width)
 		}
 		r, err := parseResult(fields)
 		if err != nil {
@@ -92,6 +106,15 @@ func parseResult(f []string) (result, error) {
 	}
 	if r.Samtools, err = parseSamples(f[12], f[14]); err != nil {
 		return result{}, fmt.Errorf("samtools samples: %w", err)
+	}
+	if len(f) > oldResultsFields && f[15] != "" {
+		for _, v := range strings.Split(f[15], ",") {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || x < 0 {
+				return result{}, fmt.Errorf("load %q is not a non-negative number", v)
+			}
+			r.Load = append(r.Load, x)
+		}
 	}
 	return r, nil
 }

@@ -25,6 +25,7 @@ func TestResultsRoundTrip(t *testing.T) {
 			[]sample{{Secs: 1.2345, RSSKB: 100}, {Secs: 0.5, RSSKB: 2048}}, []sample{{Secs: 3, RSSKB: 7}, {Secs: 4.0001, RSSKB: 8}}),
 		row("regions/v31", "1.23.1", "CRAM + .crai, view -u", runB, nil, nil),
 	}
+	rs[1].Load = []float64{1.5, 2.25}
 	var b strings.Builder
 	if err := writeResults(&b, rs); err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func TestResultsRoundTrip(t *testing.T) {
 
 func TestReadResultsErrors(t *testing.T) {
 	header := strings.Join(resultsHeader, "\t") + "\n"
-	good := []string{"id", "g", "f", "v", "m", "1.23.1", "b", "d", "rev", "2", "cramfs-bench -rounds 2", "1,2", "3,4", "10,20", "30,40"}
+	good := []string{"id", "g", "f", "v", "m", "1.23.1", "b", "d", "rev", "2", "cramfs-bench -rounds 2", "1,2", "3,4", "10,20", "30,40", "0.50,1.75"}
 	line := func(change func([]string)) string {
 		f := append([]string(nil), good...)
 		change(f)
@@ -55,7 +56,8 @@ func TestReadResultsErrors(t *testing.T) {
 		name, text, want string
 	}{
 		{"header", "id\tgroup\n", "results.tsv:1: header"},
-		{"fields", header + "a\tb\n", "results.tsv:2: 2 fields, want 15"},
+		{"fields", header + "a\tb\n", "results.tsv:2: 2 fields, want 16"},
+		{"load", header + line(func(f []string) { f[15] = "1,high" }), `results.tsv:2: load "high"`},
 		{"threads", header + line(func(f []string) { f[9] = "two" }), `results.tsv:2: threads "two"`},
 		{"counts", header + line(func(f []string) { f[13] = "10" }), "results.tsv:2: cramfs samples: 2 times but 1 RSS values"},
 		{"time", header + line(func(f []string) { f[12] = "3,-4" }), `samtools samples: time "-4"`},
@@ -69,8 +71,16 @@ func TestReadResultsErrors(t *testing.T) {
 			}
 		})
 	}
-	if rs, err := readResults(strings.NewReader(header+line(func([]string) {})), "results.tsv"); err != nil || len(rs) != 1 || rs[0].Samtools[1].Secs != 4 || rs[0].Samtools[1].RSSKB != 40 {
+	if rs, err := readResults(strings.NewReader(header+line(func([]string) {})), "results.tsv"); err != nil || len(rs) != 1 || rs[0].Samtools[1].Secs != 4 || rs[0].Samtools[1].RSSKB != 40 || !reflect.DeepEqual(rs[0].Load, []float64{0.5, 1.75}) {
 		t.Errorf("good line: %+v, %v", rs, err)
+	}
+	// A file written before the load column is read, with no load.
+	old := strings.Join(resultsHeader[:oldResultsFields], "\t") + "\n" + strings.Join(good[:oldResultsFields], "\t") + "\n"
+	if rs, err := readResults(strings.NewReader(old), "results.tsv"); err != nil || len(rs) != 1 || rs[0].Load != nil || rs[0].Cramfs[1].Secs != 2 {
+		t.Errorf("line without load: %+v, %v", rs, err)
+	}
+	if _, err := readResults(strings.NewReader(old+line(func([]string) {})), "results.tsv"); err == nil || !strings.Contains(err.Error(), "16 fields, want 15") {
+		t.Errorf("a line of 16 fields under the old header: err = %v", err)
 	}
 }
 
@@ -147,6 +157,7 @@ func TestWriteOutputsMerges(t *testing.T) {
 		t.Fatalf("full run's results %+v (%v), want the convert rows first", rs, err)
 	}
 	again := []result{at("first-access/v30", "1.16.1", runB, 1, 5), at("first-access/v30", "1.23.1", runB, 1, 10)}
+	again[0].Load, again[1].Load = []float64{1.5, 2.75}, []float64{1.25, 2}
 	if err := writeOutputs(config{out: dir, rounds: 1, threads: 2, only: "first-access"}, b, cases, again); err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +174,8 @@ func TestWriteOutputsMerges(t *testing.T) {
 	}
 	text := string(md)
 	for _, want := range []string{
-		"- run A: 2026-12-01 17:00 UTC, cramfs at commit 004ad604ab2f, 2 threads: `cramfs-bench -rounds 3`",
-		"- run B: 2026-12-02 09:30 UTC, cramfs at commit 1234567890ab+dirty, 2 threads: `cramfs-bench -rounds 3 -only first-access`",
+		"- run A: 2026-12-01 17:00 UTC, cramfs at commit 004ad604ab2f, 2 threads, load not recorded: `cramfs-bench -rounds 3`",
+		"- run B: 2026-12-02 09:30 UTC, cramfs at commit 1234567890ab+dirty, 2 threads, load average (1 min) 1.2-2.8: `cramfs-bench -rounds 3 -only first-access`",
 		"**Partial**: these cases have no rows: seq-read/v30.",
 		"| first access ≤ 0.25× view -u | 3.0 | layout scan vs s | 0.10 | 0.25 | met, 60% under |",
 		"| convert at level 1 ≤ 0.6× | 3.0 | level 1 vs s | 0.50 | 0.60 | met, 17% under |",
