@@ -48,6 +48,15 @@ const keptResident = keptRegions*regionSize + 8<<10
 
 // bigContig writes and opens a contig of 21 Mb (with its .fai), ten times
 // keptResident, whose bases repeat ACGTTGCAAC.
+// checkDropped fails t if more than keptResident bytes of c's mapping,
+// which starts at addr, are still resident after it was read.
+func checkDropped(t *testing.T, c *Contig, addr uintptr) {
+	t.Helper()
+	if rss := mappedRSS(t, addr); rss > keptResident {
+		t.Fatalf("%d bytes of the %d-byte mapping still resident after reading it, want at most %d", rss, len(c.m.data), keptResident)
+	}
+}
+
 func bigContig(t *testing.T) *Contig {
 	t.Helper()
 	var fa bytes.Buffer
@@ -93,9 +102,7 @@ func TestBasesLeaveNoResidentPages(t *testing.T) {
 			}
 		}
 	}
-	if rss := mappedRSS(t, addr); rss > keptResident {
-		t.Fatalf("%d bytes of the %d-byte mapping still resident after reading it, want at most %d", rss, len(c.m.data), keptResident)
-	}
+	checkDropped(t, c, addr)
 }
 
 // TestSmallBasesLeaveNoResidentPages reads a 21 MB contig from end to end
@@ -114,9 +121,7 @@ func TestSmallBasesLeaveNoResidentPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if rss := mappedRSS(t, addr); rss > keptResident {
-		t.Fatalf("%d bytes of the %d-byte mapping still resident after reading it, want at most %d", rss, len(c.m.data), keptResident)
-	}
+	checkDropped(t, c, addr)
 }
 
 // TestSmallWindowsKeepTheirRegion reads windows of 150 bases, one after
