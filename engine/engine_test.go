@@ -958,6 +958,49 @@ func TestReadaheadRamp(t *testing.T) {
 	checkWindow(t, segs, lay.SegmentAt(off), maxAhead, built)
 }
 
+// TestEOFCheckResumesRun: a reader of the whole file that reads its first
+// bytes, then the EOF block, then goes on from where it stopped (htslib
+// opening a BAM) keeps the run it began at the file's start: its window
+// widens to the file's readahead as TestReadaheadRamp's does, rather than
+// staying a region query's.
+func TestEOFCheckResumesRun(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	m, _ := newTestManager(t, Options{Threads: 2})
+	m.reorder = 16 << 10 // the fixture's runs are short: the window may grow past 16 KiB
+	v := openT(t, m, src)
+	lay := v.Layout()
+	segs := lay.Segments
+	maxAhead := v.readahead
+	if maxAhead < 3 {
+		t.Fatalf("readahead resolved to %d; the test needs at least 3", maxAhead)
+	}
+	built := func(i int) bool { return i < len(segs) && src.decodes[i].Load() > 1 }
+	p := make([]byte, 512)
+	var off int64
+	for off < segs[0].Offset+int64(len(p)) {
+		if _, err := v.ReadAt(p, off); err != nil {
+			t.Fatal(err)
+		}
+		off += int64(len(p))
+	}
+	if _, err := v.ReadAt(make([]byte, 28), v.Size()-28); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 * rampReads * maxAhead {
+		if _, err := v.ReadAt(p, off); err != nil {
+			t.Fatal(err)
+		}
+		off += int64(len(p))
+	}
+	c := lay.SegmentAt(off)
+	if c+maxAhead >= len(segs)-1 {
+		t.Fatalf("fixture too short: the reads reached segment %d of %d", c, len(segs))
+	}
+	checkWindow(t, segs, c, maxAhead, built)
+	m.settle(t, v)
+	m.checkInvariants(t, v)
+}
+
 // checkWindow waits until built reports the n segments holding data from
 // segment c on (a readahead window: empty segments are skipped) built,
 // and fails t if they are not within 5 s or if the next segment holding

@@ -216,8 +216,13 @@ func (v *VirtualBAM) checkRun(t testing.TB, name string, segs int) {
 	t.Helper()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.lastEnd < -1 || v.run < 0 || v.passed < 0 || segs >= 0 && v.passed > segs {
-		t.Errorf("%s: run of reads: last end %d, %d reads, passed %d of %d segments; want last end >= -1, reads >= 0, 0 <= passed <= segments", name, v.lastEnd, v.run, v.passed, segs)
+	for _, r := range []readRun{v.cur, v.left} {
+		if r.end < -1 || r.reads < 0 {
+			t.Errorf("%s: run of reads from %d: last end %d, %d reads; want last end >= -1, reads >= 0", name, r.from, r.end, r.reads)
+		}
+	}
+	if v.passed < 0 || segs >= 0 && v.passed > segs {
+		t.Errorf("%s: run of reads: passed %d of %d segments; want 0 <= passed <= segments", name, v.passed, segs)
 	}
 	for i := range v.ahead {
 		if i < 0 || segs >= 0 && i >= segs {

@@ -38,29 +38,27 @@ const tailPage = 4096
 // reads up to the file's readahead, so that a reader streaming the whole
 // file keeps every worker busy without region queries paying for
 // containers they never read. Reads that arrive slightly out of
-// order (the kernel's concurrent readahead requests) keep the run going.
+// order (the kernel's concurrent readahead requests) keep the run going,
+// and a read near where the run before a jump ended resumes that run
+// (jump).
 func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 	v.mu.Lock()
 	win := v.m.reorder
-	near := v.lastEnd >= 0 && off >= v.lastEnd-win && off <= v.lastEnd+win
+	near := v.cur.near(off, win)
+	fresh := false
+	if !near {
+		fresh = !v.jump(off, win)
+	}
 	// A read that ends beyond every read of the run so far continues it,
 	// in order or not: the kernel's concurrent readahead requests arrive
 	// in any order, and counting only the one that starts where the last
 	// ended left the window small, or the readahead idle, when they did.
-	seq := off == v.lastEnd || near && end > v.lastEnd
-	switch {
-	case seq:
-		v.run++
-	case !near:
-		v.run = 0
-		v.runFrom = off
+	seq := !fresh && (off == v.cur.end || v.cur.near(off, win) && end > v.cur.end)
+	if seq {
+		v.cur.reads++
 	}
-	if near {
-		v.lastEnd = max(v.lastEnd, end)
-	} else {
-		v.lastEnd = end
-	}
-	run, short, runFrom := v.run, end-v.runFrom < win, v.runFrom
+	v.cur.end = max(v.cur.end, end)
+	run, short, runFrom := v.cur.reads, end-v.cur.from < win, v.cur.from
 	segs := l.Segments
 	// The segment read is in use: a jump, or a read going back, restarts
 	// the count of segments the run has passed from it. Only a jump
@@ -117,6 +115,42 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 		todo--
 		v.prefetch(segs[i], i, runID, noNext)
 	}
+}
+
+// readRun is a run of reads of a VirtualBAM: where its first read began,
+// the furthest end of its reads (-1: no run), and how many of its reads
+// continued it.
+type readRun struct {
+	from, end int64
+	reads     int
+}
+
+// noRun is the readRun before any read.
+var noRun = readRun{end: -1}
+
+// near reports whether a read at off lies within win of the run's
+// furthest end.
+func (r readRun) near(off, win int64) bool {
+	return r.end >= 0 && off >= r.end-win && off <= r.end+win
+}
+
+// jump moves v to the run of a read at off away from the current run, and
+// reports whether that resumed the run the previous jump left (a read near
+// where it ended) rather than beginning a new one. htslib reads a BAM's
+// first bytes, then the EOF block at the file's end, then goes on from
+// where it stopped: resumed, that reader of the whole file keeps the run
+// it began at the file's start, and its readahead. The run jumped from is
+// the one a later jump may resume. Under v.mu.
+func (v *VirtualBAM) jump(off, win int64) bool {
+	from := v.cur
+	resumed := v.left.near(off, win)
+	if resumed {
+		v.cur = v.left
+	} else {
+		v.cur = readRun{from: off, end: off}
+	}
+	v.left = from
+	return resumed
 }
 
 // leaveBehind has segments [from, to), which the run of reads has left

@@ -23,7 +23,7 @@ func TestReorderWindowCoversKernelReadahead(t *testing.T) {
 		segs = append(segs, layout.Segment{Offset: off, CompLen: 3 << 20})
 	}
 	l := &layout.Layout{Segments: segs}
-	v := &VirtualBAM{m: m, lastEnd: -1, ahead: map[int]context.CancelFunc{}}
+	v := &VirtualBAM{m: m, cur: noRun, left: noRun, ahead: map[int]context.CancelFunc{}}
 	v.noteRead(l, 0, req) // the reader's own request starts the run
 	first := v.runID
 	for w := req; w+ahead <= windows*ahead+req; w += ahead {

@@ -69,14 +69,14 @@ type VirtualBAM struct {
 
 	// Mutable, guarded by mu: the position of the run of reads.
 	//
-	// INVARIANT: lastEnd >= -1, run >= 0 and 0 <= passed <= the number
-	//            of segments
+	// INVARIANT: cur.end >= -1, cur.reads >= 0 and 0 <= passed <= the
+	//            number of segments; likewise left
 	// INVARIANT: every key of ahead is a segment number
 	// INVARIANT (at rest): ahead is empty
-	mu      sync.Mutex
-	lastEnd int64 // the furthest end of the run's reads (of the previous read after a jump); -1 before any
-	run     int   // sequential reads in a row
-	runFrom int64 // where the run began (the first read after a jump)
+	mu sync.Mutex
+	// cur is the run of reads going on (noRun before any read), left the
+	// one the last jump left, which a read near its end resumes (jump).
+	cur, left readRun
 	// passed is the first segment the current run of reads has not yet
 	// left behind (see noteRead); runID counts restarts of the run, so
 	// that readahead asked for by an earlier run is not judged by this
