@@ -2,6 +2,8 @@ package gzip
 
 import (
 	"testing"
+
+	"github.com/cramfs/cramfs/internal/splitmix"
 )
 
 // benchInputs are synthetic inputs for BenchmarkDecode and
@@ -31,6 +33,7 @@ func benchInputs(b *testing.B) []struct {
 		}{s.name, src, len(s.data)})
 	}
 	mixed := shapes()[12].data
+	c16 := copies16()
 	in = append(in, struct {
 		name string
 		src  []byte
@@ -40,7 +43,12 @@ func benchInputs(b *testing.B) []struct {
 			name string
 			src  []byte
 			raw  int
-		}{"mixed-level1", member(compressors[3].f(mixed), mixed), len(mixed)})
+		}{"mixed-level1", member(compressors[3].f(mixed), mixed), len(mixed)},
+		struct {
+			name string
+			src  []byte
+			raw  int
+		}{"copies16", member(compressors[8].f(c16), c16), len(c16)})
 	return in
 }
 
@@ -77,4 +85,22 @@ func BenchmarkKlauspost(b *testing.B) {
 			}
 		})
 	}
+}
+
+// copies16 is 1 MB of 150-byte random records, each repeated 16 times in
+// a row: the quality block of 16 merged copies of one file, whose matches
+// are long and overlap themselves at a distance of one record.
+func copies16() []byte {
+	rng := splitmix.Rand(16)
+	var out []byte
+	for len(out) < 1<<20 {
+		rec := make([]byte, 150)
+		for i := range rec {
+			rec[i] = byte('!' + rng.Intn(40))
+		}
+		for range 16 {
+			out = append(out, rec...)
+		}
+	}
+	return out
 }

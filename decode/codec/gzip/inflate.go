@@ -378,8 +378,15 @@ func (z *inflater) huffman(lt *litTable, dt *distTable) error {
 						goto fail
 					}
 					from := op - dist
-					if length > 64 && dist >= length {
-						copy(out[op:op+length], out[from:op])
+					if length > 64 && dist >= 32 {
+						// Long matches by memmove, in chunks of at
+						// most dist bytes: each chunk's source ends
+						// before its destination begins (one chunk
+						// when the match does not overlap itself).
+						for n := 0; n < length; n += dist {
+							c := min(dist, length-n)
+							copy(out[op+n:op+n+c], out[from+n:from+n+c])
+						}
 					} else if dist >= 8 {
 						// Each word read lies before the word
 						// written, so the copy repeats
