@@ -76,7 +76,8 @@ func TestJumpAbandonsReadahead(t *testing.T) {
 
 // TestRegionRunWindow: a run of reads that began past the file's first
 // record (a region query) has a readahead window of one segment, and one
-// more per regionRamp segments read, not the whole-file reader's.
+// more per regionRamp segments read up to one per worker besides the
+// segment read, not the whole-file reader's.
 func TestRegionRunWindow(t *testing.T) {
 	src := newFakeSource(fixture(t, "synth"), "")
 	m, _ := newTestManager(t, Options{Threads: 2})
@@ -102,11 +103,54 @@ func TestRegionRunWindow(t *testing.T) {
 		off += int64(len(p))
 	}
 	c := lay.SegmentAt(off)
-	want := 1 + (c-from)/regionRamp
+	want := min(1+(c-from)/regionRamp, m.opts.Threads+1)
 	if want >= v.readahead {
 		t.Fatalf("fixture's segments too small: the run read %d segments", c-from)
 	}
 	checkWindow(t, segs, c, want, built)
+	m.settle(t, v)
+	m.checkInvariants(t, v)
+}
+
+// TestDeepRegionBuildsAhead: a region query that has read two segments
+// past the one it began in (a deep region) has the next segment built
+// before it gets there, and however far it reads, no more than one
+// segment building ahead per worker.
+func TestDeepRegionBuildsAhead(t *testing.T) {
+	src := newFakeSource(fixture(t, "synth"), "")
+	m, _ := newTestManager(t, Options{Threads: 2})
+	m.reorder = 16 << 10 // the fixture's segments are small: runs count as long past 16 KiB
+	v := openT(t, m, src)
+	lay := v.Layout()
+	segs := lay.Segments
+	before := decodeCounts(src) // the scan's
+	built := func(i int) bool { return src.decodes[i].Load() > before[i] }
+	from := 1
+	for segs[from].CompLen == 0 {
+		from++
+	}
+	p := make([]byte, 512)
+	off := segs[from].Offset + 16
+	readTo := func(seg int) int {
+		t.Helper()
+		for lay.SegmentAt(off) < seg || off-segs[from].Offset < m.reorder {
+			if _, err := v.ReadAt(p, off); err != nil {
+				t.Fatal(err)
+			}
+			off += int64(len(p))
+		}
+		return lay.SegmentAt(off - 1)
+	}
+	if c := readTo(from + 2); c+6 < len(segs) {
+		checkWindow(t, segs, c, 2, built)
+	} else {
+		t.Fatalf("fixture too short: %d segments", len(segs))
+	}
+	if c := readTo(from + 12); c+6 < len(segs) {
+		checkWindow(t, segs, c, m.opts.Threads+1, built)
+	} else {
+		t.Fatalf("fixture too short: %d segments", len(segs))
+	}
 	m.settle(t, v)
 	m.checkInvariants(t, v)
 }

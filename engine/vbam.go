@@ -132,19 +132,21 @@ func (v *VirtualBAM) abandonAhead(from, to int) []context.CancelFunc {
 
 // regionRamp is how many segments a run of reads that began with a jump
 // reads for each segment its readahead window grows by.
-const regionRamp = 8
+const regionRamp = 2
 
 // regionWindow bounds the readahead window of a run of reads from runFrom
 // to end that began past the file's first record: a region query, not a
 // reader of the whole file. Its window is the segment at the run's end,
-// which is the kernel's readahead frontier, already 4-8 MiB past the
-// reader, and one more for every regionRamp segments the run has read.
-// The window's builds under way when the run ends are wasted
-// (abandonAhead cancels only those not begun), and a region reads a few
-// segments: at the 4×Threads of a whole-file reader, a region of three
-// segments built five more. The kernel's concurrent readahead requests
-// keep a second worker busy meanwhile. A run from the file's start is not
-// bounded.
+// which is the kernel's readahead frontier, and one more for every
+// regionRamp segments the run has read, up to one segment building ahead
+// on each worker. The window's builds under way when the run ends are
+// wasted (abandonAhead cancels only those not begun), and most regions
+// read one to three segments: at the 4×Threads of a whole-file reader, a
+// region of three segments built five more. A region that has read
+// further is deep (16 merged copies of a file put 11-13 segments in a 100
+// kb region), and a window of one left its segments built one at a time,
+// each only once the reader reached it. A run from the file's start is
+// not bounded.
 func (v *VirtualBAM) regionWindow(l *layout.Layout, runFrom, end int64) int {
 	segs := l.Segments
 	if len(segs) == 0 || runFrom <= segs[0].Offset {
@@ -152,7 +154,7 @@ func (v *VirtualBAM) regionWindow(l *layout.Layout, runFrom, end int64) int {
 	}
 	from := sort.Search(len(segs), func(i int) bool { return segs[i].End() > runFrom })
 	to := sort.Search(len(segs), func(i int) bool { return segs[i].End() >= end })
-	return 1 + (to-from)/regionRamp
+	return min(1+(to-from)/regionRamp, v.m.opts.Threads+1)
 }
 
 // cancelAll calls each of fs.
