@@ -84,6 +84,10 @@ type Decoder struct {
 	// slice), reused from container to container.
 	chBuf, shBuf []byte
 	blockBufs    blockBufs
+	// runner, set for the duration of a ContainerFuncWith call, runs the
+	// decompression of each slice's blocks, as tasks.
+	runner BlockRunner
+	tasks  []BlockTask
 	// lean is the state of the lean pass (ContainerShapes).
 	lean leanState
 	// lenID and lenRef remember the last refLength answer (lenID -1 for
@@ -139,7 +143,18 @@ func (d *Decoder) Container(i int) ([]Record, error) {
 // names of a file without read names), so it needs less memory than
 // Container; an error from fn stops it and is returned as it is.
 func (d *Decoder) ContainerFunc(i int, fn func(j int, r *Record) error) error {
-	if err := d.decodeContainer(i); err != nil {
+	return d.ContainerFuncWith(i, nil, fn)
+}
+
+// ContainerFuncWith is ContainerFunc with the blocks of each slice
+// decompressed by run (nil: in turn, as ContainerFunc does), as tasks it
+// may run on other goroutines while this call waits. The records and
+// errors are ContainerFunc's.
+func (d *Decoder) ContainerFuncWith(i int, run BlockRunner, fn func(j int, r *Record) error) error {
+	d.runner = run
+	err := d.decodeContainer(i)
+	d.runner = nil
+	if err != nil {
 		return err
 	}
 	var r Record
@@ -282,32 +297,14 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int, lean bool) 
 		d.st.lazy = d.lean.loader(d, sh.EmbeddedRefID)
 	}
 	var core []byte
-	haveCore := false
-	for b := int32(0); b < sh.NumBlocks; b++ {
-		blk, err := parseBlock(data, &pos, major)
-		if err != nil {
-			return fmt.Errorf("block %d: %w", b, err)
-		}
-		if lean && blk.ContentType == ContentExternal {
-			d.st.addPending(blk)
-			continue
-		}
-		buf := d.blockBufs.take(blk.ContentType, blk.ContentID)
-		raw, err := blk.decompress(d.opt.Codecs, buf)
-		if err != nil {
-			return fmt.Errorf("block %d: %w", b, err)
-		}
-		if blk.Method != MethodRaw && cap(raw) > cap(buf) {
-			buf = raw[:0]
-		}
-		d.blockBufs.keep(blk.ContentType, blk.ContentID, buf)
-		switch blk.ContentType {
-		case ContentCore:
-			core, haveCore = raw, true
-			d.st.maxArray += len(raw)
-		case ContentExternal:
-			d.st.add(blk.ContentID, raw)
-		}
+	var haveCore bool
+	if d.runner != nil && !lean {
+		core, haveCore, err = d.splitBlocks(data, &pos, sh.NumBlocks)
+	} else {
+		core, haveCore, err = d.sliceBlocks(data, &pos, sh.NumBlocks, lean)
+	}
+	if err != nil {
+		return err
 	}
 	if !haveCore {
 		return corruptf("slice has no core data block")
@@ -319,6 +316,54 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int, lean bool) 
 	}
 	return d.records(ch, &sh)
 }
+
+// sliceBlocks parses the n blocks of a slice from data at *pos and adds
+// them to the slice's streams, decompressing each in turn (lean: the
+// external ones are left pending), and returns the core block.
+func (d *Decoder) sliceBlocks(data []byte, pos *int, n int32, lean bool) ([]byte, bool, error) {
+	major := d.f.Def.Major
+	var core []byte
+	haveCore := false
+	for b := int32(0); b < n; b++ {
+		blk, err := parseBlock(data, pos, major)
+		if err != nil {
+			return nil, false, blockAt(b, err)
+		}
+		if lean && blk.ContentType == ContentExternal {
+			d.st.addPending(blk)
+			continue
+		}
+		buf := d.blockBufs.take(blk.ContentType, blk.ContentID)
+		raw, err := blk.decompress(d.opt.Codecs, buf)
+		if err != nil {
+			return nil, false, blockAt(b, err)
+		}
+		d.addBlock(&blk, buf, raw)
+		if blk.ContentType == ContentCore {
+			core, haveCore = raw, true
+		}
+	}
+	return core, haveCore, nil
+}
+
+// addBlock gives the buffer buf lent for blk, which raw (its decompressed
+// bytes) may have outgrown, back to blockBufs, and adds raw to the slice's
+// streams.
+func (d *Decoder) addBlock(blk *Block, buf, raw []byte) {
+	if blk.Method != MethodRaw && cap(raw) > cap(buf) {
+		buf = raw[:0]
+	}
+	d.blockBufs.keep(blk.ContentType, blk.ContentID, buf)
+	switch blk.ContentType {
+	case ContentCore:
+		d.st.maxArray += len(raw)
+	case ContentExternal:
+		d.st.add(blk.ContentID, raw)
+	}
+}
+
+// blockAt names block b of its slice in err.
+func blockAt(b int32, err error) error { return fmt.Errorf("block %d: %w", b, err) }
 
 // sliceRef prepares the reference view of a single-reference slice, from
 // its embedded reference block (CRAMv3 §8.5) or the reference (§11), as
@@ -484,6 +529,7 @@ func (d *Decoder) Footprint() int64 {
 		cap(d.crecs)*int(unsafe.Sizeof(crec{})) +
 		cap(d.recs)*int(unsafe.Sizeof(Record{})) +
 		cap(d.nameRefs)*int(unsafe.Sizeof(nameRef{})) +
+		cap(d.tasks)*int(unsafe.Sizeof(BlockTask{})) +
 		cap(d.encs.encs)*int(unsafe.Sizeof(Encoding{})) + cap(d.encs.huffs)*int(unsafe.Sizeof(huffman{})) +
 		d.lean.footprint()
 	for _, b := range d.blockBufs.bufs {

@@ -52,3 +52,46 @@ func DataSeriesKeyOffsets(b []byte, key string) ([]int64, error) {
 	}
 	return offs, nil
 }
+
+// BlockSpan is where one block lies in a file: [Start, End), its CRC32
+// (CRAM 3 and later) in the last four bytes.
+type BlockSpan struct {
+	Start, End  int64
+	Method      BlockMethod
+	ContentType ContentType
+}
+
+// SliceBlockSpans returns the spans of the blocks of the first slice of
+// container i of the CRAM b (its slice header block excluded), so that a
+// test can damage one of them.
+func SliceBlockSpans(b []byte, i int) ([]BlockSpan, error) {
+	f, err := Open("x.cram", bytes.NewReader(b), int64(len(b)), OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	h := &f.Containers[i]
+	data := b[h.DataOffset():h.End()]
+	pos := int(h.Landmarks[0])
+	hb, err := parseBlock(data, &pos, f.Def.Major)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := hb.decompress(&defaultCodecs, nil)
+	if err != nil {
+		return nil, err
+	}
+	sh, err := parseSliceHeader(raw, f.Def.Major)
+	if err != nil {
+		return nil, err
+	}
+	var spans []BlockSpan
+	for range sh.NumBlocks {
+		start := pos
+		blk, err := parseBlock(data, &pos, f.Def.Major)
+		if err != nil {
+			return nil, err
+		}
+		spans = append(spans, BlockSpan{Start: h.DataOffset() + int64(start), End: h.DataOffset() + int64(pos), Method: blk.Method, ContentType: blk.ContentType})
+	}
+	return spans, nil
+}

@@ -1,0 +1,136 @@
+package decode_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/cramfs/cramfs/decode"
+	"github.com/cramfs/cramfs/internal/corpus"
+)
+
+// goRunner runs every task on a goroutine of its own, the last started
+// first, so that the tasks of a slice run at once and finish in any order.
+type goRunner struct{ calls int }
+
+func (r *goRunner) RunBlocks(tasks []decode.BlockTask) {
+	r.calls++
+	var wg sync.WaitGroup
+	for k := len(tasks) - 1; k >= 0; k-- {
+		wg.Add(1)
+		go runTask(&wg, &tasks[k])
+	}
+	wg.Wait()
+}
+
+func runTask(wg *sync.WaitGroup, t *decode.BlockTask) {
+	defer wg.Done()
+	t.Decompress()
+}
+
+// TestSplitBlocksMatchUnsplit decodes every testdata CRAM with its blocks
+// decompressed in turn and as tasks run at once, one decoder of each kind
+// reused from container to container, and checks that both give the same
+// records, or the same error.
+func TestSplitBlocksMatchUnsplit(t *testing.T) {
+	eachTestdataCRAM(t, func(t *testing.T, f *decode.File) {
+		splitMatches(t, f)
+	})
+}
+
+// splitMatches fails t unless ContainerFunc and ContainerFuncWith a
+// goRunner give the same records or the same error for every container
+// of f.
+func splitMatches(t *testing.T, f *decode.File) {
+	t.Helper()
+	whole, split := f.NewDecoder(fakeOpt), f.NewDecoder(fakeOpt)
+	run := &goRunner{}
+	for i := range f.Containers {
+		want, werr := whole.Container(i)
+		n := 0
+		gerr := split.ContainerFuncWith(i, run, func(j int, r *decode.Record) error {
+			if j != n || j >= len(want) || !sameRecord(r, &want[j]) {
+				t.Fatalf("container %d: record %d of the split decode differs from the unsplit one", i, j)
+			}
+			n++
+			return nil
+		})
+		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+			t.Fatalf("container %d: unsplit decode fails with %v, split with %v", i, werr, gerr)
+		}
+		if werr == nil && n != len(want) {
+			t.Fatalf("container %d: split decode gives %d records, unsplit %d", i, n, len(want))
+		}
+	}
+	if run.calls == 0 && len(f.Containers) > 0 {
+		t.Fatal("the runner was never asked to run a slice's blocks")
+	}
+}
+
+// TestSplitBlocksErrors damages blocks of the first slice of a CRAM and
+// checks that the split decode fails as the unsplit one does, on the
+// block the unsplit decode names: a block that cannot be decompressed
+// (a method no codec has), the first of two such, and one that cannot be
+// decompressed before one whose CRC32 is wrong.
+func TestSplitBlocksErrors(t *testing.T) {
+	_, b := openFile(t, filepath.Join(corpus.Root(), "testdata", "cram", "ce_1000.3.0.cram"))
+	spans, err := decode.SliceBlockSpans(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spans) < 4 {
+		t.Fatalf("%d blocks in the first slice, want 4 or more", len(spans))
+	}
+	last, mid := spans[len(spans)-1], spans[len(spans)/2]
+	cases := []struct {
+		name   string
+		damage func(c []byte)
+	}{
+		{"last block unsupported", func(c []byte) { badMethod(c, last) }},
+		{"two blocks unsupported", func(c []byte) { badMethod(c, mid); badMethod(c, last) }},
+		{"unsupported then bad CRC", func(c []byte) { badMethod(c, mid); c[last.End-1] ^= 0xff }},
+		{"garbled data", func(c []byte) { garble(c, last) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := bytes.Clone(b)
+			tc.damage(c)
+			f, err := decode.Open("x.cram", bytes.NewReader(c), int64(len(c)), decode.OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, werr := f.NewDecoder(fakeOpt).Container(0)
+			gerr := f.NewDecoder(fakeOpt).ContainerFuncWith(0, &goRunner{}, func(int, *decode.Record) error { return nil })
+			t.Logf("unsplit: %v", werr)
+			if werr == nil && tc.name != "garbled data" {
+				t.Fatal("the damaged container decodes")
+			}
+			if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+				t.Fatalf("unsplit decode fails with %v, split with %v", werr, gerr)
+			}
+		})
+	}
+}
+
+// badMethod gives the block at s the compression method 15, which no
+// codec has, and its CRC32 again.
+func badMethod(c []byte, s decode.BlockSpan) {
+	c[s.Start] = 15
+	fixCRC(c, s)
+}
+
+// garble overwrites the middle of the payload of the block at s, its
+// CRC32 made again.
+func garble(c []byte, s decode.BlockSpan) {
+	for k := s.Start + (s.End-s.Start)/2; k < s.End-4; k++ {
+		c[k] ^= 0x5a
+	}
+	fixCRC(c, s)
+}
+
+func fixCRC(c []byte, s decode.BlockSpan) {
+	binary.LittleEndian.PutUint32(c[s.End-4:], crc32.ChecksumIEEE(c[s.Start:s.End-4]))
+}
