@@ -88,6 +88,7 @@ type Decoder struct {
 	// decompression of each slice's blocks, as tasks.
 	runner BlockRunner
 	tasks  []BlockTask
+	late   lateBlock // the slice's block still decompressed, if any
 	// lean is the state of the lean pass (ContainerShapes).
 	lean leanState
 	// lenID and lenRef remember the last refLength answer (lenID -1 for
@@ -299,9 +300,20 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int, lean bool) 
 	var core []byte
 	var haveCore bool
 	if d.runner != nil && !lean {
-		core, haveCore, err = d.splitBlocks(data, &pos, sh.NumBlocks)
-	} else {
-		core, haveCore, err = d.sliceBlocks(data, &pos, sh.NumBlocks, lean)
+		lateID := int32(-1)
+		if d.viewQuals {
+			lateID = ch.DataSeries[DSQS].ContentID
+		}
+		core, haveCore, err = d.splitBlocks(data, &pos, sh.NumBlocks, lateID)
+		err = d.sliceBlocksRecords(ch, &sh, core, haveCore, err)
+		if lerr := d.finishLate(); lerr != nil {
+			return lerr
+		}
+		return err
+	}
+	core, haveCore, err = d.sliceBlocks(data, &pos, sh.NumBlocks, lean)
+	if !lean {
+		return d.sliceBlocksRecords(ch, &sh, core, haveCore, err)
 	}
 	if err != nil {
 		return err
@@ -311,10 +323,7 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int, lean bool) 
 	}
 	d.st.index()
 	d.st.core.reset(core)
-	if lean {
-		return d.shapeRecords(ch, &sh)
-	}
-	return d.records(ch, &sh)
+	return d.shapeRecords(ch, &sh)
 }
 
 // sliceBlocks parses the n blocks of a slice from data at *pos and adds
@@ -346,20 +355,39 @@ func (d *Decoder) sliceBlocks(data []byte, pos *int, n int32, lean bool) ([]byte
 	return core, haveCore, nil
 }
 
-// addBlock gives the buffer buf lent for blk, which raw (its decompressed
-// bytes) may have outgrown, back to blockBufs, and adds raw to the slice's
-// streams.
+// addBlock gives the buffer buf lent for blk back (keepBuf) and adds raw,
+// its decompressed bytes, to the slice's streams.
 func (d *Decoder) addBlock(blk *Block, buf, raw []byte) {
-	if blk.Method != MethodRaw && cap(raw) > cap(buf) {
-		buf = raw[:0]
-	}
-	d.blockBufs.keep(blk.ContentType, blk.ContentID, buf)
+	d.keepBuf(blk, buf, raw)
 	switch blk.ContentType {
 	case ContentCore:
 		d.st.maxArray += len(raw)
 	case ContentExternal:
 		d.st.add(blk.ContentID, raw)
 	}
+}
+
+// keepBuf gives the buffer buf lent for blk, which raw (its decompressed
+// bytes) may have outgrown, back to blockBufs.
+func (d *Decoder) keepBuf(blk *Block, buf, raw []byte) {
+	if blk.Method != MethodRaw && cap(raw) > cap(buf) {
+		buf = raw[:0]
+	}
+	d.blockBufs.keep(blk.ContentType, blk.ContentID, buf)
+}
+
+// sliceBlocksRecords decodes the records of a slice whose blocks were read
+// with error err (core: the core block, if haveCore), as slice does.
+func (d *Decoder) sliceBlocksRecords(ch *CompressionHeader, sh *SliceHeader, core []byte, haveCore bool, err error) error {
+	if err != nil {
+		return err
+	}
+	if !haveCore {
+		return corruptf("slice has no core data block")
+	}
+	d.st.index()
+	d.st.core.reset(core)
+	return d.records(ch, sh)
 }
 
 // blockAt names block b of its slice in err.

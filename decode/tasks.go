@@ -25,32 +25,87 @@ func (t *BlockTask) Size() int { return len(t.blk.Data) }
 // BlockRunner runs the block decompressions of a slice.
 type BlockRunner interface {
 	// RunBlocks calls Decompress of every task exactly once, on any
-	// goroutines and in any order, and returns once all have returned.
-	RunBlocks(tasks []BlockTask)
+	// goroutines and in any order, and returns once all have returned,
+	// but for tasks[late] (late -1: none), which may still run then
+	// while the Decoder goes on with the records: Wait waits for it.
+	RunBlocks(tasks []BlockTask, late int)
+	// Wait returns once every task of the last RunBlocks has returned.
+	Wait()
+}
+
+// lateBlock is the block of a slice that a BlockRunner may still be
+// decompressing while the records are decoded: the QS block of a
+// container whose qualities are viewed in place (Decoder.viewQuals),
+// whose bytes the records only measure, by its raw size, until they are
+// handed over. Its stream stays pending meanwhile: a read of its bytes
+// waits for it (streams.external).
+type lateBlock struct {
+	run  BlockRunner
+	task *BlockTask
+	x    *extStream // its stream, pending until finish
+	at   int32      // its index among the slice's blocks
+	done bool
+}
+
+// finish waits for the block's decompression and, done, gives its bytes
+// to its stream; it returns the block's error, named as the unsplit
+// decode names it.
+func (l *lateBlock) finish() error {
+	if !l.done {
+		l.run.Wait()
+		l.done = true
+		if l.task.err == nil {
+			l.x.data, l.x.pending = l.task.raw, false
+		}
+	}
+	if l.task.err != nil {
+		return blockAt(l.at, l.task.err)
+	}
+	return nil
 }
 
 // splitBlocks parses the n blocks of a slice from data at *pos, hands
-// their decompression to d.runner as tasks, and adds the decompressed
-// blocks to the slice's streams. Its errors are those of the unsplit
-// decode (sliceBlocks): the first block in order that fails to parse or
-// to decompress.
-func (d *Decoder) splitBlocks(data []byte, pos *int, n int32) ([]byte, bool, error) {
+// their decompression to d.runner as tasks, the block of content ID
+// lateID (-1: none) as a late one (lateBlock), and adds the blocks to
+// the slice's streams. Its errors are those of the unsplit decode
+// (sliceBlocks): the first block in order that fails to parse or to
+// decompress.
+func (d *Decoder) splitBlocks(data []byte, pos *int, n int32, lateID int32) ([]byte, bool, error) {
 	major := d.f.Def.Major
 	d.tasks = d.tasks[:0]
 	var parseErr error
+	late := -1
 	for b := int32(0); b < n; b++ {
 		blk, err := parseBlock(data, pos, major)
 		if err != nil {
 			parseErr = blockAt(b, err)
 			break
 		}
+		if late < 0 && blk.ContentType == ContentExternal && blk.ContentID == lateID && blk.Method != MethodRaw && blk.RawSize > 0 {
+			late = int(b)
+		}
 		d.tasks = append(d.tasks, BlockTask{blk: blk, codecs: d.opt.Codecs, buf: d.blockBufs.take(blk.ContentType, blk.ContentID)})
 	}
-	d.runner.RunBlocks(d.tasks)
+	if parseErr != nil {
+		late = -1
+	}
+	d.runner.RunBlocks(d.tasks, late)
+	if late >= 0 && !d.earlyDone(late) {
+		// The unsplit decode names the first block that fails, which
+		// may be the late one.
+		d.runner.Wait()
+		late = -1
+	}
 	var core []byte
 	haveCore := false
+	lateAt := -1
 	for b := range d.tasks {
 		t := &d.tasks[b]
+		if b == late {
+			lateAt = len(d.st.pool)
+			d.st.addPending(t.blk)
+			continue
+		}
 		if t.err != nil {
 			return nil, false, blockAt(int32(b), t.err)
 		}
@@ -63,5 +118,42 @@ func (d *Decoder) splitBlocks(data []byte, pos *int, n int32) ([]byte, bool, err
 	if parseErr != nil {
 		return nil, false, parseErr
 	}
+	if late >= 0 {
+		// The pool no longer moves: its streams may be pointed at.
+		d.late = lateBlock{run: d.runner, task: &d.tasks[late], x: &d.st.pool[lateAt], at: int32(late)}
+		d.st.late = &d.late
+	}
 	return core, haveCore, nil
+}
+
+// earlyDone reports whether every task but tasks[late] succeeded.
+func (d *Decoder) earlyDone(late int) bool {
+	for b := range d.tasks {
+		if b != late && d.tasks[b].err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// finishLate waits for the slice's late block, if it has one, and keeps
+// its buffer; the records' qualities viewed in it are then readable. Its
+// error, if any, is the one to report for the slice: the unsplit decode
+// fails on it before decoding any record.
+func (d *Decoder) finishLate() error {
+	l := &d.late
+	if l.task == nil {
+		return nil
+	}
+	err := l.finish()
+	if err == nil {
+		d.keepBuf(&l.task.blk, l.task.buf, l.task.raw)
+		if d.viewQuals && d.qsData == nil {
+			d.qsData = l.x.data
+		}
+	}
+	l.task.buf, l.task.raw = nil, nil
+	*l = lateBlock{}
+	d.st.late = nil
+	return err
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,18 +15,30 @@ import (
 )
 
 // goRunner runs every task on a goroutine of its own, the last started
-// first, so that the tasks of a slice run at once and finish in any order.
-type goRunner struct{ calls int }
+// first, so that the tasks of a slice run at once and finish in any order;
+// the late one, if any, is left running until Wait.
+type goRunner struct {
+	calls, lates int
+	late         sync.WaitGroup
+}
 
-func (r *goRunner) RunBlocks(tasks []decode.BlockTask) {
+func (r *goRunner) RunBlocks(tasks []decode.BlockTask, late int) {
 	r.calls++
 	var wg sync.WaitGroup
 	for k := len(tasks) - 1; k >= 0; k-- {
+		if k == late {
+			r.lates++
+			r.late.Add(1)
+			go runTask(&r.late, &tasks[k])
+			continue
+		}
 		wg.Add(1)
 		go runTask(&wg, &tasks[k])
 	}
 	wg.Wait()
 }
+
+func (r *goRunner) Wait() { r.late.Wait() }
 
 func runTask(wg *sync.WaitGroup, t *decode.BlockTask) {
 	defer wg.Done()
@@ -36,15 +50,19 @@ func runTask(wg *sync.WaitGroup, t *decode.BlockTask) {
 // reused from container to container, and checks that both give the same
 // records, or the same error.
 func TestSplitBlocksMatchUnsplit(t *testing.T) {
+	lates := 0
 	eachTestdataCRAM(t, func(t *testing.T, f *decode.File) {
-		splitMatches(t, f)
+		lates += splitMatches(t, f)
 	})
+	if lates == 0 {
+		t.Fatal("no slice had a late block")
+	}
 }
 
 // splitMatches fails t unless ContainerFunc and ContainerFuncWith a
 // goRunner give the same records or the same error for every container
-// of f.
-func splitMatches(t *testing.T, f *decode.File) {
+// of f, and returns the late blocks the split decode had.
+func splitMatches(t *testing.T, f *decode.File) int {
 	t.Helper()
 	whole, split := f.NewDecoder(fakeOpt), f.NewDecoder(fakeOpt)
 	run := &goRunner{}
@@ -68,6 +86,7 @@ func splitMatches(t *testing.T, f *decode.File) {
 	if run.calls == 0 && len(f.Containers) > 0 {
 		t.Fatal("the runner was never asked to run a slice's blocks")
 	}
+	return run.lates
 }
 
 // TestSplitBlocksErrors damages blocks of the first slice of a CRAM and
@@ -85,6 +104,21 @@ func TestSplitBlocksErrors(t *testing.T) {
 		t.Fatalf("%d blocks in the first slice, want 4 or more", len(spans))
 	}
 	last, mid := spans[len(spans)-1], spans[len(spans)/2]
+	qsID, err := decode.QSContentID(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := slices.IndexFunc(spans, func(s decode.BlockSpan) bool {
+		return s.ContentType == decode.ContentExternal && s.ContentID == qsID
+	})
+	if qs <= 0 || qs == len(spans)-1 {
+		t.Fatalf("QS (content ID %d) is block %d of %d; want one with blocks before and after it", qsID, qs, len(spans))
+	}
+	before := slices.IndexFunc(spans, func(s decode.BlockSpan) bool { return s.RawSize > 0 })
+	if before < 0 || before >= qs {
+		t.Fatal("no block before QS has bytes")
+	}
+	late, first := spans[qs], spans[before]
 	cases := []struct {
 		name   string
 		damage func(c []byte)
@@ -93,6 +127,12 @@ func TestSplitBlocksErrors(t *testing.T) {
 		{"two blocks unsupported", func(c []byte) { badMethod(c, mid); badMethod(c, last) }},
 		{"unsupported then bad CRC", func(c []byte) { badMethod(c, mid); c[last.End-1] ^= 0xff }},
 		{"garbled data", func(c []byte) { garble(c, last) }},
+		// The QS block is left running while the records are decoded.
+		{"late block unsupported", func(c []byte) { badMethod(c, late) }},
+		{"late block garbled", func(c []byte) { garble(c, late) }},
+		{"late then last unsupported", func(c []byte) { badMethod(c, late); badMethod(c, last) }},
+		{"first then late unsupported", func(c []byte) { badMethod(c, first); badMethod(c, late) }},
+		{"late unsupported then bad CRC", func(c []byte) { badMethod(c, late); c[last.End-1] ^= 0xff }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,7 +145,7 @@ func TestSplitBlocksErrors(t *testing.T) {
 			_, werr := f.NewDecoder(fakeOpt).Container(0)
 			gerr := f.NewDecoder(fakeOpt).ContainerFuncWith(0, &goRunner{}, func(int, *decode.Record) error { return nil })
 			t.Logf("unsplit: %v", werr)
-			if werr == nil && tc.name != "garbled data" {
+			if werr == nil && !strings.Contains(tc.name, "garbled") {
 				t.Fatal("the damaged container decodes")
 			}
 			if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {

@@ -16,40 +16,56 @@ var minSplitBytes = 64 << 10 // a variable so that tests split the small fixture
 
 // splitRunner runs the block tasks of a slice (a decode.BlockRunner) on
 // the build's goroutine and, when its Helpers lend one, on an idle worker
-// besides: the tasks are taken largest first from one shared list, each
-// goroutine taking the next one left, so that neither idles while tasks
-// remain. Without a worker lent, the build's goroutine runs them all, as
-// an unsplit decode would.
+// besides. The worker takes the late task first (the QS block, which the
+// records need only once decoded), and then, like the build's goroutine,
+// the next of the other tasks left, largest first, so that neither idles
+// while tasks remain; the build's goroutine goes on with the records once
+// the other tasks are done. Without a worker lent, the build's goroutine
+// runs them all, as an unsplit decode would.
 type splitRunner struct {
 	helpers source.Helpers
 
 	// Scratch of one RunBlocks call.
-	order []int        // indices of the tasks, largest first
-	next  atomic.Int32 // the next of order to take
-	help  sync.WaitGroup
+	order   []int        // indices of the tasks but the late one, largest first
+	late    int          // the late task, -1 for none
+	next    atomic.Int32 // the next of order to take
+	early   sync.WaitGroup
+	helping sync.WaitGroup // the borrowed worker's goroutine
 }
 
 // RunBlocks implements decode.BlockRunner.
-func (r *splitRunner) RunBlocks(tasks []decode.BlockTask) {
+func (r *splitRunner) RunBlocks(tasks []decode.BlockTask, late int) {
 	if !worthSplitting(tasks) || !r.helpers.TryAcquire() {
 		for k := range tasks {
 			tasks[k].Decompress()
 		}
 		return
 	}
-	r.order = largestFirst(r.order[:0], tasks)
+	r.order, r.late = largestFirst(r.order[:0], tasks, late), late
 	r.next.Store(0)
-	r.help.Add(1)
+	r.early.Add(len(r.order))
+	r.helping.Add(1)
 	go r.helper(tasks)
 	r.drain(tasks)
-	r.help.Wait()
+	r.early.Wait()
+	if late < 0 {
+		// Nothing is left to wait for: the helper, which may not even
+		// have started, must be done before the tasks and r are reused.
+		r.helping.Wait()
+	}
 }
 
-// helper is the borrowed worker's part of RunBlocks: it takes tasks
-// until none is left, then gives the worker back.
+// Wait implements decode.BlockRunner.
+func (r *splitRunner) Wait() { r.helping.Wait() }
+
+// helper is the borrowed worker's part of RunBlocks: the late task, then
+// the others until none is left; then it gives the worker back.
 func (r *splitRunner) helper(tasks []decode.BlockTask) {
-	defer r.help.Done()
+	defer r.helping.Done()
 	defer r.helpers.Release()
+	if r.late >= 0 {
+		tasks[r.late].Decompress()
+	}
 	r.drain(tasks)
 }
 
@@ -61,6 +77,7 @@ func (r *splitRunner) drain(tasks []decode.BlockTask) {
 			return
 		}
 		tasks[r.order[k]].Decompress()
+		r.early.Done()
 	}
 }
 
@@ -77,11 +94,13 @@ func worthSplitting(tasks []decode.BlockTask) bool {
 	return n >= minSplitBytes
 }
 
-// largestFirst appends the indices of tasks to order, the largest task
-// (in compressed bytes) first.
-func largestFirst(order []int, tasks []decode.BlockTask) []int {
+// largestFirst appends the indices of tasks but late to order, the
+// largest task (in compressed bytes) first.
+func largestFirst(order []int, tasks []decode.BlockTask, late int) []int {
 	for k := range tasks {
-		order = append(order, k)
+		if k != late {
+			order = append(order, k)
+		}
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return tasks[b].Size() - tasks[a].Size() })
 	return order

@@ -121,3 +121,46 @@ func buildBlocks(c *CRAM, i int, h source.Helpers) ([]byte, source.Blocks, error
 	}
 	return c.AppendContainerBlocks(context.Background(), i, comp, nil, opt)
 }
+
+// BenchmarkBuildSplit builds the first 40 containers of each CRAM of the
+// benchmark dataset as level-0 BGZF, rebuild checks, on one goroutine
+// (unsplit) and with a worker always lent (split): the latency of a
+// build a reader waits for while the other worker idles. Rebuilds skip
+// the MD5s, as the mount's builds of segments of known digest do.
+func BenchmarkBuildSplit(b *testing.B) {
+	for _, name := range []string{"sample.v30.cram", "sample.v31.cram", "sample-qbin.v31.cram", "longread.v31.cram"} {
+		for _, split := range []bool{false, true} {
+			mode := "unsplit"
+			if split {
+				mode = "split"
+			}
+			b.Run(strings.TrimSuffix(name, ".cram")+"/"+mode, func(b *testing.B) {
+				b.Setenv("CRAMFS_BENCH_CRAM", name)
+				c := benchDataCRAM(b)
+				n := min(c.NumContainers(), 40)
+				opt := source.BlockOptions{Rebuild: true}
+				if split {
+					opt.Helpers = &lender{max: 1}
+				}
+				comp, err := bgzf.NewCompressor(0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var buf []byte
+				var raw int64
+				for b.Loop() {
+					raw = 0
+					for i := range n {
+						var bl source.Blocks
+						if buf, bl, err = c.AppendContainerBlocks(context.Background(), i, comp, buf[:0], opt); err != nil {
+							b.Fatal(err)
+						}
+						raw += bl.Raw
+					}
+				}
+				b.SetBytes(raw)
+				b.ReportAllocs()
+			})
+		}
+	}
+}
