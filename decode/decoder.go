@@ -89,6 +89,7 @@ type Decoder struct {
 	runner BlockRunner
 	tasks  []BlockTask
 	late   lateBlock // the slice's block still decompressed, if any
+	pre    refFetch  // the slice's reference bases read as a task
 	// lean is the state of the lean pass (ContainerShapes).
 	lean leanState
 	// lenID and lenRef remember the last refLength answer (lenID -1 for
@@ -304,7 +305,7 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int, lean bool) 
 		if d.viewQuals {
 			lateID = ch.DataSeries[DSQS].ContentID
 		}
-		core, haveCore, err = d.splitBlocks(data, &pos, sh.NumBlocks, lateID)
+		core, haveCore, err = d.splitBlocks(ch, &sh, data, &pos, lateID)
 		err = d.sliceBlocksRecords(ch, &sh, core, haveCore, err)
 		if lerr := d.finishLate(); lerr != nil {
 			return lerr
@@ -434,23 +435,21 @@ func (d *Decoder) sliceRef(ch *CompressionHeader, sh *SliceHeader, v *refView, l
 	if d.opt.Reference == nil {
 		return false, fmt.Errorf("%w: slice on %s needs a reference (M5 %s) and none was given", ErrReference, d.f.Refs[id].Name, d.f.Refs[id].M5)
 	}
-	if start < 0 {
-		start = 0
-	}
-	known := false
-	if n := d.opt.Reference.Length(int(id)); n >= 0 {
-		end, known = min(end, n), true
-	}
-	from := max(start-1, 0)
+	from, end, known := d.refSpan(sh)
+	start = max(start, 0)
 	if sc, ok := d.opt.Reference.(ReferenceScanner); ok && lean {
 		return true, d.markSliceRef(sc, sh, v, from, end)
 	}
-	var err error
-	if known {
-		// Within the reference's length: room for the span at once.
-		d.refBuf = roomFor(d.refBuf, int(max(end, from)-from))
+	buf, ok, err := d.prefetched(int(id), from, max(end, from))
+	if ok {
+		d.refBuf = buf
+	} else {
+		if known {
+			// Within the reference's length: room for the span at once.
+			d.refBuf = roomFor(d.refBuf, int(max(end, from)-from))
+		}
+		d.refBuf, err = d.opt.Reference.Bases(d.refBuf[:0], int(id), from, max(end, from))
 	}
-	d.refBuf, err = d.opt.Reference.Bases(d.refBuf[:0], int(id), from, max(end, from))
 	if err != nil {
 		return false, fmt.Errorf("%w: %s:%d-%d: %w", ErrReference, d.f.Refs[id].Name, start, end, err)
 	}
@@ -459,6 +458,18 @@ func (d *Decoder) sliceRef(ch *CompressionHeader, sh *SliceHeader, v *refView, l
 		return false, err
 	}
 	return true, nil
+}
+
+// refSpan is the span of reference bases sliceRef reads for the
+// single-reference slice sh, from its header and the reference's length
+// (known: the reference tells it): [from, end), 0-based.
+func (d *Decoder) refSpan(sh *SliceHeader) (from, end int64, known bool) {
+	start := max(sh.RefStart, 0) // 1-based
+	end = sh.RefStart + sh.RefSpan - 1
+	if n := d.opt.Reference.Length(int(sh.RefSeqID)); n >= 0 {
+		end, known = min(end, n), true
+	}
+	return max(start-1, 0), end, known
 }
 
 // checkMD5 compares the slice header's reference MD5 with the bases used

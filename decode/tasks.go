@@ -1,26 +1,92 @@
 package decode
 
 // BlockTask is the decompression of one block of a slice into a buffer
-// of its own: the tasks of a slice share no state, so a BlockRunner may
-// run them on any goroutines at once.
+// of its own, or the reading of the slice's reference bases: the tasks of
+// a slice share no state, so a BlockRunner may run them on any goroutines
+// at once.
 type BlockTask struct {
 	blk    Block
 	codecs *Codecs
 	buf    []byte // lent by the Decoder's blockBufs, this task's alone
 	raw    []byte // the block's raw bytes, once decompressed
 	err    error
+	// ref, when set, makes the task the reading of the slice's reference
+	// bases instead (the other fields unused).
+	ref *refFetch
 }
 
-// Decompress decodes the block into the task's buffer; its error is also
-// kept for the Decoder, which reports it as the unsplit decode would.
+// Decompress decodes the block into the task's buffer, or reads the
+// reference bases; its error is also kept for the Decoder, which reports
+// it as the unsplit decode would.
 func (t *BlockTask) Decompress() error {
+	if t.ref != nil {
+		return t.ref.fetch()
+	}
 	t.raw, t.err = t.blk.decompress(t.codecs, t.buf)
 	return t.err
 }
 
 // Size is the block's compressed bytes, a measure of the work of the
-// task for a runner that shares the tasks out.
-func (t *BlockTask) Size() int { return len(t.blk.Data) }
+// task for a runner that shares the tasks out; for the reference, a
+// quarter of its bases (copying a base costs less than decoding a byte).
+func (t *BlockTask) Size() int {
+	if t.ref != nil {
+		return int(t.ref.end-t.ref.from) / 4
+	}
+	return len(t.blk.Data)
+}
+
+// Reference reports whether the task reads the slice's reference bases,
+// which the records need first: a runner that has a worker to spare
+// starts it there at once.
+func (t *BlockTask) Reference() bool { return t.ref != nil }
+
+// refFetch is the reading of the reference bases of a single-reference
+// slice that sliceRef would make, done ahead as a task beside the slice's
+// blocks.
+type refFetch struct {
+	src       ReferenceSource
+	id        int
+	from, end int64 // 0-based, end exclusive, as sliceRef asks
+	buf       []byte
+	err       error
+	planned   bool
+}
+
+func (f *refFetch) fetch() error {
+	f.buf, f.err = f.src.Bases(f.buf, f.id, f.from, f.end)
+	return f.err
+}
+
+// planRef adds to d.tasks the reading of the reference bases that
+// sliceRef will want for the slice sh, when it will read them from the
+// reference: a single-reference slice without an embedded reference.
+func (d *Decoder) planRef(ch *CompressionHeader, sh *SliceHeader) {
+	d.pre = refFetch{}
+	id := sh.RefSeqID
+	if id < 0 || int(id) >= len(d.f.Refs) || sh.EmbeddedRefID >= 0 || !ch.ReferenceRequired || d.opt.Reference == nil {
+		return
+	}
+	from, end, known := d.refSpan(sh)
+	buf := d.refBuf[:0]
+	if known {
+		buf = roomFor(d.refBuf, int(max(end, from)-from))
+	}
+	d.pre = refFetch{src: d.opt.Reference, id: int(id), from: from, end: max(end, from), buf: buf, planned: true}
+	d.tasks = append(d.tasks, BlockTask{ref: &d.pre})
+}
+
+// prefetched returns the bases and error of the reading of [from, end)
+// of reference id that planRef had made ahead, if it did.
+func (d *Decoder) prefetched(id int, from, end int64) ([]byte, bool, error) {
+	p := &d.pre
+	if !p.planned || p.id != id || p.from != from || p.end != end {
+		return nil, false, nil
+	}
+	buf, err := p.buf, p.err
+	*p = refFetch{}
+	return buf, true, err
+}
 
 // BlockRunner runs the block decompressions of a slice.
 type BlockRunner interface {
@@ -64,13 +130,15 @@ func (l *lateBlock) finish() error {
 	return nil
 }
 
-// splitBlocks parses the n blocks of a slice from data at *pos, hands
+// splitBlocks parses the blocks of the slice sh from data at *pos, hands
 // their decompression to d.runner as tasks, the block of content ID
-// lateID (-1: none) as a late one (lateBlock), and adds the blocks to
-// the slice's streams. Its errors are those of the unsplit decode
+// lateID (-1: none) as a late one (lateBlock), with the reading of the
+// slice's reference bases (planRef), and adds the blocks to the slice's
+// streams. Its errors are those of the unsplit decode
 // (sliceBlocks): the first block in order that fails to parse or to
 // decompress.
-func (d *Decoder) splitBlocks(data []byte, pos *int, n int32, lateID int32) ([]byte, bool, error) {
+func (d *Decoder) splitBlocks(ch *CompressionHeader, sh *SliceHeader, data []byte, pos *int, lateID int32) ([]byte, bool, error) {
+	n := sh.NumBlocks
 	major := d.f.Def.Major
 	d.tasks = d.tasks[:0]
 	var parseErr error
@@ -88,6 +156,8 @@ func (d *Decoder) splitBlocks(data []byte, pos *int, n int32, lateID int32) ([]b
 	}
 	if parseErr != nil {
 		late = -1
+	} else {
+		d.planRef(ch, sh)
 	}
 	d.runner.RunBlocks(d.tasks, late)
 	if late >= 0 && !d.earlyDone(late) {
@@ -101,6 +171,9 @@ func (d *Decoder) splitBlocks(data []byte, pos *int, n int32, lateID int32) ([]b
 	lateAt := -1
 	for b := range d.tasks {
 		t := &d.tasks[b]
+		if t.ref != nil {
+			continue // its error is sliceRef's
+		}
 		if b == late {
 			lateAt = len(d.st.pool)
 			d.st.addPending(t.blk)
@@ -129,7 +202,7 @@ func (d *Decoder) splitBlocks(data []byte, pos *int, n int32, lateID int32) ([]b
 // earlyDone reports whether every task but tasks[late] succeeded.
 func (d *Decoder) earlyDone(late int) bool {
 	for b := range d.tasks {
-		if b != late && d.tasks[b].err != nil {
+		if b != late && d.tasks[b].ref == nil && d.tasks[b].err != nil {
 			return false
 		}
 	}

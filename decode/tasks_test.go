@@ -3,6 +3,7 @@ package decode_test
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"path/filepath"
 	"slices"
@@ -18,14 +19,18 @@ import (
 // first, so that the tasks of a slice run at once and finish in any order;
 // the late one, if any, is left running until Wait.
 type goRunner struct {
-	calls, lates int
-	late         sync.WaitGroup
+	calls, lates, refs int
+	fails              int // containers that failed to decode (splitMatches)
+	late               sync.WaitGroup
 }
 
 func (r *goRunner) RunBlocks(tasks []decode.BlockTask, late int) {
 	r.calls++
 	var wg sync.WaitGroup
 	for k := len(tasks) - 1; k >= 0; k-- {
+		if tasks[k].Reference() {
+			r.refs++
+		}
 		if k == late {
 			r.lates++
 			r.late.Add(1)
@@ -50,21 +55,46 @@ func runTask(wg *sync.WaitGroup, t *decode.BlockTask) {
 // reused from container to container, and checks that both give the same
 // records, or the same error.
 func TestSplitBlocksMatchUnsplit(t *testing.T) {
-	lates := 0
+	var all goRunner
 	eachTestdataCRAM(t, func(t *testing.T, f *decode.File) {
-		lates += splitMatches(t, f)
+		run := splitMatches(t, f, fakeOpt)
+		all.lates += run.lates
+		all.refs += run.refs
 	})
-	if lates == 0 {
-		t.Fatal("no slice had a late block")
+	if all.lates == 0 || all.refs == 0 {
+		t.Fatalf("%d slices had a late block, %d a reference read as a task; want some of each", all.lates, all.refs)
+	}
+}
+
+// failingRef is a reference whose bases cannot be read.
+type failingRef struct{ fakeRef }
+
+func (failingRef) Bases([]byte, int, int64, int64) ([]byte, error) {
+	return nil, errors.New("no bases here")
+}
+
+// TestSplitReferenceErrors: a reference that fails to give a slice its
+// bases fails the split decode, where the reference is read as a task,
+// as it fails the unsplit one.
+func TestSplitReferenceErrors(t *testing.T) {
+	opt := fakeOpt
+	opt.Reference = failingRef{}
+	refs, fails := 0, 0
+	eachTestdataCRAM(t, func(t *testing.T, f *decode.File) {
+		run := splitMatches(t, f, opt)
+		refs, fails = refs+run.refs, fails+run.fails
+	})
+	if refs == 0 || fails == 0 {
+		t.Fatalf("%d references read as a task, %d containers failed; want some of each", refs, fails)
 	}
 }
 
 // splitMatches fails t unless ContainerFunc and ContainerFuncWith a
-// goRunner give the same records or the same error for every container
-// of f, and returns the late blocks the split decode had.
-func splitMatches(t *testing.T, f *decode.File) int {
+// goRunner, both with opt, give the same records or the same error for
+// every container of f, and returns the runner.
+func splitMatches(t *testing.T, f *decode.File, opt decode.DecoderOptions) *goRunner {
 	t.Helper()
-	whole, split := f.NewDecoder(fakeOpt), f.NewDecoder(fakeOpt)
+	whole, split := f.NewDecoder(opt), f.NewDecoder(opt)
 	run := &goRunner{}
 	for i := range f.Containers {
 		want, werr := whole.Container(i)
@@ -79,6 +109,9 @@ func splitMatches(t *testing.T, f *decode.File) int {
 		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
 			t.Fatalf("container %d: unsplit decode fails with %v, split with %v", i, werr, gerr)
 		}
+		if werr != nil {
+			run.fails++
+		}
 		if werr == nil && n != len(want) {
 			t.Fatalf("container %d: split decode gives %d records, unsplit %d", i, n, len(want))
 		}
@@ -86,7 +119,7 @@ func splitMatches(t *testing.T, f *decode.File) int {
 	if run.calls == 0 && len(f.Containers) > 0 {
 		t.Fatal("the runner was never asked to run a slice's blocks")
 	}
-	return run.lates
+	return run
 }
 
 // TestSplitBlocksErrors damages blocks of the first slice of a CRAM and

@@ -16,7 +16,8 @@ var minSplitBytes = 64 << 10 // a variable so that tests split the small fixture
 
 // splitRunner runs the block tasks of a slice (a decode.BlockRunner) on
 // the build's goroutine and, when its Helpers lend one, on an idle worker
-// besides. The worker takes the late task first (the QS block, which the
+// besides. The worker takes the reading of the reference first (the
+// records need it at once), then the late task (the QS block, which the
 // records need only once decoded), and then, like the build's goroutine,
 // the next of the other tasks left, largest first, so that neither idles
 // while tasks remain; the build's goroutine goes on with the records once
@@ -43,7 +44,7 @@ func (r *splitRunner) RunBlocks(tasks []decode.BlockTask, late int) {
 	}
 	r.order, r.late = largestFirst(r.order[:0], tasks, late), late
 	r.next.Store(0)
-	r.early.Add(len(r.order))
+	r.early.Add(len(tasks) - min(late+1, 1))
 	r.helping.Add(1)
 	go r.helper(tasks)
 	r.drain(tasks)
@@ -63,6 +64,12 @@ func (r *splitRunner) Wait() { r.helping.Wait() }
 func (r *splitRunner) helper(tasks []decode.BlockTask) {
 	defer r.helping.Done()
 	defer r.helpers.Release()
+	for k := range tasks {
+		if tasks[k].Reference() {
+			tasks[k].Decompress()
+			r.early.Done()
+		}
+	}
 	if r.late >= 0 {
 		tasks[r.late].Decompress()
 	}
@@ -94,11 +101,12 @@ func worthSplitting(tasks []decode.BlockTask) bool {
 	return n >= minSplitBytes
 }
 
-// largestFirst appends the indices of tasks but late to order, the
-// largest task (in compressed bytes) first.
+// largestFirst appends the indices of tasks but late and those of the
+// reference (which the helper takes first) to order, the largest task (in
+// compressed bytes) first.
 func largestFirst(order []int, tasks []decode.BlockTask, late int) []int {
 	for k := range tasks {
-		if k != late {
+		if k != late && !tasks[k].Reference() {
 			order = append(order, k)
 		}
 	}
