@@ -89,7 +89,8 @@ type BlockOptions struct {
 	// different reference gives different bases and so another digest.
 	Rebuild bool
 	// Helpers, when not nil, lends the call idle workers to decompress
-	// parts of a container beside the caller's goroutine.
+	// parts of a container (and read its reference bases) beside the
+	// caller's goroutine.
 	Helpers Helpers
 }
 
