@@ -84,6 +84,12 @@ type Decoder struct {
 	// slice), reused from container to container.
 	chBuf, shBuf []byte
 	blockBufs    blockBufs
+	// runner, set for the duration of a ContainerFuncWith call, runs the
+	// decompression of each slice's blocks, as tasks.
+	runner BlockRunner
+	tasks  []BlockTask
+	late   lateBlock // the slice's block still decompressed, if any
+	pre    refFetch  // the slice's reference bases read as a task
 	// lean is the state of the lean pass (ContainerShapes).
 	lean leanState
 	// lenID and lenRef remember the last refLength answer (lenID -1 for
@@ -139,7 +145,18 @@ func (d *Decoder) Container(i int) ([]Record, error) {
 // names of a file without read names), so it needs less memory than
 // Container; an error from fn stops it and is returned as it is.
 func (d *Decoder) ContainerFunc(i int, fn func(j int, r *Record) error) error {
-	if err := d.decodeContainer(i); err != nil {
+	return d.ContainerFuncWith(i, nil, fn)
+}
+
+// ContainerFuncWith is ContainerFunc with the blocks of each slice
+// decompressed by run (nil: in turn, as ContainerFunc does), as tasks it
+// may run on other goroutines while this call waits. The records and
+// errors are ContainerFunc's.
+func (d *Decoder) ContainerFuncWith(i int, run BlockRunner, fn func(j int, r *Record) error) error {
+	d.runner = run
+	err := d.decodeContainer(i)
+	d.runner = nil
+	if err != nil {
 		return err
 	}
 	var r Record
@@ -282,11 +299,45 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int, lean bool) 
 		d.st.lazy = d.lean.loader(d, sh.EmbeddedRefID)
 	}
 	var core []byte
+	var haveCore bool
+	if d.runner != nil && !lean {
+		lateID := int32(-1)
+		if d.viewQuals {
+			lateID = ch.DataSeries[DSQS].ContentID
+		}
+		core, haveCore, err = d.splitBlocks(ch, &sh, data, &pos, lateID)
+		err = d.sliceBlocksRecords(ch, &sh, core, haveCore, err)
+		if lerr := d.finishLate(); lerr != nil {
+			return lerr
+		}
+		return err
+	}
+	core, haveCore, err = d.sliceBlocks(data, &pos, sh.NumBlocks, lean)
+	if !lean {
+		return d.sliceBlocksRecords(ch, &sh, core, haveCore, err)
+	}
+	if err != nil {
+		return err
+	}
+	if !haveCore {
+		return corruptf("slice has no core data block")
+	}
+	d.st.index()
+	d.st.core.reset(core)
+	return d.shapeRecords(ch, &sh)
+}
+
+// sliceBlocks parses the n blocks of a slice from data at *pos and adds
+// them to the slice's streams, decompressing each in turn (lean: the
+// external ones are left pending), and returns the core block.
+func (d *Decoder) sliceBlocks(data []byte, pos *int, n int32, lean bool) ([]byte, bool, error) {
+	major := d.f.Def.Major
+	var core []byte
 	haveCore := false
-	for b := int32(0); b < sh.NumBlocks; b++ {
-		blk, err := parseBlock(data, &pos, major)
+	for b := int32(0); b < n; b++ {
+		blk, err := parseBlock(data, pos, major)
 		if err != nil {
-			return fmt.Errorf("block %d: %w", b, err)
+			return nil, false, blockAt(b, err)
 		}
 		if lean && blk.ContentType == ContentExternal {
 			d.st.addPending(blk)
@@ -295,30 +346,53 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int, lean bool) 
 		buf := d.blockBufs.take(blk.ContentType, blk.ContentID)
 		raw, err := blk.decompress(d.opt.Codecs, buf)
 		if err != nil {
-			return fmt.Errorf("block %d: %w", b, err)
+			return nil, false, blockAt(b, err)
 		}
-		if blk.Method != MethodRaw && cap(raw) > cap(buf) {
-			buf = raw[:0]
-		}
-		d.blockBufs.keep(blk.ContentType, blk.ContentID, buf)
-		switch blk.ContentType {
-		case ContentCore:
+		d.addBlock(&blk, buf, raw)
+		if blk.ContentType == ContentCore {
 			core, haveCore = raw, true
-			d.st.maxArray += len(raw)
-		case ContentExternal:
-			d.st.add(blk.ContentID, raw)
 		}
+	}
+	return core, haveCore, nil
+}
+
+// addBlock gives the buffer buf lent for blk back (keepBuf) and adds raw,
+// its decompressed bytes, to the slice's streams.
+func (d *Decoder) addBlock(blk *Block, buf, raw []byte) {
+	d.keepBuf(blk, buf, raw)
+	switch blk.ContentType {
+	case ContentCore:
+		d.st.maxArray += len(raw)
+	case ContentExternal:
+		d.st.add(blk.ContentID, raw)
+	}
+}
+
+// keepBuf gives the buffer buf lent for blk, which raw (its decompressed
+// bytes) may have outgrown, back to blockBufs.
+func (d *Decoder) keepBuf(blk *Block, buf, raw []byte) {
+	if blk.Method != MethodRaw && cap(raw) > cap(buf) {
+		buf = raw[:0]
+	}
+	d.blockBufs.keep(blk.ContentType, blk.ContentID, buf)
+}
+
+// sliceBlocksRecords decodes the records of a slice whose blocks were read
+// with error err (core: the core block, if haveCore), as slice does.
+func (d *Decoder) sliceBlocksRecords(ch *CompressionHeader, sh *SliceHeader, core []byte, haveCore bool, err error) error {
+	if err != nil {
+		return err
 	}
 	if !haveCore {
 		return corruptf("slice has no core data block")
 	}
 	d.st.index()
 	d.st.core.reset(core)
-	if lean {
-		return d.shapeRecords(ch, &sh)
-	}
-	return d.records(ch, &sh)
+	return d.records(ch, sh)
 }
+
+// blockAt names block b of its slice in err.
+func blockAt(b int32, err error) error { return fmt.Errorf("block %d: %w", b, err) }
 
 // sliceRef prepares the reference view of a single-reference slice, from
 // its embedded reference block (CRAMv3 §8.5) or the reference (§11), as
@@ -361,23 +435,21 @@ func (d *Decoder) sliceRef(ch *CompressionHeader, sh *SliceHeader, v *refView, l
 	if d.opt.Reference == nil {
 		return false, fmt.Errorf("%w: slice on %s needs a reference (M5 %s) and none was given", ErrReference, d.f.Refs[id].Name, d.f.Refs[id].M5)
 	}
-	if start < 0 {
-		start = 0
-	}
-	known := false
-	if n := d.opt.Reference.Length(int(id)); n >= 0 {
-		end, known = min(end, n), true
-	}
-	from := max(start-1, 0)
+	from, end, known := d.refSpan(sh)
+	start = max(start, 0)
 	if sc, ok := d.opt.Reference.(ReferenceScanner); ok && lean {
 		return true, d.markSliceRef(sc, sh, v, from, end)
 	}
-	var err error
-	if known {
-		// Within the reference's length: room for the span at once.
-		d.refBuf = roomFor(d.refBuf, int(max(end, from)-from))
+	buf, ok, err := d.prefetched(int(id), from, max(end, from))
+	if ok {
+		d.refBuf = buf
+	} else {
+		if known {
+			// Within the reference's length: room for the span at once.
+			d.refBuf = roomFor(d.refBuf, int(max(end, from)-from))
+		}
+		d.refBuf, err = d.opt.Reference.Bases(d.refBuf[:0], int(id), from, max(end, from))
 	}
-	d.refBuf, err = d.opt.Reference.Bases(d.refBuf[:0], int(id), from, max(end, from))
 	if err != nil {
 		return false, fmt.Errorf("%w: %s:%d-%d: %w", ErrReference, d.f.Refs[id].Name, start, end, err)
 	}
@@ -386,6 +458,18 @@ func (d *Decoder) sliceRef(ch *CompressionHeader, sh *SliceHeader, v *refView, l
 		return false, err
 	}
 	return true, nil
+}
+
+// refSpan is the span of reference bases sliceRef reads for the
+// single-reference slice sh, from its header and the reference's length
+// (known: the reference tells it): [from, end), 0-based.
+func (d *Decoder) refSpan(sh *SliceHeader) (from, end int64, known bool) {
+	start := max(sh.RefStart, 0) // 1-based
+	end = sh.RefStart + sh.RefSpan - 1
+	if n := d.opt.Reference.Length(int(sh.RefSeqID)); n >= 0 {
+		end, known = min(end, n), true
+	}
+	return max(start-1, 0), end, known
 }
 
 // checkMD5 compares the slice header's reference MD5 with the bases used
@@ -484,6 +568,7 @@ func (d *Decoder) Footprint() int64 {
 		cap(d.crecs)*int(unsafe.Sizeof(crec{})) +
 		cap(d.recs)*int(unsafe.Sizeof(Record{})) +
 		cap(d.nameRefs)*int(unsafe.Sizeof(nameRef{})) +
+		cap(d.tasks)*int(unsafe.Sizeof(BlockTask{})) +
 		cap(d.encs.encs)*int(unsafe.Sizeof(Encoding{})) + cap(d.encs.huffs)*int(unsafe.Sizeof(huffman{})) +
 		d.lean.footprint()
 	for _, b := range d.blockBufs.bufs {

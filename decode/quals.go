@@ -17,12 +17,14 @@ func (d *Decoder) readQuals(ds *[numDataSeries]*Encoding, cr *crec, qual []byte)
 			cr.qualOff, cr.hasQualView = 0, true
 			return nil
 		}
-		x, err := e.stream(&d.st)
+		// The bytes are not read here: the block may still be
+		// decompressed (lateBlock) while its raw size bounds the views.
+		x, err := e.position(&d.st)
 		if err != nil {
 			return fmt.Errorf("QS: %w", err)
 		}
 		at := x.pos
-		if _, err := x.readN(len(qual)); err != nil {
+		if err := x.skip(len(qual)); err != nil {
 			return fmt.Errorf("QS: %w", err)
 		}
 		// One slice, one QS stream: every viewed record shares qsData.

@@ -143,6 +143,9 @@ type streams struct {
 	// lazy decompresses pending blocks on first use; nil when every block
 	// is added decompressed.
 	lazy *blockLoader
+	// late is the block a BlockRunner may still be decompressing (see
+	// lateBlock); nil when none.
+	late *lateBlock
 }
 
 func (s *streams) reset() {
@@ -154,6 +157,7 @@ func (s *streams) reset() {
 	s.pool = s.pool[:0]
 	s.maxArray = 0
 	s.lazy = nil
+	s.late = nil
 }
 
 func (s *streams) add(id int32, data []byte) {
@@ -184,7 +188,11 @@ func (s *streams) index() {
 func (s *streams) external(id int32) (*extStream, error) {
 	x, err := s.lookup(id)
 	if err == nil && x.pending {
-		err = s.lazy.load(x)
+		if l := s.late; l != nil && l.x == x {
+			err = l.finish()
+		} else {
+			err = s.lazy.load(x)
+		}
 	}
 	return x, err
 }

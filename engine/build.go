@@ -56,14 +56,16 @@ type building struct {
 
 // build appends container i of src to buf.B as BGZF blocks made by c and
 // returns the BAM bytes they hold, and the container's content sum when
-// src gives it. With rebuild, a BlockAppender may leave out the checks the
-// caller's digest comparison covers (and the content sum).
+// src gives it. A BlockAppender may borrow workers nobody waits for to
+// decompress the container beside the caller's goroutine. With rebuild,
+// a BlockAppender may leave out the checks the caller's digest comparison
+// covers (and the content sum).
 func (m *Manager) build(ctx context.Context, src source.Source, i int, c *bgzf.Compressor, buf *cache.Buf, rebuild bool) (int64, source.Sum, error) {
 	if ba, ok := src.(source.BlockAppender); ok {
 		// Records go into blocks as they are encoded: no BAM buffer.
 		var b source.Blocks
 		var err error
-		buf.B, b, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, source.BlockOptions{Rebuild: rebuild})
+		buf.B, b, err = ba.AppendContainerBlocks(ctx, i, c, buf.B, source.BlockOptions{Rebuild: rebuild, Helpers: idleWorkers{m.workers}})
 		return b.Raw, b.Sum, err
 	}
 	raw, err := src.AppendContainer(ctx, i, m.getRaw())

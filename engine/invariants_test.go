@@ -309,6 +309,13 @@ func (m *Manager) checkWorkers(t testing.TB, parties []*party) {
 			t.Errorf("workerPool: %d workers free while a party's first waiter (order %d) may have one", w.free, p.waiters[0].order)
 		}
 	}
+	claims := 0
+	for _, p := range parties {
+		claims += len(p.claims)
+	}
+	if w.claimed < claims {
+		t.Errorf("workerPool: %d claims counted, the parties given hold %d", w.claimed, claims)
+	}
 	for _, p := range parties {
 		if in := slices.Contains(w.ring, p); p.queued != (len(p.waiters) > 0) || p.queued != in {
 			t.Errorf("party: queued %v, %d waiters, in the ring %v; want all three to agree", p.queued, len(p.waiters), in)
@@ -375,8 +382,8 @@ func (m *Manager) checkAtRest(t testing.TB, vs ...*VirtualBAM) {
 	w := m.workers
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.free != m.opts.Threads || len(w.ring) > 0 {
-		t.Errorf("workerPool at rest: %d of %d workers free, %d parties waiting", w.free, m.opts.Threads, len(w.ring))
+	if w.free != m.opts.Threads || len(w.ring) > 0 || w.claimed != 0 {
+		t.Errorf("workerPool at rest: %d of %d workers free, %d parties waiting, %d claims counted", w.free, m.opts.Threads, len(w.ring), w.claimed)
 	}
 	for _, v := range vs {
 		if len(v.party.waiters) > 0 || len(v.party.claims) > 0 {

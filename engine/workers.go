@@ -23,10 +23,13 @@ type workerPool struct {
 	// INVARIANT: each party of ring is there once, queued, with waiters
 	// INVARIANT: free > 0 => no party of ring has a first waiter that is
 	//            eligible: a worker set free is handed out at once
+	// INVARIANT: claimed is the sum of the parties' len(claims)
 	// INVARIANT (at rest): free is all the workers and ring is empty
 	mu   sync.Mutex
 	free int      // workers not handed out
 	ring []*party // the parties with waiters, the next to serve first
+	// claimed counts the claims of every party (their claims' lengths).
+	claimed int
 }
 
 // party is one claimant of workers; its zero value is ready to use.
@@ -46,10 +49,20 @@ type party struct {
 // of a lower order is outstanding.
 func (p *party) eligible(order int) bool { return len(p.claims) == 0 || order <= p.claims[0] }
 
-// dropClaim removes one claim of order, if there is one.
-func (p *party) dropClaim(order int) {
-	if i, ok := slices.BinarySearch(p.claims, order); ok {
+// dropClaim removes one claim of order, if there is one, and reports
+// whether there was.
+func (p *party) dropClaim(order int) bool {
+	i, ok := slices.BinarySearch(p.claims, order)
+	if ok {
 		p.claims = slices.Delete(p.claims, i, i+1)
+	}
+	return ok
+}
+
+// dropClaim removes one claim of order of p, if there is one, under w.mu.
+func (w *workerPool) dropClaim(p *party, order int) {
+	if p.dropClaim(order) {
+		w.claimed--
 	}
 }
 
@@ -71,6 +84,7 @@ func (w *workerPool) claim(p *party, order int) {
 	defer w.mu.Unlock()
 	i, _ := slices.BinarySearch(p.claims, order)
 	p.claims = slices.Insert(p.claims, i, order)
+	w.claimed++
 }
 
 // unclaim withdraws a claim of order for p whose acquire will not come;
@@ -78,7 +92,7 @@ func (w *workerPool) claim(p *party, order int) {
 func (w *workerPool) unclaim(p *party, order int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	p.dropClaim(order)
+	w.dropClaim(p, order)
 	w.dispatch()
 }
 
@@ -87,7 +101,7 @@ func (w *workerPool) unclaim(p *party, order int) {
 // order for p, if there is one.
 func (w *workerPool) acquire(ctx context.Context, p *party, order int) error {
 	w.mu.Lock()
-	p.dropClaim(order)
+	w.dropClaim(p, order)
 	if w.free > 0 && p.eligible(order) {
 		w.free--
 		w.dispatch() // waiters the claim held back
@@ -123,6 +137,30 @@ func (w *workerPool) acquire(ctx context.Context, p *party, order int) error {
 	}
 	return ctx.Err()
 }
+
+// tryAcquire takes a worker without waiting, for work that would
+// otherwise be done without it (a build's helper), and reports whether it
+// got one: only when one is free and no party waits for a worker or has
+// claimed one, so that it never takes a worker a build or a scan waits
+// for or is about to ask for. release gives it back.
+func (w *workerPool) tryAcquire() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.free == 0 || len(w.ring) > 0 || w.claimed > 0 {
+		return false
+	}
+	w.free--
+	return true
+}
+
+// idleWorkers lends a build the pool's idle workers (source.Helpers).
+type idleWorkers struct{ w *workerPool }
+
+// TryAcquire implements source.Helpers.
+func (h idleWorkers) TryAcquire() bool { return h.w.tryAcquire() }
+
+// Release implements source.Helpers.
+func (h idleWorkers) Release() { h.w.release() }
 
 // forget removes the waiter ch of p, under w.mu.
 func (w *workerPool) forget(p *party, ch chan struct{}) {

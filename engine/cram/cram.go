@@ -501,7 +501,7 @@ func estimateBAM(h *decode.ContainerHeader) int64 {
 
 // AppendContainer implements source.Source.
 func (c *CRAM) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
-	dst, _, err := c.appendContainer(ctx, i, false, dst, nil, nil)
+	dst, _, err := c.appendContainer(ctx, i, false, dst, nil, source.BlockOptions{})
 	return dst, err
 }
 
@@ -510,7 +510,7 @@ func (c *CRAM) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, 
 // the content sum.
 func (c *CRAM) AppendContainerBlocks(ctx context.Context, i int, comp *bgzf.Compressor, dst []byte, opt source.BlockOptions) ([]byte, source.Blocks, error) {
 	start := len(dst)
-	buf, sum, err := c.appendContainer(ctx, i, opt.Rebuild, comp.Begin(dst), comp, opt.Each)
+	buf, sum, err := c.appendContainer(ctx, i, opt.Rebuild, comp.Begin(dst), comp, opt)
 	if err == nil {
 		var raw int64
 		if dst, raw, err = comp.End(buf); err == nil {
@@ -524,9 +524,11 @@ func (c *CRAM) AppendContainerBlocks(ctx context.Context, i int, comp *bgzf.Comp
 // appendContainer appends the BAM records of container i to dst, with the
 // slice MD5 checks unless rebuild, and returns them with the container's
 // content sum (none when rebuild). When comp is not nil, dst is the buffer
-// of a run of comp's blocks: each record is reported to each (if set) and
-// full blocks are cut after it.
-func (c *CRAM) appendContainer(ctx context.Context, i int, rebuild bool, dst []byte, comp *bgzf.Compressor, each func([]byte, int64, int64) error) ([]byte, source.Sum, error) {
+// of a run of comp's blocks: each record is reported to bo.Each (if set)
+// and full blocks are cut after it. With bo.Helpers, the blocks of each
+// slice are decompressed on an idle worker too, when one is lent.
+func (c *CRAM) appendContainer(ctx context.Context, i int, rebuild bool, dst []byte, comp *bgzf.Compressor, bo source.BlockOptions) ([]byte, source.Sum, error) {
+	each := bo.Each
 	if err := ctx.Err(); err != nil {
 		return dst, source.Sum{}, err
 	}
@@ -551,7 +553,13 @@ func (c *CRAM) appendContainer(ctx context.Context, i int, rebuild bool, dst []b
 			dst = slices.Grow(dst, int(n))
 		}
 	}
-	err = pd.d.ContainerFunc(i, func(j int, r *decode.Record) error {
+	var run decode.BlockRunner
+	if bo.Helpers != nil {
+		pd.run.helpers = bo.Helpers
+		defer pd.dropHelpers()
+		run = &pd.run
+	}
+	err = pd.d.ContainerFuncWith(i, run, func(j int, r *decode.Record) error {
 		at := len(dst)
 		var err error
 		if dst, err = bam.AppendRecord(dst, r); err != nil {

@@ -38,7 +38,13 @@ type DecoderPool struct {
 type pooledDecoder struct {
 	d  *decode.Decoder
 	fp int64
+	// run shares the blocks of a slice with a lent worker (its scratch
+	// kept with the decoder's).
+	run splitRunner
 }
+
+// dropHelpers forgets the Helpers of the call done with pd.
+func (pd *pooledDecoder) dropHelpers() { pd.run.helpers = nil }
 
 // NewDecoderPool returns a pool keeping at most n idle decoders (at least
 // one).

@@ -74,7 +74,7 @@ func (c *CRAM) leanLayout(i int, dst []source.RecordLayout) (recs []source.Recor
 // fullLayout is ScanLayout by building the container's BAM records in
 // full.
 func (c *CRAM) fullLayout(ctx context.Context, i int, each func(r source.RecordLayout) error) (int64, source.Sum, error) {
-	raw, sum, err := c.appendContainer(ctx, i, false, nil, nil, nil)
+	raw, sum, err := c.appendContainer(ctx, i, false, nil, nil, source.BlockOptions{})
 	if err != nil {
 		return 0, source.Sum{}, err
 	}

@@ -88,6 +88,21 @@ type BlockOptions struct {
 	// content sum: a CRAM skips the slice reference MD5s, since a
 	// different reference gives different bases and so another digest.
 	Rebuild bool
+	// Helpers, when not nil, lends the call idle workers to decompress
+	// parts of a container (and read its reference bases) beside the
+	// caller's goroutine.
+	Helpers Helpers
+}
+
+// Helpers lends a BlockAppender call workers that nobody else wants, so
+// that a build that a reader waits for uses the workers that would idle.
+type Helpers interface {
+	// TryAcquire takes an idle worker, without waiting, and reports
+	// whether it got one; a worker another build or scan waits for is
+	// never taken.
+	TryAcquire() bool
+	// Release gives back a worker TryAcquire took.
+	Release()
 }
 
 // Blocks is what a BlockAppender call wrote.
