@@ -316,14 +316,9 @@ func (d *Decoder) slice(ch *CompressionHeader, data []byte, pos int, lean bool) 
 	if !lean {
 		return d.sliceBlocksRecords(ch, &sh, core, haveCore, err)
 	}
-	if err != nil {
+	if err := d.readyStreams(core, haveCore, err); err != nil {
 		return err
 	}
-	if !haveCore {
-		return corruptf("slice has no core data block")
-	}
-	d.st.index()
-	d.st.core.reset(core)
 	return d.shapeRecords(ch, &sh)
 }
 
@@ -380,6 +375,16 @@ func (d *Decoder) keepBuf(blk *Block, buf, raw []byte) {
 // sliceBlocksRecords decodes the records of a slice whose blocks were read
 // with error err (core: the core block, if haveCore), as slice does.
 func (d *Decoder) sliceBlocksRecords(ch *CompressionHeader, sh *SliceHeader, core []byte, haveCore bool, err error) error {
+	if err := d.readyStreams(core, haveCore, err); err != nil {
+		return err
+	}
+	return d.records(ch, sh)
+}
+
+// readyStreams readies the slice's streams for its records once its blocks
+// were read with error err: the error, or the core block (if haveCore)
+// missing, stops the slice.
+func (d *Decoder) readyStreams(core []byte, haveCore bool, err error) error {
 	if err != nil {
 		return err
 	}
@@ -388,7 +393,7 @@ func (d *Decoder) sliceBlocksRecords(ch *CompressionHeader, sh *SliceHeader, cor
 	}
 	d.st.index()
 	d.st.core.reset(core)
-	return d.records(ch, sh)
+	return nil
 }
 
 // blockAt names block b of its slice in err.

@@ -142,21 +142,12 @@ func TestRefusesOtherVersions(t *testing.T) {
 }
 
 func FuzzDecodeFile(f *testing.F) {
-	var seeds []string
 	// ce_1 and xx_minimal: short header containers and slices without
 	// a QS block.
-	for _, set := range []string{"ce_5b", "ce_1", "xx_minimal"} {
-		more, _ := filepath.Glob(filepath.Join(corpus.Root(), "testdata/cram", set+".*.cram"))
-		seeds = append(seeds, more...)
-	}
+	addCRAMSeeds(f, "ce_5b", "ce_1", "xx_minimal")
 	if dir := os.Getenv("CRAMFS_CORPUS"); dir != "" {
 		more, _ := filepath.Glob(filepath.Join(dir, "hts-specs/test/cram/3.0/passed/0*.cram"))
-		seeds = append(seeds, more...)
-	}
-	for _, p := range seeds {
-		if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
-			f.Add(b)
-		}
+		addSeedFiles(f, more)
 	}
 	// Every container is decoded both ways, Container and ContainerFunc,
 	// which must agree on the records and on failing.
@@ -209,5 +200,22 @@ func TestHeaderContainerShorterThanItsBlock(t *testing.T) {
 	// Cut the file inside the header block: the block runs past the end.
 	if _, err := open(shorten(orig[:lenAt+40], lenAt, 2)); !errors.Is(err, decode.ErrTruncated) {
 		t.Errorf("header block past the end of the file: %v, want ErrTruncated", err)
+	}
+}
+
+// addCRAMSeeds adds to f the corpus CRAMs of each set (testdata/cram/SET.*.cram).
+func addCRAMSeeds(f *testing.F, sets ...string) {
+	for _, set := range sets {
+		paths, _ := filepath.Glob(filepath.Join(corpus.Root(), "testdata/cram", set+".*.cram"))
+		addSeedFiles(f, paths)
+	}
+}
+
+// addSeedFiles adds to f each of paths that reads and is under 64 KiB.
+func addSeedFiles(f *testing.F, paths []string) {
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
+			f.Add(b)
+		}
 	}
 }

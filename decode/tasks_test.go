@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -71,14 +70,7 @@ func TestSplitBlocksMatchUnsplit(t *testing.T) {
 // turn and as tasks run at once (the QS block left running beside the
 // records), which must agree on the records and on the error.
 func FuzzSplitDecode(f *testing.F) {
-	for _, set := range []string{"ce_5b", "ce_1", "xx_minimal", "ce_1000"} {
-		paths, _ := filepath.Glob(filepath.Join(corpus.Root(), "testdata/cram", set+".*.cram"))
-		for _, p := range paths {
-			if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
-				f.Add(b)
-			}
-		}
-	}
+	addCRAMSeeds(f, "ce_5b", "ce_1", "xx_minimal", "ce_1000")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		file, err := decode.Open("fuzz.cram", bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
 		if err != nil {

@@ -79,37 +79,19 @@ func TestJumpAbandonsReadahead(t *testing.T) {
 // more per regionRamp segments read up to one per worker besides the
 // segment read, not the whole-file reader's.
 func TestRegionRunWindow(t *testing.T) {
-	src := newFakeSource(fixture(t, "synth"), "")
-	m, _ := newTestManager(t, Options{Threads: 2})
-	m.reorder = 16 << 10 // the fixture's runs are short: the window may grow past 16 KiB
-	v := openT(t, m, src)
-	lay := v.Layout()
-	segs := lay.Segments
-	if v.readahead < 3 {
-		t.Fatalf("readahead resolved to %d; the test needs at least 3", v.readahead)
+	w := newWindowTest(t)
+	from := w.dataFrom(1)
+	w.off = w.segs[from].Offset + 16
+	for range 4 * rampReads * w.v.readahead {
+		w.read()
 	}
-	before := decodeCounts(src) // the scan's
-	built := func(i int) bool { return src.decodes[i].Load() > before[i] }
-	from := 1
-	for segs[from].CompLen == 0 {
-		from++
-	}
-	p := make([]byte, 512)
-	off := segs[from].Offset + 16
-	for range 4 * rampReads * v.readahead {
-		if _, err := v.ReadAt(p, off); err != nil {
-			t.Fatal(err)
-		}
-		off += int64(len(p))
-	}
-	c := lay.SegmentAt(off)
-	want := min(1+(c-from)/regionRamp, m.opts.Threads+1)
-	if want >= v.readahead {
+	c := w.lay.SegmentAt(w.off)
+	want := min(1+(c-from)/regionRamp, w.m.opts.Threads+1)
+	if want >= w.v.readahead {
 		t.Fatalf("fixture's segments too small: the run read %d segments", c-from)
 	}
-	checkWindow(t, segs, c, want, built)
-	m.settle(t, v)
-	m.checkInvariants(t, v)
+	checkWindow(t, w.segs, c, want, w.built)
+	w.done()
 }
 
 // TestDeepRegionBuildsAhead: a region query that has read two segments
@@ -117,40 +99,22 @@ func TestRegionRunWindow(t *testing.T) {
 // before it gets there, and however far it reads, no more than one
 // segment building ahead per worker.
 func TestDeepRegionBuildsAhead(t *testing.T) {
-	src := newFakeSource(fixture(t, "synth"), "")
-	m, _ := newTestManager(t, Options{Threads: 2})
-	m.reorder = 16 << 10 // the fixture's segments are small: runs count as long past 16 KiB
-	v := openT(t, m, src)
-	lay := v.Layout()
-	segs := lay.Segments
-	before := decodeCounts(src) // the scan's
-	built := func(i int) bool { return src.decodes[i].Load() > before[i] }
-	from := 1
-	for segs[from].CompLen == 0 {
-		from++
-	}
-	p := make([]byte, 512)
-	off := segs[from].Offset + 16
+	w := newWindowTest(t)
+	from := w.dataFrom(1)
+	w.off = w.segs[from].Offset + 16
 	readTo := func(seg int) int {
 		t.Helper()
-		for lay.SegmentAt(off) < seg || off-segs[from].Offset < m.reorder {
-			if _, err := v.ReadAt(p, off); err != nil {
-				t.Fatal(err)
-			}
-			off += int64(len(p))
+		for w.lay.SegmentAt(w.off) < seg || w.off-w.segs[from].Offset < w.m.reorder {
+			w.read()
 		}
-		return lay.SegmentAt(off - 1)
+		return w.lay.SegmentAt(w.off - 1)
 	}
-	if c := readTo(from + 2); c+6 < len(segs) {
-		checkWindow(t, segs, c, 2, built)
-	} else {
-		t.Fatalf("fixture too short: %d segments", len(segs))
+	for _, step := range []struct{ to, window int }{{from + 2, 2}, {from + 12, w.m.opts.Threads + 1}} {
+		c := readTo(step.to)
+		if c+6 >= len(w.segs) {
+			t.Fatalf("fixture too short: %d segments", len(w.segs))
+		}
+		checkWindow(t, w.segs, c, step.window, w.built)
 	}
-	if c := readTo(from + 12); c+6 < len(segs) {
-		checkWindow(t, segs, c, m.opts.Threads+1, built)
-	} else {
-		t.Fatalf("fixture too short: %d segments", len(segs))
-	}
-	m.settle(t, v)
-	m.checkInvariants(t, v)
+	w.done()
 }

@@ -923,29 +923,13 @@ func TestRecycledSegmentsStayIntact(t *testing.T) {
 // many workers there are, and widens to the file's readahead as the run
 // goes on.
 func TestReadaheadRamp(t *testing.T) {
-	src := newFakeSource(fixture(t, "synth"), "")
-	m, _ := newTestManager(t, Options{Threads: 2})
-	m.reorder = 16 << 10 // the fixture's runs are short: the window may grow past 16 KiB
-	v := openT(t, m, src)
-	lay := v.Layout()
-	segs := lay.Segments
-	maxAhead := v.readahead
-	if maxAhead < 3 {
-		t.Fatalf("readahead resolved to %d; the test needs at least 3", maxAhead)
-	}
-	built := func(i int) bool { return i < len(segs) && src.decodes[i].Load() > 1 }
-	p := make([]byte, 512)
-	off := segs[0].Offset
-	read := func() {
-		t.Helper()
-		if _, err := v.ReadAt(p, off); err != nil {
-			t.Fatal(err)
-		}
-		off += int64(len(p))
-	}
-	read()
-	read()
-	c := lay.SegmentAt(off) // where the window of the last read starts
+	w := newWindowTest(t)
+	lay, segs, maxAhead := w.lay, w.segs, w.v.readahead
+	built := func(i int) bool { return i < len(segs) && w.src.decodes[i].Load() > 1 }
+	w.off = segs[0].Offset
+	w.read()
+	w.read()
+	c := lay.SegmentAt(w.off) // where the window of the last read starts
 	time.Sleep(100 * time.Millisecond)
 	for i := c + 1; i < len(segs); i++ {
 		if built(i) {
@@ -953,9 +937,9 @@ func TestReadaheadRamp(t *testing.T) {
 		}
 	}
 	for range 4 * rampReads * maxAhead {
-		read()
+		w.read()
 	}
-	checkWindow(t, segs, lay.SegmentAt(off), maxAhead, built)
+	checkWindow(t, segs, lay.SegmentAt(w.off), maxAhead, built)
 }
 
 // TestEOFCheckResumesRun: a reader of the whole file that reads its first
@@ -964,41 +948,23 @@ func TestReadaheadRamp(t *testing.T) {
 // widens to the file's readahead as TestReadaheadRamp's does, rather than
 // staying a region query's.
 func TestEOFCheckResumesRun(t *testing.T) {
-	src := newFakeSource(fixture(t, "synth"), "")
-	m, _ := newTestManager(t, Options{Threads: 2})
-	m.reorder = 16 << 10 // the fixture's runs are short: the window may grow past 16 KiB
-	v := openT(t, m, src)
-	lay := v.Layout()
-	segs := lay.Segments
-	maxAhead := v.readahead
-	if maxAhead < 3 {
-		t.Fatalf("readahead resolved to %d; the test needs at least 3", maxAhead)
+	w := newWindowTest(t)
+	maxAhead := w.v.readahead
+	for w.off < w.segs[0].Offset+int64(len(w.p)) {
+		w.read()
 	}
-	built := func(i int) bool { return i < len(segs) && src.decodes[i].Load() > 1 }
-	p := make([]byte, 512)
-	var off int64
-	for off < segs[0].Offset+int64(len(p)) {
-		if _, err := v.ReadAt(p, off); err != nil {
-			t.Fatal(err)
-		}
-		off += int64(len(p))
-	}
-	if _, err := v.ReadAt(make([]byte, 28), v.Size()-28); err != nil {
+	if _, err := w.v.ReadAt(make([]byte, 28), w.v.Size()-28); err != nil {
 		t.Fatal(err)
 	}
 	for range 4 * rampReads * maxAhead {
-		if _, err := v.ReadAt(p, off); err != nil {
-			t.Fatal(err)
-		}
-		off += int64(len(p))
+		w.read()
 	}
-	c := lay.SegmentAt(off)
-	if c+maxAhead >= len(segs)-1 {
-		t.Fatalf("fixture too short: the reads reached segment %d of %d", c, len(segs))
+	c := w.lay.SegmentAt(w.off)
+	if c+maxAhead >= len(w.segs)-1 {
+		t.Fatalf("fixture too short: the reads reached segment %d of %d", c, len(w.segs))
 	}
-	checkWindow(t, segs, c, maxAhead, built)
-	m.settle(t, v)
-	m.checkInvariants(t, v)
+	checkWindow(t, w.segs, c, maxAhead, w.built)
+	w.done()
 }
 
 // checkWindow waits until built reports the n segments holding data from

@@ -8,41 +8,18 @@ import (
 	"github.com/cramfs/cramfs/internal/splitmix"
 )
 
-// lengthSymbol returns the literal/length symbol of a match length (RFC
-// 1951 §3.2.5) with its extra bits and their count.
-func lengthSymbol(length int) (sym int, extra uint64, n uint) {
-	if length == 258 {
-		return 285, 0, 0
+// codeFor returns the symbol among payload[first:last+1] (the decoder's
+// litPayload or distPayload entries, base<<16 | extra bits) whose range
+// holds v, with v's extra bits and their count. It looks from the last
+// symbol down, so that a length of 258 is symbol 285 (RFC 1951 §3.2.5).
+func codeFor(payload []uint32, first, last, v int) (sym int, extra uint64, n uint) {
+	for sym = last; sym >= first; sym-- {
+		base, bits := int(payload[sym]>>16), uint(payload[sym]&0xff)
+		if v >= base && v < base+1<<bits {
+			return sym, uint64(v - base), bits
+		}
 	}
-	base := 3
-	for sym = 257; sym < 285; sym++ {
-		n = 0
-		if sym >= 265 {
-			n = uint(sym-261) / 4
-		}
-		if length < base+1<<n {
-			return sym, uint64(length - base), n
-		}
-		base += 1 << n
-	}
-	panic(fmt.Sprintf("length %d", length))
-}
-
-// distanceCode is lengthSymbol for a distance: its 5-bit code, extra bits
-// and their count.
-func distanceCode(dist int) (code uint32, extra uint64, n uint) {
-	base := 1
-	for code = 0; code < 30; code++ {
-		n = 0
-		if code >= 4 {
-			n = uint(code-2) / 2
-		}
-		if dist < base+1<<n {
-			return code, uint64(dist - base), n
-		}
-		base += 1 << n
-	}
-	panic(fmt.Sprintf("distance %d", dist))
+	panic(fmt.Sprintf("no symbol for %d", v))
 }
 
 // TestMatchCopies checks matches of every copy path of the fast loop,
@@ -65,11 +42,11 @@ func TestMatchCopies(t *testing.T) {
 			w.bits(uint64(len(pre))|uint64(^uint16(len(pre)))<<16, 32)
 			w.out = append(w.out, pre...)
 			w.bits(1<<1, 3)
-			sym, lx, ln := lengthSymbol(length)
+			sym, lx, ln := codeFor(litPayload[:], 257, 285, length)
 			fixedLitCode(&w, sym)
 			w.bits(lx, ln)
-			dc, dx, dn := distanceCode(dist)
-			w.code(dc, 5)
+			dc, dx, dn := codeFor(distPayload[:], 0, maxDist-1, dist)
+			w.code(uint32(dc), 5)
 			w.bits(dx, dn)
 			fixedLitCode(&w, 256)
 			w.bits(1, 3)
