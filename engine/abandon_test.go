@@ -3,6 +3,8 @@ package engine
 import (
 	"testing"
 	"time"
+
+	"github.com/cramfs/cramfs/engine/source"
 )
 
 // TestJumpAbandonsReadahead: a reader that jumps elsewhere (a region query
@@ -117,4 +119,63 @@ func TestDeepRegionBuildsAhead(t *testing.T) {
 		checkWindow(t, w.segs, c, step.window, w.built)
 	}
 	w.done()
+}
+
+// spannedSource is a fakeSource whose containers each span span reference
+// bases (source.Spanner).
+type spannedSource struct {
+	*fakeSource
+	span int64
+}
+
+func (s spannedSource) ContainerSpan(int) (int64, bool) { return s.span, true }
+
+// A region query's first read builds the segments its reader will more
+// likely than not read before its region (buildReach): in a file dense
+// enough that half a 16 kb window of records runs past the segment read,
+// the next one builds at the jump; in a sparse one, and from a Source that
+// does not know its containers' spans, nothing more is built.
+func TestRegionJumpBuildsReach(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		span int64 // 0: not a Spanner
+		want bool
+	}{{"dense", 1, true}, {"sparse", 1 << 40, false}, {"no spans", 0, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := newFakeSource(fixture(t, "synth"), "")
+			var src source.Source = fake
+			if tc.span > 0 {
+				src = spannedSource{fake, tc.span}
+			}
+			m, _ := newTestManager(t, Options{Threads: 2})
+			v := openT(t, m, src)
+			before := decodeCounts(fake)
+			segs := v.Layout().Segments
+			k := 1
+			for segs[k].CompLen < 1024 {
+				k++
+			}
+			next := k + 1
+			for next < len(segs) && segs[next].CompLen == 0 {
+				next++
+			}
+			if next == len(segs) {
+				t.Fatal("fixture has no segment after the one read")
+			}
+			p := make([]byte, 256)
+			if _, err := v.ReadAt(p, segs[k].Offset+segs[k].CompLen/2); err != nil {
+				t.Fatal(err)
+			}
+			m.settle(t, v)
+			if got := fake.decodes[next].Load() > before[next]; got != tc.want {
+				t.Errorf("segment %d after a read in segment %d built: %v, want %v", next, k, got, tc.want)
+			}
+			for i := next + 1; i < len(segs); i++ {
+				if fake.decodes[i].Load() > before[i] {
+					t.Errorf("segment %d built, beyond Threads-1 segments ahead of %d", i, k)
+				}
+			}
+			m.checkInvariants(t, v)
+		})
+	}
 }

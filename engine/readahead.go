@@ -7,6 +7,7 @@ import (
 
 	"github.com/cramfs/cramfs/cache"
 	"github.com/cramfs/cramfs/engine/layout"
+	"github.com/cramfs/cramfs/engine/source"
 )
 
 // reorderWindow is how far before or after the previous read's end a read
@@ -81,6 +82,9 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 	v.mu.Unlock()
 	cancelAll(abandoned)
 	v.leaveBehind(from, to)
+	if fresh {
+		v.buildReach(l, off, runID)
+	}
 	// Only with room for it beside a full window, the segment being read
 	// and one passed: else the tail pushes out a segment the reader needs,
 	// and a reader not checking the EOF block builds the tail twice.
@@ -115,6 +119,58 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 		todo--
 		v.prefetch(segs[i], i, runID, noNext)
 	}
+}
+
+// linearWindow is the stretch of reference a BAI's linear index gives
+// one offset (SAMv1 §5.1.3): 16 kb.
+const linearWindow = 1 << 14
+
+// buildReach starts, at a jump to off past the file's first record (a
+// region query), the builds of the segments after off's that its reader
+// will more likely than not read before it reaches its region. A reader
+// of a BAI starts at the linear index's offset for the region's 16 kb
+// window and reads every record from there: on average half a window's
+// bytes before its region begins, its region's after. In a file deep
+// enough that half a window runs past the segment, the reader otherwise
+// built the next segment only once it came to it, the kernel asking for a
+// page only after the one before arrived: one build after the other,
+// each waited for. At the density of off's segment (its bytes over the
+// reference bases its container spans, source.Spanner), the segments
+// that start before off plus half a window build now, at most Threads-1
+// (the read builds off's itself), and none when the cache could not hold
+// them beside the segment read and one passed.
+func (v *VirtualBAM) buildReach(l *layout.Layout, off int64, runID uint64) {
+	sp, ok := v.src.(source.Spanner)
+	segs := l.Segments
+	if !ok || len(segs) == 0 || off <= segs[0].Offset {
+		return
+	}
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].End() > off })
+	if i == len(segs) || segs[i].CompLen == 0 {
+		return
+	}
+	span, ok := sp.ContainerSpan(i)
+	if !ok {
+		return
+	}
+	reach := off + reachBytes(segs[i].CompLen, span)
+	room := min(v.m.opts.Threads-1, v.m.segmentsThatFit(v.maxSeg)-2)
+	for i++; i < len(segs) && segs[i].Offset < reach && room > 0; i++ {
+		if segs[i].CompLen == 0 {
+			continue
+		}
+		room--
+		v.prefetch(segs[i], i, runID, noNext)
+	}
+}
+
+// reachBytes is half a linear-index window's bytes in a segment of
+// compLen bytes whose container spans span reference bases.
+func reachBytes(compLen, span int64) int64 {
+	if span <= 0 {
+		return 0
+	}
+	return int64(float64(compLen) * linearWindow / 2 / float64(span))
 }
 
 // readRun is a run of reads of a VirtualBAM: where its first read began,

@@ -482,6 +482,22 @@ func (c *CRAM) EstimateContainer(i int) int64 {
 	return estimateBAM(&st.f.Containers[i])
 }
 
+// ContainerSpan implements source.Spanner: the alignment span of the
+// header of container i (CRAMv3 §8), when its records are on one
+// reference.
+func (c *CRAM) ContainerSpan(i int) (int64, bool) {
+	st, err := c.acquire()
+	if err != nil {
+		return 0, false
+	}
+	defer c.release(st)
+	h := &st.f.Containers[i]
+	if h.RefSeqID < 0 || h.AlignmentSpan <= 0 {
+		return 0, false
+	}
+	return h.AlignmentSpan, true
+}
+
 // newRawHint returns the hint of a CRAM's BAM buffers: real containers
 // take 1.25 to 1.45 times their estimate (CIGARs and tags), so the first
 // guess is twice it.

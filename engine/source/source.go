@@ -144,6 +144,19 @@ type Estimator interface {
 	EstimateContainer(i int) int64
 }
 
+// Spanner is implemented by Sources that know, from a container's header
+// alone, how many reference bases its alignments span: with the BGZF bytes
+// of its segment, that gives how many bytes of the BAM a stretch of the
+// reference takes there, which a region query's reader reads before it
+// reaches its region.
+type Spanner interface {
+	// ContainerSpan returns the reference bases container i's alignments
+	// span, with ok unset when that is unknown or the container's
+	// records are not on one reference. It comes from untrusted header
+	// fields: callers use it only as a hint.
+	ContainerSpan(i int) (span int64, ok bool)
+}
+
 // RecordLayout is what the layout and the index need of one BAM record.
 type RecordLayout struct {
 	Len      int64 // BAM bytes of the record, its block_size included
