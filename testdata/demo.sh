@@ -22,7 +22,7 @@ command -v go >/dev/null 2>&1 || export PATH=$PATH:/usr/local/go/bin
 work=$(mktemp -d)
 mnt=$work/mnt
 mkdir -p "$mnt"
-go build -o "$work/cramfs" ./cmd/cramfs
+CGO_ENABLED=0 go build -o "$work/cramfs" ./cmd/cramfs
 export REF_PATH=/nonexistent REF_CACHE=/nonexistent # nothing from the network or a shared cache
 
 "$work/cramfs" mount -T testdata/ref/ce.fa -T testdata/ref/xx.fa --cache-dir "$work/cache" \

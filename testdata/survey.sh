@@ -22,7 +22,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 export PATH=$PATH:/usr/local/go/bin
-(cd "$here/.." && go build -o "$work/cramfs" ./cmd/cramfs) || exit 1
+(cd "$here/.." && CGO_ENABLED=0 go build -o "$work/cramfs" ./cmd/cramfs) || exit 1
 cramfs=$work/cramfs
 
 # Inputs: name, SAM, reference.

@@ -84,8 +84,8 @@ type mountCmd struct {
 func (c *mountCmd) flags(fs *pflag.FlagSet) {
 	c.ef.register(fs)
 	fs.BoolVar(&c.allowOther, "allow-other", false, "let other users access the mount (needs user_allow_other in /etc/fuse.conf unless root)")
-	fs.StringVar(&c.uid, "uid", "", "show every file as owned by `USER` (a name or number) instead of its owner in SRC")
-	fs.StringVar(&c.gid, "gid", "", "show every file in `GROUP` (a name or number) instead of its group in SRC")
+	fs.StringVar(&c.uid, "uid", "", "show every file as owned by `USER` (a number, or a name in /etc/passwd) instead of its owner in SRC")
+	fs.StringVar(&c.gid, "gid", "", "show every file in `GROUP` (a number, or a name in /etc/group) instead of its group in SRC")
 	fs.StringVar(&c.umask, "umask", "", "show modes 0555 (directories) and 0444 (files) minus `MASK` (octal, e.g. 027) instead of SRC's; with --uid/--gid this decides who reads what, not SRC (docs/trust.md)")
 	fs.BoolVar(&c.indexOnMount, "index-on-mount", false, "scan every CRAM in the background at mount time")
 	fs.BoolVar(&c.daemon, "daemon", false, "run in the background once the mount answers (exit 0), or exit 1 saying why it failed")
@@ -179,10 +179,10 @@ func (c *mountCmd) serve(src, mnt string, e *env, ready *readyPipe) error {
 func (c *mountCmd) mountOptions() (service.MountOptions, error) {
 	mo := service.MountOptions{AllowOther: c.allowOther, IndexOnMount: c.indexOnMount, Debug: c.debug}
 	var err error
-	if mo.UID, err = lookupID("--uid", c.uid, user.Lookup, func(u *user.User) string { return u.Uid }); err != nil {
+	if mo.UID, err = lookupID("--uid", c.uid, "/etc/passwd", user.Lookup, func(u *user.User) string { return u.Uid }); err != nil {
 		return mo, err
 	}
-	if mo.GID, err = lookupID("--gid", c.gid, user.LookupGroup, func(g *user.Group) string { return g.Gid }); err != nil {
+	if mo.GID, err = lookupID("--gid", c.gid, "/etc/group", user.LookupGroup, func(g *user.Group) string { return g.Gid }); err != nil {
 		return mo, err
 	}
 	if c.umask != "" {
@@ -197,8 +197,11 @@ func (c *mountCmd) mountOptions() (service.MountOptions, error) {
 }
 
 // lookupID is the id a --uid or --gid value names: a number, or a name
-// looked up with find and read with id; nil for "".
-func lookupID[T any](flag, v string, find func(string) (*T, error), id func(*T) string) (*uint32, error) {
+// looked up with find and read with id; nil for "". The binary is static
+// (no C library, so no NSS): find reads names from db alone, and the error
+// for a name it lacks says to give the number of one that only a
+// directory service such as LDAP knows.
+func lookupID[T any](flag, v, db string, find func(string) (*T, error), id func(*T) string) (*uint32, error) {
 	if v == "" {
 		return nil, nil
 	}
@@ -206,7 +209,7 @@ func lookupID[T any](flag, v string, find func(string) (*T, error), id func(*T) 
 	if _, err := strconv.ParseUint(v, 10, 32); err != nil {
 		found, err := find(v)
 		if err != nil {
-			return nil, usageError{fmt.Sprintf("%s %s: %v", flag, v, err)}
+			return nil, usageError{fmt.Sprintf("%s %s: %v (names are read from %s; give a name known only to a directory service such as LDAP by its number)", flag, v, err, db)}
 		}
 		s = id(found)
 	}

@@ -232,6 +232,7 @@ func Binary(t *testing.T) string {
 	bin := filepath.Join(dir, "cramfs")
 	cmd := exec.Command(gobin, "build", "-o", bin, "github.com/cramfs/cramfs/cmd/cramfs")
 	cmd.Dir = corpus.Root()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as the README installs it
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		t.Fatalf("go build: %v\n%s", err, out)

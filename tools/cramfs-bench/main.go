@@ -393,6 +393,7 @@ func buildCramfs(ctx context.Context, path, dir string) (string, error) {
 	out := filepath.Join(dir, "cramfs")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/cramfs/cramfs/cmd/cramfs")
 	cmd.Dir = moduleRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // the static binary the README installs
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build cramfs: %w", err)
