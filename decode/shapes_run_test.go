@@ -1,0 +1,33 @@
+package decode
+
+import (
+	"math"
+	"testing"
+)
+
+// TestDigits checks digits against uintLen: every value below 2^20, and
+// around every power of ten and of two up to 2^32, negative values and
+// those past 32 bits included (both count uint32(v)).
+func TestDigits(t *testing.T) {
+	check := func(v int64) {
+		if got, want := digits(v), uintLen(v); got != want {
+			t.Fatalf("digits(%d) = %d, want %d", v, got, want)
+		}
+	}
+	for v := range int64(1 << 20) {
+		check(v)
+	}
+	for p := int64(1); p <= 1<<34; p *= 10 {
+		for d := int64(-2); d <= 2; d++ {
+			check(p + d)
+		}
+	}
+	for s := range 40 {
+		for d := int64(-2); d <= 2; d++ {
+			check(int64(1)<<s + d)
+		}
+	}
+	for _, v := range []int64{-1, math.MinInt32, math.MaxInt32, math.MaxUint32, math.MaxInt64, math.MinInt64} {
+		check(v)
+	}
+}
