@@ -2,6 +2,7 @@ package decode
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"math/bits"
 )
@@ -19,13 +20,14 @@ const (
 // runClass is the class of each feature code.
 var runClass = [256]uint8{'X': runSubst, 'i': runInsBase, 'D': runDel, 'I': runIns}
 
-// runRule is what a feature of one class does, as numbers rather than
+// runRule is what a feature of one class does, as masks rather than
 // branches, so that fastRun's loop does not branch on the feature's code
 // (a long read's codes follow no pattern the CPU can predict): the CIGAR
-// operation it extends, how many of its length's bases it moves along the
-// read (seq) and the reference (ref), whether it ends MD's count of
-// matches with an item (mdItem: a mismatch or a deletion), and how many
-// of its length's bases that item spells out (mdBases: a deletion's).
+// operation it extends, whether its length moves it along the read (seq)
+// and the reference (ref), whether it ends MD's count of matches with an
+// item (mdItem: a mismatch or a deletion), and whether that item spells
+// out its length's bases (mdBases: a deletion's). A mask is -1 for yes, 0
+// for no.
 type runRule struct {
 	op                        uint32
 	seq, ref, mdItem, mdBases int64
@@ -34,10 +36,10 @@ type runRule struct {
 // runRules is the rule of each class (a power of two long, so that an
 // index masked to it needs no bounds check).
 var runRules = [8]runRule{
-	runSubst:   {op: cigM, seq: 1, ref: 1, mdItem: 1},
-	runInsBase: {op: cigI, seq: 1},
-	runDel:     {op: cigD, ref: 1, mdItem: 1, mdBases: 1},
-	runIns:     {op: cigI, seq: 1},
+	runSubst:   {op: cigM, seq: -1, ref: -1, mdItem: -1},
+	runInsBase: {op: cigI, seq: -1},
+	runDel:     {op: cigD, ref: -1, mdItem: -1, mdBases: -1},
+	runIns:     {op: cigI, seq: -1},
 }
 
 const (
@@ -117,8 +119,7 @@ func (w *leanWalker) fastRun(n int) int {
 		d := fps[k]
 		r := &runRules[c&7]
 		pos := int64(d) + prevPos
-		gap := pos - seqPos
-		gap &^= gap >> 63 // max(gap, 0), which the compiler branches on
+		gap := pos - seqPos // the matches before the feature
 		at := refPos + gap
 		// The feature's length: one base, DL's byte, or IN's bases.
 		var dv int64
@@ -128,19 +129,22 @@ func (w *leanWalker) fastRun(n int) int {
 		dv &^= -(dv >> 7) // an ITF-8 value of more than one byte: 0, left
 		isDel := b2i(c == runDel)
 		fl := 1 ^ (1^dv)&-isDel
-		nextIn := inPos
 		if c == runIns {
-			fl = int64(bytes.IndexByte(ins[inPos:], inStop))
-			nextIn = inPos + int(fl) + 1
+			fl = int64(untilStop(ins[inPos:], inStop))
 		}
-		// pos <= n+1 follows from the read's end, seq or not.
-		if d >= 0x80 || c == runLeave || pos <= 0 || fl <= 0 ||
-			at+fl*r.ref > hi || pos-1+fl*r.seq > seqMax || at > nHi {
+		// A feature before the read's position (overlapping the last
+		// one) is left, so that the position follows from the feature's
+		// alone; pos >= seqPos > 0 then, and pos <= n+1 follows from the
+		// read's end, whether the feature moves along the read or not.
+		if d >= 0x80 || c == runLeave || gap < 0 || fl <= 0 ||
+			at+fl&r.ref > hi || pos-1+fl&r.seq > seqMax || at > nHi {
 			break
 		}
 		// Taken: the match up to the feature, then the feature.
 		dlPos += int(isDel)
-		inPos = nextIn
+		if c == runIns {
+			inPos += int(fl) + 1
+		}
 		prevPos = pos
 		// The CIGAR: an operation ends where the next one differs.
 		grew := b2i(gap > 0)
@@ -155,11 +159,15 @@ func (w *leanWalker) fastRun(n int) int {
 		ops += int(ended + changed)
 		// MD's text: the matches counted, then the item.
 		dist += gap
-		text += r.mdItem*(digits(dist)+1) + r.mdBases*fl
-		dist &= r.mdItem - 1
+		dd := int64(smallDigits[min(uint64(dist), 255)])
+		if dist > 255 {
+			dd = digits(dist)
+		}
+		text += (dd+1)&r.mdItem + fl&r.mdBases
+		dist &^= r.mdItem
 		edits += fl
-		seqPos += gap + fl*r.seq
-		refPos = at + fl*r.ref
+		seqPos = pos + fl&r.seq
+		refPos = at + fl&r.ref
 	}
 	if k == 0 {
 		return 0
@@ -221,4 +229,31 @@ func digits(v int64) int64 {
 	u := uint32(v) | 1
 	t := uint(bits.Len32(u)) * 1233 >> 12
 	return int64(t) + b2i(u >= pow10s[t&15])
+}
+
+// smallDigits holds digits(v) for v below 256.
+var smallDigits = func() (t [256]uint8) {
+	for i := range t {
+		t[i] = uint8(digits(int64(i)))
+	}
+	return
+}()
+
+// untilStop is bytes.IndexByte(b, stop) for the short insertions of a long
+// read: the first eight bytes are searched at once, in a word.
+func untilStop(b []byte, stop byte) int {
+	if len(b) < 8 {
+		return bytes.IndexByte(b, stop)
+	}
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	x := binary.LittleEndian.Uint64(b) ^ ones*uint64(stop)
+	// The lowest byte flagged is the first zero byte of x (a borrow
+	// only flags bytes above a zero one).
+	if t := (x - ones) &^ x & highs; t != 0 {
+		return bits.TrailingZeros64(t) >> 3
+	}
+	if j := bytes.IndexByte(b[8:], stop); j >= 0 {
+		return 8 + j
+	}
+	return -1
 }
