@@ -31,11 +31,12 @@ func (c *Contig) Scan(start, end int64, h hash.Hash, runs [][2]int64) (out [][2]
 		return runs, fmt.Errorf("%w: bases [%d,%d) of %s (length %d)", ErrOutOfRange, start, end, c.name, c.length)
 	}
 	s := scanner{h: h, runs: runs, start: start, size: int(min(end-start, scanChunk))}
+	s.rawMarked = true
 	if fits, err := c.markRuns(start, end, &s); fits || err != nil {
 		s.flush()
 		return s.runs, err
 	}
-	s.runs = runs // walk gives the error
+	s.runs, s.rawMarked = runs, false // walk gives the error
 	err = c.walk(start, end, &s)
 	s.flush()
 	return s.runs, err
@@ -127,24 +128,27 @@ func (s *scanner) markRaw(r run, lo int64, raw []byte, lower bool) {
 
 // rawChunk is how many bytes of a run hashRaw looks at at a time: whether
 // they may hold a lowercase letter is decided per chunk, so that a
-// soft-masked stretch sends only its own lines through the gathering.
+// soft-masked stretch sends only its own lines through the gathering,
+// and a chunk's passes after the first find its bytes in the cache.
 const rawChunk = 16 << 10
 
-// hashRaw is markRaw for a scanner with a digest: the lines of raw (the
-// bytes of run r from file offset lo on) are hashed straight from the
-// mapping, a line at a time, where a chunk of them holds no lowercase
-// letter, and their Ns found in place; a chunk that may hold one goes
-// through gather, which uppercases its bases. A line is a
-// call of the digest, but a digest's calls cost it little more than the
-// copying into a buffer of their bases would.
+// hashRaw is markRaw for a scanner with a digest: the Ns and ns of raw
+// (the bytes of run r from file offset lo on) are found in place, a chunk
+// at a time (bytes.IndexByte is the cheapest first reading of bytes not
+// in the cache yet), then the chunk's lines are hashed straight from the
+// mapping, a line at a time, where it holds no lowercase letter; one that
+// may hold one goes through gather, which uppercases its bases (their Ns
+// already marked: rawMarked). A line is a call of the digest, but a
+// digest's calls cost it little more than the copying into a buffer of
+// their bases would.
 func (s *scanner) hashRaw(r run, lo int64, raw []byte) {
 	for len(raw) > 0 {
 		n := min(len(raw), rawChunk)
 		chunk := raw[:n]
+		s.markRaw(r, lo, chunk, true)
 		direct := !mayLower(chunk)
 		if direct {
 			s.flush() // the bases gathered before come first
-			s.markRaw(r, lo, chunk, false)
 		}
 		s.lines(r, lo, chunk, direct)
 		lo, raw = lo+int64(n), raw[n:]
@@ -205,6 +209,9 @@ type scanner struct {
 	buf   []byte
 	size  int // of buf, made on first use
 	start int64
+	// rawMarked: the Ns of the bases gathered are marked in the file's
+	// bytes already (scanRaw), not by flush.
+	rawMarked bool
 }
 
 func (s *scanner) segment(pos int64, b []byte) {
@@ -242,7 +249,9 @@ func (s *scanner) flush() {
 		upper(b)
 	}
 	s.h.Write(b)
-	s.mark(s.start, b, false)
+	if !s.rawMarked {
+		s.mark(s.start, b, false)
+	}
 	s.start += int64(len(b))
 	s.buf = b[:0]
 }
