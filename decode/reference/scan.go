@@ -81,7 +81,7 @@ func (c *Contig) markRuns(start, end int64, s *scanner) (bool, error) {
 				if s.h != nil {
 					s.hashRaw(r, lo, data[lo:hi])
 				} else {
-					s.markRaw(r, lo, data[lo:hi], true)
+					s.markChunks(r, lo, data[lo:hi])
 				}
 				if ri == first {
 					spans[0] = [2]int64{lo, hi}
@@ -123,6 +123,16 @@ func (s *scanner) markRaw(r run, lo int64, raw []byte, lower bool) {
 		base := r.base + line*r.lineBases + col
 		s.add(base, base+int64(k-j))
 		i = k
+	}
+}
+
+// markChunks is markRaw a chunk at a time, so that the search for n
+// finds the bytes the search for N read in the cache.
+func (s *scanner) markChunks(r run, lo int64, raw []byte) {
+	for len(raw) > 0 {
+		n := min(len(raw), rawChunk)
+		s.markRaw(r, lo, raw[:n], true)
+		lo, raw = lo+int64(n), raw[n:]
 	}
 }
 
