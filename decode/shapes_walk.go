@@ -1,9 +1,6 @@
 package decode
 
-import (
-	"bytes"
-	"fmt"
-)
+import "fmt"
 
 // leanWalker is featureWalker for the lean pass, as a type of its own: it
 // reads the read features of one mapped record with the same rules and
@@ -202,11 +199,10 @@ func (w *leanWalker) rareFeature(op byte, pos int64) error {
 // what BAM's 28 bits keep of it. Which sums it adds to is a bit of a mask
 // rather than a branch: the operations of a long read alternate.
 func (w *leanWalker) emit(c uint32) {
-	const refOps, queryOps = 1<<cigM | 1<<cigD | 1<<cigN, 1<<cigM | 1<<cigI | 1<<cigS
 	w.ops++
 	n, op := int64(c>>4), c&0xf
-	w.refSum += n * int64(refOps>>op&1)
-	w.querySum += n * int64(queryOps>>op&1)
+	w.refSum += pending(cigRefOps, op, n)
+	w.querySum += pending(cigQueryOps, op, n)
 }
 
 // extend adds k to the CIGAR operation op, ending the previous one if it
@@ -408,177 +404,4 @@ func (w *leanWalker) fits(s DataSeries, off, m int64) error {
 		return corruptf("%v: %d bytes at read position %d overrun the %d-base read", s, m, off+1, w.n)
 	}
 	return nil
-}
-
-// fastRun walks up to n features while each is one of those a long read
-// has most of, with its values at hand: a code (FC) and position (FP) of
-// one byte each in decoded EXTERNAL blocks, a match before it that lies
-// in the view with no 'N' known in it, and then a substitution, an
-// inserted base, a deletion (its length one EXTERNAL byte) or an
-// insertion (its bases BYTE_ARRAY_STOP in a decoded block) that reads no
-// other series and stays within the reference and the read. It keeps the walk's
-// state in locals and returns how many features it took; a feature it
-// does not take it leaves unread, for advance and feature, whose rules
-// (and errors) it only shortcuts. A marks view only: its bases are never
-// copied.
-func (w *leanWalker) fastRun(n int) int {
-	fc, fp, v := w.fx.fc, w.fx.fp, w.view
-	if fc == nil || fp == nil || !v.marks || !w.hasRef || !w.placed || !w.fx.skipBS || !w.fx.skipBA {
-		return 0
-	}
-	var dl, in *extStream
-	if e := w.ds[DSDL]; e != nil && e.ID == EncodingExternal && e.x != nil && e.xGen == w.st.gen {
-		dl = e.x
-	}
-	var inStop byte
-	if e := w.ds[DSIN]; e != nil && e.ID == EncodingByteArrayStop && e.x != nil && e.xGen == w.st.gen && !e.x.pending && !e.x.measured {
-		in, inStop = e.x, e.Stop
-	}
-	md, nm := w.md.md, w.md.active()
-	refPos, seqPos, prevPos := w.refPos, w.seqPos, w.prevPos
-	cigOp, cigLen := w.cigOp, w.cigLen
-	dist, text, edits := w.md.dist, w.md.text, w.md.edits
-	ops, refSum, querySum := w.ops, w.refSum, w.querySum
-	lo, hi := v.start, min(v.start+v.size, v.limit, w.refLen) // bases the view answers for
-	done := 0
-	for ; done < n && fc.pos < len(fc.data) && fp.pos < len(fp.data); done++ {
-		op, d := fc.data[fc.pos], fp.data[fp.pos]
-		if d >= 0x80 {
-			break
-		}
-		pos := int64(d) + prevPos
-		if pos <= 0 || pos > w.n+1 {
-			break
-		}
-		// The match up to the feature, and where the feature starts.
-		gap, at := int64(0), refPos
-		if pos > seqPos {
-			gap = pos - seqPos
-			at = refPos + gap
-			if refPos < lo || at > hi {
-				break
-			}
-			if nm && (!v.nScanned || refPos < v.nFrom || refPos > v.nNext || v.nNext < at) {
-				break // an 'N' may lie in it, or hasN has not looked
-			}
-		}
-		// The feature.
-		var fl int64 // DL, or the length of IN
-		switch op {
-		case 'X':
-			if at < lo || at >= hi {
-				op = 0
-			}
-		case 'i':
-			if w.n > 0 && pos-1 >= w.n {
-				op = 0
-			}
-		case 'D':
-			if dl == nil || dl.pos >= len(dl.data) || dl.data[dl.pos] >= 0x80 {
-				op = 0
-				break
-			}
-			fl = int64(dl.data[dl.pos])
-			if nm && (at < lo || at+fl > hi) {
-				op = 0
-			}
-		case 'I':
-			j := -1
-			if in != nil {
-				j = bytes.IndexByte(in.data[in.pos:], inStop)
-			}
-			fl = int64(j)
-			if j < 0 || w.n > 0 && pos-1+fl > w.n {
-				op = 0
-			}
-		default:
-			op = 0
-		}
-		if op == 0 {
-			break
-		}
-		// Taken: read the code and position, match, then the feature.
-		fc.pos++
-		fp.pos++
-		if gap > 0 {
-			if nm {
-				dist += gap
-			}
-			if cigLen != 0 && cigOp != cigM {
-				ops, refSum, querySum = countOp(ops, refSum, querySum, cigOp, cigLen)
-				cigLen = 0
-			}
-			cigOp = cigM
-			cigLen += gap
-			refPos, seqPos = at, pos
-		}
-		prevPos = pos
-		switch op {
-		case 'X':
-			if md {
-				text += uintLen(dist) + 1
-				dist = 0
-			}
-			edits++
-			if cigLen != 0 && cigOp != cigM {
-				ops, refSum, querySum = countOp(ops, refSum, querySum, cigOp, cigLen)
-				cigLen = 0
-			}
-			cigOp = cigM
-			cigLen++
-			seqPos++
-			refPos++
-		case 'i':
-			if cigLen != 0 && cigOp != cigI {
-				ops, refSum, querySum = countOp(ops, refSum, querySum, cigOp, cigLen)
-				cigLen = 0
-			}
-			cigOp = cigI
-			cigLen++
-			seqPos++
-			edits++
-		case 'D':
-			dl.pos++
-			if nm {
-				if dist >= 0 && md {
-					text += uintLen(dist)
-				}
-				if md {
-					text += 1 + fl
-					dist = 0
-				}
-				edits += fl
-			}
-			if cigLen != 0 && cigOp != cigD {
-				ops, refSum, querySum = countOp(ops, refSum, querySum, cigOp, cigLen)
-				cigLen = 0
-			}
-			cigOp = cigD
-			cigLen += fl
-			refPos += fl
-		case 'I':
-			in.pos += int(fl) + 1
-			if cigLen != 0 && cigOp != cigI {
-				ops, refSum, querySum = countOp(ops, refSum, querySum, cigOp, cigLen)
-				cigLen = 0
-			}
-			cigOp = cigI
-			cigLen += fl
-			seqPos += fl
-			edits += fl
-		}
-	}
-	w.refPos, w.seqPos, w.prevPos = refPos, seqPos, prevPos
-	w.cigOp, w.cigLen = cigOp, cigLen
-	w.md.dist, w.md.text, w.md.edits = dist, text, edits
-	w.ops, w.refSum, w.querySum = ops, refSum, querySum
-	return done
-}
-
-// countOp is emit for fastRun's locals: the operation op of length k
-// (as BAM's 28 bits keep it) counted.
-func countOp(ops int, refSum, querySum int64, op uint32, k int64) (int, int64, int64) {
-	const refOps, queryOps = 1<<cigM | 1<<cigD | 1<<cigN, 1<<cigM | 1<<cigI | 1<<cigS
-	n := int64(uint32(k) << 4 >> 4)
-	return ops + 1, refSum + n*int64(refOps>>op&1), querySum + n*int64(queryOps>>op&1)
 }

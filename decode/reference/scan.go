@@ -10,8 +10,9 @@ import (
 )
 
 // Scan reads the bases of [start,end), as Bases would return them
-// (uppercased), without copying them out (for h they pass through a
-// scratch buffer of at most 8 KiB): it writes them to h when h
+// (uppercased), without copying them out (for h, those that need
+// uppercasing, or are read from BGZF, pass through a scratch buffer of at
+// most 8 KiB): it writes them to h when h
 // is not nil, and appends to runs the maximal runs [from,to) of 'N' among
 // them (a lowercase 'n' is an 'N' once uppercased), in ascending order, a
 // run that continues the last one of runs extending it. Its errors are
@@ -30,22 +31,23 @@ func (c *Contig) Scan(start, end int64, h hash.Hash, runs [][2]int64) (out [][2]
 		return runs, fmt.Errorf("%w: bases [%d,%d) of %s (length %d)", ErrOutOfRange, start, end, c.name, c.length)
 	}
 	s := scanner{h: h, runs: runs, start: start, size: int(min(end-start, scanChunk))}
-	if h == nil {
-		if fits, err := c.markRuns(start, end, &s); fits || err != nil {
-			return s.runs, err
-		}
-		s.runs = runs // walk gives the error
+	s.rawMarked = true
+	if fits, err := c.markRuns(start, end, &s); fits || err != nil {
+		s.flush()
+		return s.runs, err
 	}
+	s.runs, s.rawMarked = runs, false // walk gives the error
 	err = c.walk(start, end, &s)
 	s.flush()
 	return s.runs, err
 }
 
-// markRuns is walk for a scanner without digest: each run's bytes from
-// start to end, line ends included, are searched for Ns at once, rather
-// than line by line. It reports false, having read nothing, for a range
-// that does not fit the mapping, walk then giving the exact error, and
-// for a BGZF file, whose bytes walk reads a block at a time.
+// markRuns is walk for a plain file: each run's bytes from start to end,
+// line ends included, are searched for Ns at once, rather than line by
+// line, and hashed from the mapping where they need no uppercasing
+// (hashRaw). It reports false, having read nothing, for a range that
+// does not fit the mapping, walk then giving the exact error, and for a
+// BGZF file, whose bytes walk reads a block at a time.
 func (c *Contig) markRuns(start, end int64, s *scanner) (bool, error) {
 	if start == end {
 		return true, nil
@@ -76,7 +78,11 @@ func (c *Contig) markRuns(start, end int64, s *scanner) (bool, error) {
 				return false, nil
 			}
 			if pass == 1 {
-				s.markRaw(r, lo, data[lo:hi])
+				if s.h != nil {
+					s.hashRaw(r, lo, data[lo:hi])
+				} else {
+					s.markChunks(r, lo, data[lo:hi])
+				}
 				if ri == first {
 					spans[0] = [2]int64{lo, hi}
 				}
@@ -92,10 +98,13 @@ func (c *Contig) markRuns(start, end int64, s *scanner) (bool, error) {
 	return true, nil
 }
 
-// markRaw adds the runs of N and n of raw, the bytes of run r from file
-// offset lo on, skipping the bytes of line ends.
-func (s *scanner) markRaw(r run, lo int64, raw []byte) {
+// markRaw adds the runs of N of raw, the bytes of run r from file offset
+// lo on, skipping the bytes of line ends, and those of n too when lower.
+func (s *scanner) markRaw(r run, lo int64, raw []byte, lower bool) {
 	f := nFinder{b: raw, nextN: -2, nextn: -2}
+	if !lower {
+		f.nextn = -1 // no 'n' looked for
+	}
 	for i := 0; i < len(raw); {
 		j := f.next(i)
 		if j < 0 {
@@ -108,13 +117,92 @@ func (s *scanner) markRaw(r run, lo int64, raw []byte) {
 			continue
 		}
 		k := j + 1
-		for k < len(raw) && (raw[k] == 'N' || raw[k] == 'n') && col+int64(k-j) < r.lineBases {
+		for k < len(raw) && (raw[k] == 'N' || lower && raw[k] == 'n') && col+int64(k-j) < r.lineBases {
 			k++
 		}
 		base := r.base + line*r.lineBases + col
 		s.add(base, base+int64(k-j))
 		i = k
 	}
+}
+
+// markChunks is markRaw a chunk at a time, so that the search for n
+// finds the bytes the search for N read in the cache.
+func (s *scanner) markChunks(r run, lo int64, raw []byte) {
+	for len(raw) > 0 {
+		n := min(len(raw), rawChunk)
+		s.markRaw(r, lo, raw[:n], true)
+		lo, raw = lo+int64(n), raw[n:]
+	}
+}
+
+// rawChunk is how many bytes of a run hashRaw looks at at a time: whether
+// they may hold a lowercase letter is decided per chunk, so that a
+// soft-masked stretch sends only its own lines through the gathering,
+// and a chunk's passes after the first find its bytes in the cache.
+const rawChunk = 16 << 10
+
+// hashRaw is markRaw for a scanner with a digest: the Ns and ns of raw
+// (the bytes of run r from file offset lo on) are found in place, a chunk
+// at a time (bytes.IndexByte is the cheapest first reading of bytes not
+// in the cache yet), then the chunk's lines are hashed straight from the
+// mapping, a line at a time, where it holds no lowercase letter; one that
+// may hold one goes through gather, which uppercases its bases (their Ns
+// already marked: rawMarked). A line is a call of the digest, but a
+// digest's calls cost it little more than the copying into a buffer of
+// their bases would.
+func (s *scanner) hashRaw(r run, lo int64, raw []byte) {
+	for len(raw) > 0 {
+		n := min(len(raw), rawChunk)
+		chunk := raw[:n]
+		s.markRaw(r, lo, chunk, true)
+		direct := !mayLower(chunk)
+		if direct {
+			s.flush() // the bases gathered before come first
+		}
+		s.lines(r, lo, chunk, direct)
+		lo, raw = lo+int64(n), raw[n:]
+	}
+}
+
+// lines gives the bases of raw, the bytes of run r from file offset lo
+// on, line segment by line segment, to the digest when direct (their Ns
+// marked by the caller), else to gather.
+func (s *scanner) lines(r run, lo int64, raw []byte, direct bool) {
+	col := (lo - r.off) % r.lineWidth
+	for i := int64(0); i < int64(len(raw)); {
+		if col < r.lineBases {
+			k := min(r.lineBases-col, int64(len(raw))-i)
+			b := raw[i : i+k]
+			if direct {
+				s.h.Write(b)
+				s.start += k
+			} else {
+				s.gather(b)
+			}
+			i += k
+			col += k
+			continue
+		}
+		i += r.lineWidth - col // past the line end's bytes
+		col = 0
+	}
+}
+
+// mayLower reports whether b may hold an ASCII lowercase letter: whether a
+// byte of it has the bit 0x20 set, which uppercase letters and line ends
+// lack (digits and some signs have it: they answer true).
+func mayLower(b []byte) bool {
+	var acc uint64
+	i := 0
+	for ; i+32 <= len(b); i += 32 {
+		acc |= binary.LittleEndian.Uint64(b[i:]) | binary.LittleEndian.Uint64(b[i+8:]) |
+			binary.LittleEndian.Uint64(b[i+16:]) | binary.LittleEndian.Uint64(b[i+24:])
+	}
+	for ; i < len(b); i++ {
+		acc |= uint64(b[i])
+	}
+	return acc&0x2020202020202020 != 0
 }
 
 // scanChunk is how many bases scanner gathers before it hashes them and
@@ -131,6 +219,9 @@ type scanner struct {
 	buf   []byte
 	size  int // of buf, made on first use
 	start int64
+	// rawMarked: the Ns of the bases gathered are marked in the file's
+	// bytes already (scanRaw), not by flush.
+	rawMarked bool
 }
 
 func (s *scanner) segment(pos int64, b []byte) {
@@ -139,6 +230,12 @@ func (s *scanner) segment(pos int64, b []byte) {
 		s.mark(pos, b, true)
 		return
 	}
+	s.gather(b)
+}
+
+// gather adds bases b, which follow those gathered, to the buffer, and
+// hashes it (flush) each time it fills.
+func (s *scanner) gather(b []byte) {
 	for len(b) > 0 {
 		if s.buf == nil {
 			s.buf = make([]byte, 0, s.size)
@@ -162,7 +259,9 @@ func (s *scanner) flush() {
 		upper(b)
 	}
 	s.h.Write(b)
-	s.mark(s.start, b, false)
+	if !s.rawMarked {
+		s.mark(s.start, b, false)
+	}
 	s.start += int64(len(b))
 	s.buf = b[:0]
 }

@@ -110,3 +110,71 @@ func TestScanMatchesBases(t *testing.T) {
 	checkScan(t, c, 0, c.length)
 	checkScan(t, c, 5, c.length-3)
 }
+
+// TestScanHashesInPlace is TestScanMatchesBases for references that are
+// uppercase but for a few soft-masked stretches: Scan hashes their lines
+// from the mapping, chunk by chunk, and gathers only the chunks that may
+// hold a lowercase letter, so that both ways, and the changes from one to
+// the other, meet runs of N, line ends and the ranges' ends.
+func TestScanHashesInPlace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for file := range 12 {
+		var fa bytes.Buffer
+		for k := range 2 {
+			fmt.Fprintf(&fa, ">c%d\n", k)
+			width := 1 + rng.IntN(90)
+			n := 1 + rng.IntN(6*rawChunk)
+			lower := 0 // bases left in a soft-masked stretch
+			for i := 0; i < n; i++ {
+				if file%3 != 0 && rng.IntN(4*rawChunk) == 0 {
+					lower = rng.IntN(rawChunk)
+				}
+				b := "ACGTRY"[rng.IntN(6)]
+				if rng.IntN(200) == 0 || i >= rawChunk && i < rawChunk+70 {
+					b = 'N' // short runs, and one across the first chunk's end
+				}
+				if lower > 0 {
+					b |= 0x20
+					lower--
+				}
+				fa.WriteByte(b)
+				if (i+1)%width == 0 || i == n-1 {
+					fa.WriteByte('\n')
+				}
+			}
+		}
+		entries, err := scanFasta(fa.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &mapping{path: "test", data: fa.Bytes()}
+		for _, e := range entries {
+			c := &Contig{name: e.name, length: e.length, runs: e.runs, m: m}
+			checkScan(t, c, 0, c.length)
+			for range 30 {
+				a := rng.Int64N(c.length + 1)
+				b := a + rng.Int64N(c.length-a+1)
+				checkScan(t, c, a, b)
+			}
+		}
+	}
+}
+
+// TestMayLower checks mayLower on every byte at every place of a chunk:
+// true for each lowercase letter, false for uppercase letters and line
+// ends alone.
+func TestMayLower(t *testing.T) {
+	base := bytes.Repeat([]byte("ACGTN\r\n"), 10)
+	if mayLower(base) {
+		t.Fatalf("mayLower(%q) = true", base)
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		for i := range base {
+			b := slices.Clone(base)
+			b[i] = byte(c)
+			if !mayLower(b) {
+				t.Fatalf("mayLower misses %q at %d of %d", c, i, len(b))
+			}
+		}
+	}
+}
