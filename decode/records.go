@@ -200,24 +200,52 @@ func (d *Decoder) sliceRecords(s *sliceState) error {
 // decodeRecord decodes record rec of the slice and appends it to crecs
 // (CRAMv3 §10.1, DecodeRecord).
 func (d *Decoder) decodeRecord(s *sliceState, rec int) error {
-	cr := crec{sliceStart: int32(s.first), sliceN: int32(s.nrec), counter: s.sh.RecordCounter,
-		mateLine: -1, mateRefID: -1, tlen: unsetTLen, explicitTLen: unsetTLen, rg: -1}
-	if err := d.readPositions(s, &cr); err != nil {
+	if len(d.crecs) == cap(d.crecs) {
+		// Double, rather than append's quarter at a time for large
+		// slices: the first containers of a decoder would otherwise
+		// leave several times the final size behind as garbage.
+		d.crecs = slices.Grow(d.crecs, max(len(d.crecs), 256))
+	}
+	// The record is decoded in its place in crecs, set field by field: a
+	// composite literal is built on the stack and copied, and the copy's
+	// wide loads stall on the narrow stores that built it (no store
+	// forwarding), at every record. A record that fails is dropped.
+	k := len(d.crecs)
+	d.crecs = d.crecs[:k+1]
+	cr := &d.crecs[k]
+	*cr = crec{}
+	cr.sliceStart, cr.sliceN, cr.counter = int32(s.first), int32(s.nrec), s.sh.RecordCounter
+	cr.mateLine, cr.mateRefID, cr.rg = -1, -1, -1
+	cr.tlen, cr.explicitTLen = unsetTLen, unsetTLen
+	if err := d.recordFields(s, cr, rec); err != nil {
+		d.crecs = d.crecs[:k]
+		return err
+	}
+	if max(len(d.seqs), len(d.quals), len(d.aux), len(d.names), len(d.cigars), len(d.crecs)) >= math.MaxInt32 {
+		d.crecs = d.crecs[:k]
+		return corruptf("the container decodes to more than 2 GiB")
+	}
+	return nil
+}
+
+// recordFields decodes the fields of record rec of the slice into cr.
+func (d *Decoder) recordFields(s *sliceState, cr *crec, rec int) error {
+	if err := d.readPositions(s, cr); err != nil {
 		return err
 	}
 	if s.ch.ReadNamesIncluded {
-		if err := d.readName(&s.ch.DataSeries, &cr); err != nil {
+		if err := d.readName(&s.ch.DataSeries, cr); err != nil {
 			return err
 		}
 	}
-	if err := d.readMate(s, &cr, rec); err != nil {
+	if err := d.readMate(s, cr, rec); err != nil {
 		return err
 	}
-	hasMD, hasNM, err := d.readTags(s.ch, &cr)
+	hasMD, hasNM, err := d.readTags(s.ch, cr)
 	if err != nil {
 		return fmt.Errorf("tags: %w", err)
 	}
-	if err := d.readRead(s, &cr, hasMD, hasNM); err != nil {
+	if err := d.readRead(s, cr, hasMD, hasNM); err != nil {
 		return err
 	}
 	if cr.rg >= 0 {
@@ -226,16 +254,6 @@ func (d *Decoder) decodeRecord(s *sliceState, rec int) error {
 		d.aux = append(d.aux, 0)
 	}
 	cr.auxLen = int32(len(d.aux)) - cr.auxOff
-	if max(len(d.seqs), len(d.quals), len(d.aux), len(d.names), len(d.cigars), len(d.crecs)) >= math.MaxInt32 {
-		return corruptf("the container decodes to more than 2 GiB")
-	}
-	if len(d.crecs) == cap(d.crecs) {
-		// Double, rather than append's quarter at a time for large
-		// slices: the first containers of a decoder would otherwise
-		// leave several times the final size behind as garbage.
-		d.crecs = slices.Grow(d.crecs, max(len(d.crecs), 256))
-	}
-	d.crecs = append(d.crecs, cr)
 	return nil
 }
 
