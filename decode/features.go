@@ -133,7 +133,9 @@ func (d *Decoder) decodeSeq(s *sliceState, cr *crec, seq, qual []byte, hasMD, ha
 		// whatever decode_md says (htslib 1.16's has_MD < 0).
 		r.md.md, r.md.nm, t.mdAt, t.nmAt = canMD && d.mdSlot >= 0, canMD && d.nmSlot >= 0, d.mdSlot, d.nmSlot
 	}
-	r.st, r.ds, r.fx, r.sm, r.view, r.sink = &d.st, &ch.DataSeries, s.fx, &ch.SubstitutionMatrix, s.view, (*fullSink)(d)
+	r.st, r.ds, r.sm, r.view, r.sink = &d.st, &ch.DataSeries, &ch.SubstitutionMatrix, s.view, (*fullSink)(d)
+	r.fx.fc, r.fx.fp, r.fx.bs, r.fx.ba = s.fx.fc, s.fx.fp, s.fx.bs, s.fx.ba
+	r.fx.skipBS, r.fx.skipBA = s.fx.skipBS, s.fx.skipBA
 	r.seq, r.qual, r.n = seq, qual, int64(cr.length)
 	r.hasRef, r.placed, r.preserveQual = hasRef, cr.refID >= 0, cr.cf&cfPreserveQual != 0
 	r.refPos, r.seqPos, r.cigOp, r.cig = cr.apos-1, 1, cigM, d.cigars

@@ -152,6 +152,7 @@ func (d *Decoder) prepareSlice(s *sliceState) error {
 		return corruptf("slice claims %d records for %d bytes of data", s.nrec, d.st.maxArray)
 	}
 	ds := &ch.DataSeries
+	d.st.bindSeries(ds)
 	s.fx = featStreams{fc: d.st.externalOf(ds[DSFC]), fp: d.st.externalOf(ds[DSFP])}
 	if !s.lean {
 		s.fx.bs, s.fx.ba = d.st.externalOf(ds[DSBS]), d.st.externalOf(ds[DSBA])
@@ -261,22 +262,38 @@ func (d *Decoder) recordFields(s *sliceState, cr *crec, rec int) error {
 // series the compression header gives no encoding is an error here, when a
 // record reads it, and nowhere else (noEncoding).
 //
-// It is called a dozen times per record: the EXTERNAL one-byte case and a
-// constant HUFFMAN code are read here, the rest by readIntSlow.
+// It is called a dozen times per record: the EXTERNAL one-byte case,
+// from the block bindSeries found, inlines; the rest is readIntRest's.
 func (d *Decoder) readInt(ds *[numDataSeries]*Encoding, s DataSeries) (int32, error) {
+	if x := d.st.series[s]; x != nil {
+		if p := x.pos; p < len(x.data) && x.data[p] < 0x80 {
+			x.pos = p + 1
+			return int32(x.data[p]), nil
+		}
+	}
+	return d.readIntRest(ds, s)
+}
+
+// readIntRest is readInt past its first case: a longer ITF-8 value from
+// the same block, a constant HUFFMAN code, or any other encoding
+// (readIntSlow).
+func (d *Decoder) readIntRest(ds *[numDataSeries]*Encoding, s DataSeries) (int32, error) {
 	e := ds[s]
-	if e != nil {
-		if v, ok := e.intFast(&d.st); ok {
-			return v, nil
+	if x := d.st.series[s]; x != nil && !x.pending {
+		v, err := x.readITF8Long()
+		if err != nil {
+			return 0, fmt.Errorf("%v: %w", s, err)
 		}
-		if e.ID == EncodingHuffman && e.huff.count[0] > 0 {
-			return e.huff.symbols[0], nil
-		}
+		return v, nil
+	}
+	if e != nil && e.ID == EncodingHuffman && e.huff.count[0] > 0 {
+		return e.huff.symbols[0], nil
 	}
 	return d.readIntSlow(e, s)
 }
 
-// readIntSlow is readInt past its first cases.
+// readIntSlow reads one integer of data series s with encoding e, past
+// the cases readInt and readIntRest take.
 func (d *Decoder) readIntSlow(e *Encoding, s DataSeries) (int32, error) {
 	if e == nil {
 		return 0, noEncoding(s)

@@ -146,6 +146,11 @@ type streams struct {
 	// late is the block a BlockRunner may still be decompressing (see
 	// lateBlock); nil when none.
 	late *lateBlock
+	// series is the block each data series reads when its encoding is
+	// EXTERNAL (nil otherwise, or when the slice lacks the block), found
+	// once per slice (bindSeries), so that readInt takes a value without
+	// going through the encoding.
+	series [numDataSeries]*extStream
 }
 
 func (s *streams) reset() {
@@ -158,6 +163,15 @@ func (s *streams) reset() {
 	s.maxArray = 0
 	s.lazy = nil
 	s.late = nil
+	s.series = [numDataSeries]*extStream{}
+}
+
+// bindSeries finds the blocks of the data series whose encodings ds
+// are EXTERNAL (series); once all blocks were added and indexed.
+func (s *streams) bindSeries(ds *[numDataSeries]*Encoding) {
+	for i, e := range ds {
+		s.series[i] = s.externalOf(e)
+	}
 }
 
 func (s *streams) add(id int32, data []byte) {
