@@ -280,6 +280,9 @@ func (d *Decoder) readInt(ds *[numDataSeries]*Encoding, s DataSeries) (int32, er
 func (d *Decoder) readIntRest(ds *[numDataSeries]*Encoding, s DataSeries) (int32, error) {
 	e := ds[s]
 	if x := d.st.series[s]; x != nil && !x.pending {
+		if v, ok := x.itf8(); ok {
+			return v, nil
+		}
 		v, err := x.readITF8Long()
 		if err != nil {
 			return 0, fmt.Errorf("%v: %w", s, err)

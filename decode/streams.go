@@ -2,7 +2,9 @@ package decode
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // bitReader reads the core data block (CRAMv3 §8.6) most significant bit
@@ -113,6 +115,33 @@ func (x *extStream) readITF8Long() (int32, error) {
 	}
 	return v, nil
 }
+
+// itf8 reads one ITF-8 integer (CRAMv3 §2.3) of any length when at
+// least five bytes remain, with no branch on its length but for the
+// five-byte form (readITF8Long reads the last values of a block). ok is
+// false, and nothing read, when fewer remain.
+func (x *extStream) itf8() (v int32, ok bool) {
+	p := x.pos
+	if len(x.data)-p < 5 {
+		return 0, false
+	}
+	u := binary.BigEndian.Uint32(x.data[p:])
+	n := bits.LeadingZeros32(^u) // the bytes after the first
+	if n >= 4 {
+		x.pos = p + 5
+		return int32(u<<4 | uint32(x.data[p+4]&0x0f)), true
+	}
+	x.pos = p + 1 + n
+	return int32(u >> itf8Shift[n&3] & itf8Mask[n&3]), true
+}
+
+// itf8Shift and itf8Mask take the value of an ITF-8 integer of 1 to 4
+// bytes, by the bytes after its first, from its first four bytes read
+// big-endian.
+var (
+	itf8Shift = [4]uint8{24, 16, 8, 0}
+	itf8Mask  = [4]uint32{1<<7 - 1, 1<<14 - 1, 1<<21 - 1, 1<<28 - 1}
+)
 
 func (x *extStream) readN(n int) ([]byte, error) {
 	if p := x.pos; n >= 0 && n <= len(x.data)-p {
