@@ -262,37 +262,38 @@ func (d *Decoder) recordFields(s *sliceState, cr *crec, rec int) error {
 // series the compression header gives no encoding is an error here, when a
 // record reads it, and nowhere else (noEncoding).
 //
-// It is called a dozen times per record: the EXTERNAL one-byte case,
-// from the block bindSeries found, inlines; the rest is readIntRest's.
+// It is called a dozen times per record: the cases of the x16 file's
+// records, an ITF-8 value from an EXTERNAL block and a constant, are
+// read here from how bindSeries found the series, without a further
+// call for the one-byte values and the constants; readIntRest reads
+// the rest.
 func (d *Decoder) readInt(ds *[numDataSeries]*Encoding, s DataSeries) (int32, error) {
-	if x := d.st.series[s]; x != nil {
+	sr := &d.st.series[s]
+	if x := sr.x; x != nil {
 		if p := x.pos; p < len(x.data) && x.data[p] < 0x80 {
 			x.pos = p + 1
 			return int32(x.data[p]), nil
 		}
+		if v, ok := x.itf8(); ok {
+			return v, nil
+		}
+	} else if sr.isConst {
+		return sr.constant, nil
 	}
 	return d.readIntRest(ds, s)
 }
 
-// readIntRest is readInt past its first case: a longer ITF-8 value from
-// the same block, a constant HUFFMAN code, or any other encoding
-// (readIntSlow).
+// readIntRest is readInt past its cases: the last values of a block, a
+// block still pending, any other encoding (readIntSlow).
 func (d *Decoder) readIntRest(ds *[numDataSeries]*Encoding, s DataSeries) (int32, error) {
-	e := ds[s]
-	if x := d.st.series[s]; x != nil && !x.pending {
-		if v, ok := x.itf8(); ok {
-			return v, nil
-		}
+	if x := d.st.series[s].x; x != nil && !x.pending {
 		v, err := x.readITF8Long()
 		if err != nil {
 			return 0, fmt.Errorf("%v: %w", s, err)
 		}
 		return v, nil
 	}
-	if e != nil && e.ID == EncodingHuffman && e.huff.count[0] > 0 {
-		return e.huff.symbols[0], nil
-	}
-	return d.readIntSlow(e, s)
+	return d.readIntSlow(ds[s], s)
 }
 
 // readIntSlow reads one integer of data series s with encoding e, past

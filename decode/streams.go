@@ -175,11 +175,20 @@ type streams struct {
 	// late is the block a BlockRunner may still be decompressing (see
 	// lateBlock); nil when none.
 	late *lateBlock
-	// series is the block each data series reads when its encoding is
-	// EXTERNAL (nil otherwise, or when the slice lacks the block), found
-	// once per slice (bindSeries), so that readInt takes a value without
+	// series is how readInt reads each data series in the slice, found
+	// once per slice (bindSeries), so that it takes a value without
 	// going through the encoding.
-	series [numDataSeries]*extStream
+	series [numDataSeries]intSeries
+}
+
+// intSeries is how readInt reads one integer data series in a slice:
+// from the block of its EXTERNAL encoding, or as the constant of a
+// one-symbol HUFFMAN code (read with no bits), or else (neither set)
+// through its encoding.
+type intSeries struct {
+	x        *extStream // nil: not EXTERNAL, or the slice lacks the block
+	constant int32
+	isConst  bool
 }
 
 func (s *streams) reset() {
@@ -192,14 +201,18 @@ func (s *streams) reset() {
 	s.maxArray = 0
 	s.lazy = nil
 	s.late = nil
-	s.series = [numDataSeries]*extStream{}
+	s.series = [numDataSeries]intSeries{}
 }
 
-// bindSeries finds the blocks of the data series whose encodings ds
-// are EXTERNAL (series); once all blocks were added and indexed.
+// bindSeries sets how readInt reads the data series of encodings ds in
+// the slice (series); once all its blocks were added and indexed.
 func (s *streams) bindSeries(ds *[numDataSeries]*Encoding) {
 	for i, e := range ds {
-		s.series[i] = s.externalOf(e)
+		r := intSeries{x: s.externalOf(e)}
+		if e != nil && e.ID == EncodingHuffman && e.huff.count[0] > 0 {
+			r.constant, r.isConst = e.huff.symbols[0], true
+		}
+		s.series[i] = r
 	}
 }
 
