@@ -97,16 +97,6 @@ func (e *Encoding) stream(s *streams) (*extStream, error) {
 	return e.findStream(s)
 }
 
-// cached is the external block stream found for the current slice of s,
-// when it was and is decompressed: stream's first case, small enough to
-// inline; nil otherwise.
-func (e *Encoding) cached(s *streams) *extStream {
-	if x := e.x; x != nil && e.xGen == s.gen && !x.pending {
-		return x
-	}
-	return nil
-}
-
 // findStream is stream's lookup, once per slice, kept apart so that the
 // cached case inlines.
 func (e *Encoding) findStream(s *streams) (*extStream, error) {

@@ -153,6 +153,9 @@ func (d *Decoder) prepareSlice(s *sliceState) error {
 	}
 	ds := &ch.DataSeries
 	d.st.bindSeries(ds)
+	if !s.lean {
+		d.st.bindTags(ch)
+	}
 	s.fx = featStreams{fc: d.st.externalOf(ds[DSFC]), fp: d.st.externalOf(ds[DSFP])}
 	if !s.lean {
 		s.fx.bs, s.fx.ba = d.st.externalOf(ds[DSBS]), d.st.externalOf(ds[DSBA])

@@ -267,6 +267,18 @@ func (s *streams) externalOf(e *Encoding) *extStream {
 	return x
 }
 
+// byteArrayStopOf is externalOf for a BYTE_ARRAY_STOP encoding.
+func (s *streams) byteArrayStopOf(e *Encoding) *extStream {
+	if e == nil || e.ID != EncodingByteArrayStop {
+		return nil
+	}
+	x, err := s.lookup(e.ContentID)
+	if err != nil {
+		return nil
+	}
+	return x
+}
+
 // lookup is external without decompressing a pending block.
 func (s *streams) lookup(id int32) (*extStream, error) {
 	var x *extStream

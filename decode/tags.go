@@ -57,8 +57,8 @@ func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, 
 func (d *Decoder) readTag(op *tagOp) error {
 	switch op.kind {
 	case tagConst:
-		x := op.val.cached(&d.st)
-		if x == nil {
+		x := op.x
+		if x == nil || x.pending {
 			var err error
 			if x, err = op.val.stream(&d.st); err != nil {
 				return err
@@ -80,8 +80,8 @@ func (d *Decoder) readTag(op *tagOp) error {
 			d.aux = append(d.aux, b...)
 		}
 	case tagStop:
-		x := op.enc.cached(&d.st)
-		if x == nil {
+		x := op.x
+		if x == nil || x.pending {
 			var err error
 			if x, err = op.enc.stream(&d.st); err != nil {
 				return err
@@ -101,6 +101,26 @@ func (d *Decoder) readTag(op *tagOp) error {
 		}
 	}
 	return nil
+}
+
+// bindTags finds, for the records of a slice, the block each tag of
+// fixed length (tagConst) or with a stop byte (tagStop) of the tag lines
+// of ch reads, so that readTag takes it without going through its
+// encoding; nil when the slice lacks it (readTag then fails as the
+// encoding does).
+func (s *streams) bindTags(ch *CompressionHeader) {
+	for i := range ch.tagPlans {
+		ops := ch.tagPlans[i].ops
+		for k := range ops {
+			op := &ops[k]
+			switch op.kind {
+			case tagConst:
+				op.x = s.externalOf(op.val)
+			case tagStop:
+				op.x = s.byteArrayStopOf(op.enc)
+			}
+		}
+	}
 }
 
 // placeholder writes a CRAM 4.0 placeholder tag as htslib 1.16 does: MD*
@@ -143,6 +163,9 @@ type tagOp struct {
 	n    int       // tagConst: the length
 	enc  *Encoding // the tag's encoding; nil when the header gives none
 	val  *Encoding // tagConst: the EXTERNAL encoding of the bytes
+	// x is the block a tagConst or tagStop op reads in the slice being
+	// decoded (bindTags), nil when the slice lacks it.
+	x *extStream
 }
 
 type tagKind uint8
