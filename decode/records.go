@@ -510,11 +510,17 @@ func (d *Decoder) readUnmapped(ch *CompressionHeader, cr *crec, seq, qual []byte
 	return d.readQuals(ds, cr, qual)
 }
 
-// refLength is the reference length htslib bounds MD/NM with.
+// refLength is the reference length htslib bounds MD/NM with: the last
+// answer, inline (records come sorted), else refLengthOf's.
 func (d *Decoder) refLength(id int) int64 {
 	if int32(id) == d.lenID {
 		return d.lenRef
 	}
+	return d.refLengthOf(id)
+}
+
+// refLengthOf is refLength asked of the reference, and remembered.
+func (d *Decoder) refLengthOf(id int) int64 {
 	n := int64(-1)
 	if d.opt.Reference != nil {
 		n = d.opt.Reference.Length(id)
@@ -543,7 +549,16 @@ func (d *Decoder) readName(ds *[numDataSeries]*Encoding, cr *crec) error {
 	}
 	off := len(d.names)
 	var err error
-	if d.names, err = e.appendArray(&d.st, d.names); err != nil {
+	if x := d.st.series[DSRN].x; x != nil && !x.pending && e.ID == EncodingByteArrayStop {
+		// The block bindSeries found, without appendArray's dispatch.
+		var b []byte
+		if b, err = x.readUntil(e.Stop); err == nil {
+			d.names = append(d.names, b...)
+		}
+	} else {
+		d.names, err = e.appendArray(&d.st, d.names)
+	}
+	if err != nil {
 		return fmt.Errorf("RN: %w", err)
 	}
 	cr.nameOff, cr.nameLen = int32(off), int32(len(d.names)-off)

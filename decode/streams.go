@@ -175,18 +175,18 @@ type streams struct {
 	// late is the block a BlockRunner may still be decompressing (see
 	// lateBlock); nil when none.
 	late *lateBlock
-	// series is how readInt reads each data series in the slice, found
-	// once per slice (bindSeries), so that it takes a value without
-	// going through the encoding.
-	series [numDataSeries]intSeries
+	// series is how each data series is read in the slice, found once
+	// per slice (bindSeries), so that a value is read without going
+	// through the encoding.
+	series [numDataSeries]seriesBlock
 }
 
-// intSeries is how readInt reads one integer data series in a slice:
-// from the block of its EXTERNAL encoding, or as the constant of a
-// one-symbol HUFFMAN code (read with no bits), or else (neither set)
-// through its encoding.
-type intSeries struct {
-	x        *extStream // nil: not EXTERNAL, or the slice lacks the block
+// seriesBlock is how a data series is read in a slice: from the block
+// of its EXTERNAL encoding (readInt, readQuals) or of its BYTE_ARRAY_STOP
+// one (readName), or as the constant of a one-symbol HUFFMAN code (read
+// with no bits), or else (neither set) through its encoding.
+type seriesBlock struct {
+	x        *extStream // nil: another encoding, or the slice lacks the block
 	constant int32
 	isConst  bool
 }
@@ -201,14 +201,17 @@ func (s *streams) reset() {
 	s.maxArray = 0
 	s.lazy = nil
 	s.late = nil
-	s.series = [numDataSeries]intSeries{}
+	s.series = [numDataSeries]seriesBlock{}
 }
 
-// bindSeries sets how readInt reads the data series of encodings ds in
-// the slice (series); once all its blocks were added and indexed.
+// bindSeries sets how the data series of encodings ds are read in the
+// slice (series); once all its blocks were added and indexed.
 func (s *streams) bindSeries(ds *[numDataSeries]*Encoding) {
 	for i, e := range ds {
-		r := intSeries{x: s.externalOf(e)}
+		r := seriesBlock{x: s.externalOf(e)}
+		if r.x == nil {
+			r.x = s.byteArrayStopOf(e) // RN's, for readName
+		}
 		if e != nil && e.ID == EncodingHuffman && e.huff.count[0] > 0 {
 			r.constant, r.isConst = e.huff.symbols[0], true
 		}
