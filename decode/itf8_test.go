@@ -83,6 +83,7 @@ func FuzzITF8(f *testing.F) {
 	f.Add([]byte{0xc1, 0x02, 0x03, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		pos := 0
+		sameStreamITF8(t, b)
 		v, err := readITF8(b, &pos)
 		if err != nil {
 			return
@@ -97,7 +98,6 @@ func FuzzITF8(f *testing.F) {
 		if pos < 1 || pos > 5 || pos > len(b) {
 			t.Fatalf("consumed %d of %d bytes", pos, len(b))
 		}
-		sameStreamITF8(t, b)
 	})
 }
 
@@ -115,6 +115,15 @@ func sameStreamITF8(t *testing.T, b []byte) {
 		t.Fatalf("itf8 of % x (under 5 bytes): %d, %v, pos %d; want no value", b, got, ok, x.pos)
 	case len(b) >= 5 && (err != nil || !ok || got != want || x.pos != pos):
 		t.Fatalf("itf8 of % x: %d, %v, pos %d; readITF8 %d, %v, pos %d", b, got, ok, x.pos, want, err, pos)
+	}
+	// readInt has itf8 written out, and reads the end of a block too.
+	var d Decoder
+	var ds [numDataSeries]*Encoding
+	x = &extStream{data: b}
+	d.st.series[DSBF].x = x
+	got, gotErr := d.readInt(&ds, DSBF)
+	if (gotErr == nil) != (err == nil) || err == nil && (got != want || x.pos != pos) {
+		t.Fatalf("readInt of % x: %d, %v, pos %d; readITF8 %d, %v, pos %d", b, got, gotErr, x.pos, want, err, pos)
 	}
 }
 

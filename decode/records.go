@@ -1,8 +1,10 @@
 package decode
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -273,12 +275,23 @@ func (d *Decoder) recordFields(s *sliceState, cr *crec, rec int) error {
 func (d *Decoder) readInt(ds *[numDataSeries]*Encoding, s DataSeries) (int32, error) {
 	sr := &d.st.series[s]
 	if x := sr.x; x != nil {
-		if p := x.pos; p < len(x.data) && x.data[p] < 0x80 {
+		p := x.pos
+		if p < len(x.data) && x.data[p] < 0x80 {
 			x.pos = p + 1
 			return int32(x.data[p]), nil
 		}
-		if v, ok := x.itf8(); ok {
-			return v, nil
+		if len(x.data)-p >= 5 {
+			// extStream.itf8, written out (it does not inline): its
+			// call cost as much as its work, three or four values a
+			// record.
+			u := binary.BigEndian.Uint32(x.data[p:])
+			n := bits.LeadingZeros32(^u)
+			if n >= 4 {
+				x.pos = p + 5
+				return int32(u<<4 | uint32(x.data[p+4]&0x0f)), nil
+			}
+			x.pos = p + 1 + n
+			return int32(u >> itf8Shift[n&3] & itf8Mask[n&3]), nil
 		}
 	} else if sr.isConst {
 		return sr.constant, nil

@@ -119,7 +119,7 @@ func (x *extStream) readITF8Long() (int32, error) {
 // itf8 reads one ITF-8 integer (CRAMv3 §2.3) of any length when at
 // least five bytes remain, with no branch on its length but for the
 // five-byte form (readITF8Long reads the last values of a block). ok is
-// false, and nothing read, when fewer remain.
+// false, and nothing read, when fewer remain. readInt has it written out.
 func (x *extStream) itf8() (v int32, ok bool) {
 	p := x.pos
 	if len(x.data)-p < 5 {
