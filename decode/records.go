@@ -267,11 +267,10 @@ func (d *Decoder) recordFields(s *sliceState, cr *crec, rec int) error {
 // series the compression header gives no encoding is an error here, when a
 // record reads it, and nowhere else (noEncoding).
 //
-// It is called a dozen times per record: the cases of the x16 file's
-// records, an ITF-8 value from an EXTERNAL block and a constant, are
-// read here from how bindSeries found the series, without a further
-// call for the one-byte values and the constants; readIntRest reads
-// the rest.
+// It is called a dozen times per record: the common cases, an ITF-8
+// value from an EXTERNAL block and a constant, are read here from how
+// bindSeries found the series, without a further call; readIntRest
+// reads the rest.
 func (d *Decoder) readInt(ds *[numDataSeries]*Encoding, s DataSeries) (int32, error) {
 	sr := &d.st.series[s]
 	if x := sr.x; x != nil {
@@ -281,9 +280,8 @@ func (d *Decoder) readInt(ds *[numDataSeries]*Encoding, s DataSeries) (int32, er
 			return int32(x.data[p]), nil
 		}
 		if len(x.data)-p >= 5 {
-			// extStream.itf8, written out (it does not inline): its
-			// call cost as much as its work, three or four values a
-			// record.
+			// extStream.itf8, written out: it does not inline, and a
+			// call per value costs about as much as decoding it.
 			u := binary.BigEndian.Uint32(x.data[p:])
 			n := bits.LeadingZeros32(^u)
 			if n >= 4 {
