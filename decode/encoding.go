@@ -449,6 +449,9 @@ func (e *Encoding) decodeInt(s *streams) (int32, error) {
 		if err != nil {
 			return 0, err
 		}
+		if v, ok := x.itf8(); ok {
+			return v, nil
+		}
 		return x.readITF8Long()
 	case EncodingHuffman:
 		if h := e.huff; h.count[0] > 0 {

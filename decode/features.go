@@ -116,22 +116,29 @@ func nextITF8(x *extStream) (int32, bool) {
 // cram_decode_seq), then reads its mapping quality (MQ) and preserved
 // qualities (QS).
 func (d *Decoder) decodeSeq(s *sliceState, cr *crec, seq, qual []byte, hasMD, hasNM bool) error {
-	ch, view, hasRef := s.ch, s.view, s.hasRef
+	ch, hasRef := s.ch, s.hasRef
 	canMD := hasRef && cr.refID >= 0 && cr.cf&cfNoSeq == 0
-	d.mdText = mdText{aux: d.aux, mdAt: -1, nmAt: -1}
-	md := mdRules{out: &d.mdText, md: canMD && !d.opt.NoMD && !hasMD, nm: canMD && !d.opt.NoMD && !hasNM}
+	// The walker and MD's writer are set field by field: a composite
+	// literal is built on the stack and then copied, and the copy's wide
+	// loads stall on the narrow stores that built it (no store
+	// forwarding), at every record.
+	t := &d.mdText
+	t.aux, t.mdAt, t.nmAt, t.textAt = d.aux, -1, -1, 0
+	var r featureWalker[*fullSink]
+	r.md.out = t
+	r.md.md = canMD && !d.opt.NoMD && !hasMD
+	r.md.nm = canMD && !d.opt.NoMD && !hasNM
 	if ch.V4 {
 		// CRAM 4.0: MD and NM are made only where placeholders stand,
 		// whatever decode_md says (htslib 1.16's has_MD < 0).
-		md.md, md.nm, d.mdText.mdAt, d.mdText.nmAt = canMD && d.mdSlot >= 0, canMD && d.nmSlot >= 0, d.mdSlot, d.nmSlot
+		r.md.md, r.md.nm, t.mdAt, t.nmAt = canMD && d.mdSlot >= 0, canMD && d.nmSlot >= 0, d.mdSlot, d.nmSlot
 	}
-	r := featureWalker[*fullSink]{
-		st: &d.st, ds: &ch.DataSeries, fx: s.fx, sm: &ch.SubstitutionMatrix, view: view, sink: (*fullSink)(d),
-		seq: seq, qual: qual, n: int64(cr.length),
-		hasRef: hasRef, placed: cr.refID >= 0, preserveQual: cr.cf&cfPreserveQual != 0,
-		refPos: cr.apos - 1, seqPos: 1, cigOp: cigM, cig: d.cigars,
-		md: md,
-	}
+	r.st, r.ds, r.sm, r.view, r.sink = &d.st, &ch.DataSeries, &ch.SubstitutionMatrix, s.view, (*fullSink)(d)
+	r.fx.fc, r.fx.fp, r.fx.bs, r.fx.ba = s.fx.fc, s.fx.fp, s.fx.bs, s.fx.ba
+	r.fx.skipBS, r.fx.skipBA = s.fx.skipBS, s.fx.skipBA
+	r.seq, r.qual, r.n = seq, qual, int64(cr.length)
+	r.hasRef, r.placed, r.preserveQual = hasRef, cr.refID >= 0, cr.cf&cfPreserveQual != 0
+	r.refPos, r.seqPos, r.cigOp, r.cig = cr.apos-1, 1, cigM, d.cigars
 	if !r.preserveQual {
 		for i := range qual {
 			qual[i] = 0xff

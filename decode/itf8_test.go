@@ -80,8 +80,10 @@ func TestLTF8(t *testing.T) {
 func FuzzITF8(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte{0x80})
+	f.Add([]byte{0xc1, 0x02, 0x03, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		pos := 0
+		sameStreamITF8(t, b)
 		v, err := readITF8(b, &pos)
 		if err != nil {
 			return
@@ -97,4 +99,41 @@ func FuzzITF8(f *testing.F) {
 			t.Fatalf("consumed %d of %d bytes", pos, len(b))
 		}
 	})
+}
+
+// sameStreamITF8 checks that extStream.itf8 reads the value readITF8
+// reads from b, and as many bytes, or declines when fewer than five
+// bytes remain.
+func sameStreamITF8(t *testing.T, b []byte) {
+	t.Helper()
+	pos := 0
+	want, err := readITF8(b, &pos)
+	x := &extStream{data: b}
+	got, ok := x.itf8()
+	switch {
+	case len(b) < 5 && (ok || x.pos != 0):
+		t.Fatalf("itf8 of % x (under 5 bytes): %d, %v, pos %d; want no value", b, got, ok, x.pos)
+	case len(b) >= 5 && (err != nil || !ok || got != want || x.pos != pos):
+		t.Fatalf("itf8 of % x: %d, %v, pos %d; readITF8 %d, %v, pos %d", b, got, ok, x.pos, want, err, pos)
+	}
+	// readInt has itf8 written out, and reads the end of a block too.
+	var d Decoder
+	var ds [numDataSeries]*Encoding
+	x = &extStream{data: b}
+	d.st.series[DSBF].x = x
+	got, gotErr := d.readInt(&ds, DSBF)
+	if (gotErr == nil) != (err == nil) || err == nil && (got != want || x.pos != pos) {
+		t.Fatalf("readInt of % x: %d, %v, pos %d; readITF8 %d, %v, pos %d", b, got, gotErr, x.pos, want, err, pos)
+	}
+}
+
+// TestStreamITF8 holds extStream.itf8 to readITF8 for values of every
+// length, followed by other bytes, and at the end of a block.
+func TestStreamITF8(t *testing.T) {
+	for _, v := range []int32{0, 1, 127, 128, 255, 16383, 16384, 1<<21 - 1, 1 << 21, 1<<28 - 1, 1 << 28, math.MaxInt32, -1, math.MinInt32, -4542278} {
+		b := putITF8(v)
+		sameStreamITF8(t, b)
+		sameStreamITF8(t, append(b, 0xff, 0xff, 0xff, 0xff))
+		sameStreamITF8(t, append(b, 0, 0, 0, 0))
+	}
 }

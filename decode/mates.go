@@ -149,20 +149,21 @@ func (d *Decoder) record(i int, name []byte, r *Record) {
 	} else {
 		qual = d.quals[q : q+n]
 	}
-	*r = Record{
-		Name:           name,
-		Flags:          cr.flags,
-		RefID:          cr.refID,
-		Pos:            cr.apos - 1,
-		MapQ:           cr.mapq,
-		Cigar:          d.cigars[cr.cigOff : cr.cigOff+cr.cigN],
-		MateRefID:      cr.mateRefID,
-		MatePos:        cr.matePos - 1,
-		TemplateLength: cr.tlen,
-		Seq:            d.seqs[cr.seqOff : int(cr.seqOff)+n],
-		Qual:           qual,
-		Aux:            d.aux[cr.auxOff : cr.auxOff+cr.auxLen],
-	}
+	// Field by field: a composite literal is built on the stack and then
+	// copied, and the copy's wide loads stall on the narrow stores that
+	// built it (no store forwarding), at every record.
+	r.Name = name
+	r.Flags = cr.flags
+	r.RefID = cr.refID
+	r.Pos = cr.apos - 1
+	r.MapQ = cr.mapq
+	r.Cigar = d.cigars[cr.cigOff : cr.cigOff+cr.cigN]
+	r.MateRefID = cr.mateRefID
+	r.MatePos = cr.matePos - 1
+	r.TemplateLength = cr.tlen
+	r.Seq = d.seqs[cr.seqOff : int(cr.seqOff)+n]
+	r.Qual = qual
+	r.Aux = d.aux[cr.auxOff : cr.auxOff+cr.auxLen]
 }
 
 // finish turns the decoded records of a container into Records, generating

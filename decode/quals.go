@@ -19,9 +19,12 @@ func (d *Decoder) readQuals(ds *[numDataSeries]*Encoding, cr *crec, qual []byte)
 		}
 		// The bytes are not read here: the block may still be
 		// decompressed (lateBlock) while its raw size bounds the views.
-		x, err := e.position(&d.st)
-		if err != nil {
-			return fmt.Errorf("QS: %w", err)
+		x := d.st.series[DSQS].x // EXTERNAL (viewQuals), found once per slice
+		if x == nil {
+			var err error
+			if x, err = e.position(&d.st); err != nil {
+				return fmt.Errorf("QS: %w", err)
+			}
 		}
 		at := x.pos
 		if err := x.skip(len(qual)); err != nil {

@@ -1,8 +1,10 @@
 package decode
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -152,6 +154,10 @@ func (d *Decoder) prepareSlice(s *sliceState) error {
 		return corruptf("slice claims %d records for %d bytes of data", s.nrec, d.st.maxArray)
 	}
 	ds := &ch.DataSeries
+	d.st.bindSeries(ds)
+	if !s.lean {
+		d.st.bindTags(ch)
+	}
 	s.fx = featStreams{fc: d.st.externalOf(ds[DSFC]), fp: d.st.externalOf(ds[DSFP])}
 	if !s.lean {
 		s.fx.bs, s.fx.ba = d.st.externalOf(ds[DSBS]), d.st.externalOf(ds[DSBA])
@@ -200,24 +206,52 @@ func (d *Decoder) sliceRecords(s *sliceState) error {
 // decodeRecord decodes record rec of the slice and appends it to crecs
 // (CRAMv3 §10.1, DecodeRecord).
 func (d *Decoder) decodeRecord(s *sliceState, rec int) error {
-	cr := crec{sliceStart: int32(s.first), sliceN: int32(s.nrec), counter: s.sh.RecordCounter,
-		mateLine: -1, mateRefID: -1, tlen: unsetTLen, explicitTLen: unsetTLen, rg: -1}
-	if err := d.readPositions(s, &cr); err != nil {
+	if len(d.crecs) == cap(d.crecs) {
+		// Double, rather than append's quarter at a time for large
+		// slices: the first containers of a decoder would otherwise
+		// leave several times the final size behind as garbage.
+		d.crecs = slices.Grow(d.crecs, max(len(d.crecs), 256))
+	}
+	// The record is decoded in its place in crecs, set field by field: a
+	// composite literal is built on the stack and copied, and the copy's
+	// wide loads stall on the narrow stores that built it (no store
+	// forwarding), at every record. A record that fails is dropped.
+	k := len(d.crecs)
+	d.crecs = d.crecs[:k+1]
+	cr := &d.crecs[k]
+	*cr = crec{}
+	cr.sliceStart, cr.sliceN, cr.counter = int32(s.first), int32(s.nrec), s.sh.RecordCounter
+	cr.mateLine, cr.mateRefID, cr.rg = -1, -1, -1
+	cr.tlen, cr.explicitTLen = unsetTLen, unsetTLen
+	if err := d.recordFields(s, cr, rec); err != nil {
+		d.crecs = d.crecs[:k]
+		return err
+	}
+	if max(len(d.seqs), len(d.quals), len(d.aux), len(d.names), len(d.cigars), len(d.crecs)) >= math.MaxInt32 {
+		d.crecs = d.crecs[:k]
+		return corruptf("the container decodes to more than 2 GiB")
+	}
+	return nil
+}
+
+// recordFields decodes the fields of record rec of the slice into cr.
+func (d *Decoder) recordFields(s *sliceState, cr *crec, rec int) error {
+	if err := d.readPositions(s, cr); err != nil {
 		return err
 	}
 	if s.ch.ReadNamesIncluded {
-		if err := d.readName(&s.ch.DataSeries, &cr); err != nil {
+		if err := d.readName(&s.ch.DataSeries, cr); err != nil {
 			return err
 		}
 	}
-	if err := d.readMate(s, &cr, rec); err != nil {
+	if err := d.readMate(s, cr, rec); err != nil {
 		return err
 	}
-	hasMD, hasNM, err := d.readTags(s.ch, &cr)
+	hasMD, hasNM, err := d.readTags(s.ch, cr)
 	if err != nil {
 		return fmt.Errorf("tags: %w", err)
 	}
-	if err := d.readRead(s, &cr, hasMD, hasNM); err != nil {
+	if err := d.readRead(s, cr, hasMD, hasNM); err != nil {
 		return err
 	}
 	if cr.rg >= 0 {
@@ -226,16 +260,6 @@ func (d *Decoder) decodeRecord(s *sliceState, rec int) error {
 		d.aux = append(d.aux, 0)
 	}
 	cr.auxLen = int32(len(d.aux)) - cr.auxOff
-	if max(len(d.seqs), len(d.quals), len(d.aux), len(d.names), len(d.cigars), len(d.crecs)) >= math.MaxInt32 {
-		return corruptf("the container decodes to more than 2 GiB")
-	}
-	if len(d.crecs) == cap(d.crecs) {
-		// Double, rather than append's quarter at a time for large
-		// slices: the first containers of a decoder would otherwise
-		// leave several times the final size behind as garbage.
-		d.crecs = slices.Grow(d.crecs, max(len(d.crecs), 256))
-	}
-	d.crecs = append(d.crecs, cr)
 	return nil
 }
 
@@ -243,22 +267,51 @@ func (d *Decoder) decodeRecord(s *sliceState, rec int) error {
 // series the compression header gives no encoding is an error here, when a
 // record reads it, and nowhere else (noEncoding).
 //
-// It is called a dozen times per record: the EXTERNAL one-byte case and a
-// constant HUFFMAN code are read here, the rest by readIntSlow.
+// It is called a dozen times per record: the common cases, an ITF-8
+// value from an EXTERNAL block and a constant, are read here from how
+// bindSeries found the series, without a further call; readIntRest
+// reads the rest.
 func (d *Decoder) readInt(ds *[numDataSeries]*Encoding, s DataSeries) (int32, error) {
-	e := ds[s]
-	if e != nil {
-		if v, ok := e.intFast(&d.st); ok {
-			return v, nil
+	sr := &d.st.series[s]
+	if x := sr.x; x != nil {
+		p := x.pos
+		if p < len(x.data) && x.data[p] < 0x80 {
+			x.pos = p + 1
+			return int32(x.data[p]), nil
 		}
-		if e.ID == EncodingHuffman && e.huff.count[0] > 0 {
-			return e.huff.symbols[0], nil
+		if len(x.data)-p >= 5 {
+			// extStream.itf8, written out: it does not inline, and a
+			// call per value costs about as much as decoding it.
+			u := binary.BigEndian.Uint32(x.data[p:])
+			n := bits.LeadingZeros32(^u)
+			if n >= 4 {
+				x.pos = p + 5
+				return int32(u<<4 | uint32(x.data[p+4]&0x0f)), nil
+			}
+			x.pos = p + 1 + n
+			return int32(u >> itf8Shift[n&3] & itf8Mask[n&3]), nil
 		}
+	} else if sr.isConst {
+		return sr.constant, nil
 	}
-	return d.readIntSlow(e, s)
+	return d.readIntRest(ds, s)
 }
 
-// readIntSlow is readInt past its first cases.
+// readIntRest is readInt past its cases: the last values of a block, a
+// block still pending, any other encoding (readIntSlow).
+func (d *Decoder) readIntRest(ds *[numDataSeries]*Encoding, s DataSeries) (int32, error) {
+	if x := d.st.series[s].x; x != nil && !x.pending {
+		v, err := x.readITF8Long()
+		if err != nil {
+			return 0, fmt.Errorf("%v: %w", s, err)
+		}
+		return v, nil
+	}
+	return d.readIntSlow(ds[s], s)
+}
+
+// readIntSlow reads one integer of data series s with encoding e, past
+// the cases readInt and readIntRest take.
 func (d *Decoder) readIntSlow(e *Encoding, s DataSeries) (int32, error) {
 	if e == nil {
 		return 0, noEncoding(s)
@@ -468,11 +521,17 @@ func (d *Decoder) readUnmapped(ch *CompressionHeader, cr *crec, seq, qual []byte
 	return d.readQuals(ds, cr, qual)
 }
 
-// refLength is the reference length htslib bounds MD/NM with.
+// refLength is the reference length htslib bounds MD/NM with: the last
+// answer, inline (records come sorted), else refLengthOf's.
 func (d *Decoder) refLength(id int) int64 {
 	if int32(id) == d.lenID {
 		return d.lenRef
 	}
+	return d.refLengthOf(id)
+}
+
+// refLengthOf is refLength asked of the reference, and remembered.
+func (d *Decoder) refLengthOf(id int) int64 {
 	n := int64(-1)
 	if d.opt.Reference != nil {
 		n = d.opt.Reference.Length(id)
@@ -501,7 +560,16 @@ func (d *Decoder) readName(ds *[numDataSeries]*Encoding, cr *crec) error {
 	}
 	off := len(d.names)
 	var err error
-	if d.names, err = e.appendArray(&d.st, d.names); err != nil {
+	if x := d.st.series[DSRN].x; x != nil && !x.pending && e.ID == EncodingByteArrayStop {
+		// The block bindSeries found, without appendArray's dispatch.
+		var b []byte
+		if b, err = x.readUntil(e.Stop); err == nil {
+			d.names = append(d.names, b...)
+		}
+	} else {
+		d.names, err = e.appendArray(&d.st, d.names)
+	}
+	if err != nil {
 		return fmt.Errorf("RN: %w", err)
 	}
 	cr.nameOff, cr.nameLen = int32(off), int32(len(d.names)-off)

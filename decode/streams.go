@@ -2,7 +2,9 @@ package decode
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // bitReader reads the core data block (CRAMv3 §8.6) most significant bit
@@ -114,6 +116,33 @@ func (x *extStream) readITF8Long() (int32, error) {
 	return v, nil
 }
 
+// itf8 reads one ITF-8 integer (CRAMv3 §2.3) of any length when at
+// least five bytes remain, with no branch on its length but for the
+// five-byte form (readITF8Long reads the last values of a block). ok is
+// false, and nothing read, when fewer remain. readInt has it written out.
+func (x *extStream) itf8() (v int32, ok bool) {
+	p := x.pos
+	if len(x.data)-p < 5 {
+		return 0, false
+	}
+	u := binary.BigEndian.Uint32(x.data[p:])
+	n := bits.LeadingZeros32(^u) // the bytes after the first
+	if n >= 4 {
+		x.pos = p + 5
+		return int32(u<<4 | uint32(x.data[p+4]&0x0f)), true
+	}
+	x.pos = p + 1 + n
+	return int32(u >> itf8Shift[n&3] & itf8Mask[n&3]), true
+}
+
+// itf8Shift and itf8Mask take the value of an ITF-8 integer of 1 to 4
+// bytes, by the bytes after its first, from its first four bytes read
+// big-endian.
+var (
+	itf8Shift = [4]uint8{24, 16, 8, 0}
+	itf8Mask  = [4]uint32{1<<7 - 1, 1<<14 - 1, 1<<21 - 1, 1<<28 - 1}
+)
+
 func (x *extStream) readN(n int) ([]byte, error) {
 	if p := x.pos; n >= 0 && n <= len(x.data)-p {
 		x.pos = p + n
@@ -146,6 +175,20 @@ type streams struct {
 	// late is the block a BlockRunner may still be decompressing (see
 	// lateBlock); nil when none.
 	late *lateBlock
+	// series is how each data series is read in the slice, found once
+	// per slice (bindSeries), so that a value is read without going
+	// through the encoding.
+	series [numDataSeries]seriesBlock
+}
+
+// seriesBlock is how a data series is read in a slice: from the block
+// of its EXTERNAL encoding (readInt, readQuals) or of its BYTE_ARRAY_STOP
+// one (readName), or as the constant of a one-symbol HUFFMAN code (read
+// with no bits), or else (neither set) through its encoding.
+type seriesBlock struct {
+	x        *extStream // nil: another encoding, or the slice lacks the block
+	constant int32
+	isConst  bool
 }
 
 func (s *streams) reset() {
@@ -158,6 +201,22 @@ func (s *streams) reset() {
 	s.maxArray = 0
 	s.lazy = nil
 	s.late = nil
+	s.series = [numDataSeries]seriesBlock{}
+}
+
+// bindSeries sets how the data series of encodings ds are read in the
+// slice (series); once all its blocks were added and indexed.
+func (s *streams) bindSeries(ds *[numDataSeries]*Encoding) {
+	for i, e := range ds {
+		r := seriesBlock{x: s.externalOf(e)}
+		if r.x == nil {
+			r.x = s.byteArrayStopOf(e) // RN's, for readName
+		}
+		if e != nil && e.ID == EncodingHuffman && e.huff.count[0] > 0 {
+			r.constant, r.isConst = e.huff.symbols[0], true
+		}
+		s.series[i] = r
+	}
 }
 
 func (s *streams) add(id int32, data []byte) {
@@ -202,6 +261,18 @@ func (s *streams) external(id int32) (*extStream, error) {
 // block the slice lacks (whose reader then fails).
 func (s *streams) externalOf(e *Encoding) *extStream {
 	if e == nil || e.ID != EncodingExternal {
+		return nil
+	}
+	x, err := s.lookup(e.ContentID)
+	if err != nil {
+		return nil
+	}
+	return x
+}
+
+// byteArrayStopOf is externalOf for a BYTE_ARRAY_STOP encoding.
+func (s *streams) byteArrayStopOf(e *Encoding) *extStream {
+	if e == nil || e.ID != EncodingByteArrayStop {
 		return nil
 	}
 	x, err := s.lookup(e.ContentID)

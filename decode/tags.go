@@ -27,36 +27,12 @@ func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, 
 			d.placeholder(op.kind, op.key[0], op.key[1], cr)
 			continue
 		}
+		if op.kind == tagGeneral && op.enc == nil {
+			return false, false, corruptf("tag %s has no encoding", op.key[:])
+		}
 		start := len(d.aux)
-		d.aux = append(d.aux, op.key[0], op.key[1], op.key[2])
-		switch op.kind {
-		case tagConst:
-			x, err := op.val.stream(&d.st)
-			if err != nil {
-				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
-			}
-			b, err := x.readN(op.n)
-			if err != nil {
-				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
-			}
-			d.aux = append(d.aux, b...)
-		case tagStop:
-			x, err := op.enc.stream(&d.st)
-			if err != nil {
-				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
-			}
-			b, err := x.readUntil(op.enc.Stop)
-			if err != nil {
-				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
-			}
-			d.aux = append(d.aux, b...)
-		default:
-			if op.enc == nil {
-				return false, false, corruptf("tag %s has no encoding", op.key[:])
-			}
-			if d.aux, err = op.enc.appendArray(&d.st, d.aux); err != nil {
-				return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
-			}
+		if err := d.readTag(op); err != nil {
+			return false, false, fmt.Errorf("tag %s: %w", op.key[:], err)
 		}
 		if op.cF && len(d.aux)-start == 4 {
 			// htslib's private cF tag: bit 1 keeps MD, bit 2 keeps NM from
@@ -72,6 +48,79 @@ func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, 
 		}
 	}
 	return hasMD, hasNM, nil
+}
+
+// readTag appends one tag of the record, read as op says, to the aux
+// buffer: its key and type, then its value. The value of an integer tag
+// (tagConst: 1, 2 or 4 bytes, most records have several) is copied byte
+// by byte rather than by a call of memmove.
+func (d *Decoder) readTag(op *tagOp) error {
+	switch op.kind {
+	case tagConst:
+		x := op.x
+		if x == nil || x.pending {
+			var err error
+			if x, err = op.val.stream(&d.st); err != nil {
+				return err
+			}
+		}
+		b, err := x.readN(op.n)
+		if err != nil {
+			return err
+		}
+		switch len(b) {
+		case 1:
+			d.aux = append(d.aux, op.key[0], op.key[1], op.key[2], b[0])
+		case 2:
+			d.aux = append(d.aux, op.key[0], op.key[1], op.key[2], b[0], b[1])
+		case 4:
+			d.aux = append(d.aux, op.key[0], op.key[1], op.key[2], b[0], b[1], b[2], b[3])
+		default:
+			d.aux = append(d.aux, op.key[0], op.key[1], op.key[2])
+			d.aux = append(d.aux, b...)
+		}
+	case tagStop:
+		x := op.x
+		if x == nil || x.pending {
+			var err error
+			if x, err = op.enc.stream(&d.st); err != nil {
+				return err
+			}
+		}
+		b, err := x.readUntil(op.enc.Stop)
+		if err != nil {
+			return err
+		}
+		d.aux = append(d.aux, op.key[0], op.key[1], op.key[2])
+		d.aux = append(d.aux, b...)
+	default:
+		d.aux = append(d.aux, op.key[0], op.key[1], op.key[2])
+		var err error
+		if d.aux, err = op.enc.appendArray(&d.st, d.aux); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindTags finds, for the records of a slice, the block each tag of
+// fixed length (tagConst) or with a stop byte (tagStop) of the tag lines
+// of ch reads, so that readTag takes it without going through its
+// encoding; nil when the slice lacks it (readTag then fails as the
+// encoding does).
+func (s *streams) bindTags(ch *CompressionHeader) {
+	for i := range ch.tagPlans {
+		ops := ch.tagPlans[i].ops
+		for k := range ops {
+			op := &ops[k]
+			switch op.kind {
+			case tagConst:
+				op.x = s.externalOf(op.val)
+			case tagStop:
+				op.x = s.byteArrayStopOf(op.enc)
+			}
+		}
+	}
 }
 
 // placeholder writes a CRAM 4.0 placeholder tag as htslib 1.16 does: MD*
@@ -114,6 +163,9 @@ type tagOp struct {
 	n    int       // tagConst: the length
 	enc  *Encoding // the tag's encoding; nil when the header gives none
 	val  *Encoding // tagConst: the EXTERNAL encoding of the bytes
+	// x is the block a tagConst or tagStop op reads in the slice being
+	// decoded (bindTags), nil when the slice lacks it.
+	x *extStream
 }
 
 type tagKind uint8

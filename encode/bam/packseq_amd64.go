@@ -50,25 +50,22 @@ var useAVX2 = cpu.X86.HasAVX2 && func() bool {
 	return true
 }()
 
-// packSeqAVX2 packs n bases of src (n a multiple of 32) into n/2 bytes of
-// dst, 32 bases per step.
+// packSeqAVX2 packs n bases of src (n even, at least 32) into n/2 bytes
+// of dst, 32 bases per step; a tail that is not a whole step is packed by
+// one more step ending at the n-th base, overlapping the last, which
+// writes the same bytes again (one call per read: the tables are loaded
+// once).
 //
 //go:noescape
 func packSeqAVX2(dst, src *byte, n int, t *packTables)
 
 // packSeqVector packs the longest even-length prefix of seq with AVX2 and
-// returns its length, 0 without AVX2 or with fewer than 32 bases. A tail
-// that is not a whole step is packed by one more step ending at that
-// prefix's end, overlapping the last, which writes the same bytes again.
+// returns its length, 0 without AVX2 or with fewer than 32 bases.
 func packSeqVector(out, seq []byte) int {
-	n := len(seq) &^ 31
-	if !useAVX2 || n == 0 || len(out) < len(seq)/2 {
+	n := len(seq) &^ 1
+	if !useAVX2 || n < 32 || len(out) < len(seq)/2 {
 		return 0
 	}
 	packSeqAVX2(&out[0], &seq[0], n, &packTab)
-	if even := len(seq) &^ 1; even > n {
-		packSeqAVX2(&out[even/2-16], &seq[even-32], 32, &packTab)
-		n = even
-	}
 	return n
 }

@@ -71,7 +71,7 @@ func testPackSeq(t *testing.T, name string, packSeq func(out, seq []byte), seq [
 // odd length left untouched.
 func TestPackSeqVector(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{0, 31, 32, 33, 63, 64, 150, 151, 1000} {
+	for _, n := range []int{0, 31, 32, 33, 34, 46, 62, 63, 64, 65, 66, 94, 96, 98, 150, 151, 1000, 1001} {
 		s := make([]byte, n)
 		for i := range s {
 			s[i] = byte(r.IntN(256))
