@@ -263,11 +263,7 @@ func (s *streams) externalOf(e *Encoding) *extStream {
 	if e == nil || e.ID != EncodingExternal {
 		return nil
 	}
-	x, err := s.lookup(e.ContentID)
-	if err != nil {
-		return nil
-	}
-	return x
+	return s.find(e.ContentID)
 }
 
 // byteArrayStopOf is externalOf for a BYTE_ARRAY_STOP encoding.
@@ -275,25 +271,26 @@ func (s *streams) byteArrayStopOf(e *Encoding) *extStream {
 	if e == nil || e.ID != EncodingByteArrayStop {
 		return nil
 	}
-	x, err := s.lookup(e.ContentID)
-	if err != nil {
-		return nil
-	}
-	return x
+	return s.find(e.ContentID)
 }
 
 // lookup is external without decompressing a pending block.
 func (s *streams) lookup(id int32) (*extStream, error) {
-	var x *extStream
-	if id >= 0 && id < int32(len(s.small)) {
-		x = s.small[id]
-	} else {
-		x = s.large[id]
-	}
+	x := s.find(id)
 	if x == nil {
 		return nil, corruptf("no external block with content id %d in the slice", id)
 	}
 	return x, nil
+}
+
+// find is the block of content id, nil when the slice has none. Binding a
+// slice's series asks for every series' block, of which a small slice
+// lacks many: that answer costs no error.
+func (s *streams) find(id int32) *extStream {
+	if id >= 0 && id < int32(len(s.small)) {
+		return s.small[id]
+	}
+	return s.large[id]
 }
 
 // readUint7 reads one uint7 (CRAM 4.0) of at most maxBytes bytes.
