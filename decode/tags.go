@@ -57,12 +57,9 @@ func (d *Decoder) readTags(ch *CompressionHeader, cr *crec) (hasMD, hasNM bool, 
 func (d *Decoder) readTag(op *tagOp) error {
 	switch op.kind {
 	case tagConst:
-		x := op.x
-		if x == nil || x.pending {
-			var err error
-			if x, err = op.val.stream(&d.st); err != nil {
-				return err
-			}
+		x, err := op.block(&d.st, op.val)
+		if err != nil {
+			return err
 		}
 		b, err := x.readN(op.n)
 		if err != nil {
@@ -80,12 +77,9 @@ func (d *Decoder) readTag(op *tagOp) error {
 			d.aux = append(d.aux, b...)
 		}
 	case tagStop:
-		x := op.x
-		if x == nil || x.pending {
-			var err error
-			if x, err = op.enc.stream(&d.st); err != nil {
-				return err
-			}
+		x, err := op.block(&d.st, op.enc)
+		if err != nil {
+			return err
 		}
 		b, err := x.readUntil(op.enc.Stop)
 		if err != nil {
@@ -166,6 +160,15 @@ type tagOp struct {
 	// x is the block a tagConst or tagStop op reads in the slice being
 	// decoded (bindTags), nil when the slice lacks it.
 	x *extStream
+}
+
+// block is the block op reads with e: the one bindTags found for the
+// slice, else (none found, or its decompression left for later) e's.
+func (op *tagOp) block(st *streams, e *Encoding) (*extStream, error) {
+	if x := op.x; x != nil && !x.pending {
+		return x, nil
+	}
+	return e.stream(st)
 }
 
 type tagKind uint8

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cramfs/cramfs/decode/reference"
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/engine/cram"
 	"github.com/cramfs/cramfs/engine/source"
@@ -21,6 +22,13 @@ import (
 func benchDataCRAM(b *testing.B) *cram.CRAM {
 	b.Helper()
 	path, store := cramtest.BenchData(b)
+	return openBenchCRAM(b, path, store)
+}
+
+// openBenchCRAM opens the CRAM at path with the reference store, closed
+// when b ends.
+func openBenchCRAM(b *testing.B, path string, store *reference.Store) *cram.CRAM {
+	b.Helper()
 	src, err := cram.Open(path, cram.Path(path), cram.Options{Reference: store})
 	if err != nil {
 		b.Fatal(err)

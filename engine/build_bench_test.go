@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
-	"github.com/cramfs/cramfs/engine/cram"
 	"github.com/cramfs/cramfs/engine/source"
 	"github.com/cramfs/cramfs/internal/cramtest"
 )
@@ -34,11 +33,7 @@ func BenchmarkX16Builds(b *testing.B) {
 		b.Skipf("no ×16 file: %v", err)
 	}
 	_, store := cramtest.BenchData(b)
-	src, err := cram.Open(path, cram.Path(path), cram.Options{Reference: store})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer src.Close()
+	src := openBenchCRAM(b, path, store)
 	comp, err := bgzf.NewCompressor(0)
 	if err != nil {
 		b.Fatal(err)

@@ -87,19 +87,8 @@ func TestScanMatchesBases(t *testing.T) {
 				}
 			}
 		}
-		entries, err := scanFasta(fa.Bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := &mapping{path: "test", data: fa.Bytes()}
-		for _, e := range entries {
-			c := &Contig{name: e.name, length: e.length, runs: e.runs, m: m}
-			checkScan(t, c, 0, c.length)
-			for range 20 {
-				a := rng.Int64N(c.length + 1)
-				b := a + rng.Int64N(c.length-a+1)
-				checkScan(t, c, a, b)
-			}
+		for _, c := range fastaContigs(t, fa.Bytes()) {
+			checkScanRanges(t, rng, c, 20)
 			checkScan(t, c, 0, c.length+1) // out of range
 		}
 	}
@@ -143,19 +132,8 @@ func TestScanHashesInPlace(t *testing.T) {
 				}
 			}
 		}
-		entries, err := scanFasta(fa.Bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := &mapping{path: "test", data: fa.Bytes()}
-		for _, e := range entries {
-			c := &Contig{name: e.name, length: e.length, runs: e.runs, m: m}
-			checkScan(t, c, 0, c.length)
-			for range 30 {
-				a := rng.Int64N(c.length + 1)
-				b := a + rng.Int64N(c.length-a+1)
-				checkScan(t, c, a, b)
-			}
+		for _, c := range fastaContigs(t, fa.Bytes()) {
+			checkScanRanges(t, rng, c, 30)
 		}
 	}
 }
@@ -176,5 +154,32 @@ func TestMayLower(t *testing.T) {
 				t.Fatalf("mayLower misses %q at %d of %d", c, i, len(b))
 			}
 		}
+	}
+}
+
+// fastaContigs returns the contigs of the FASTA fa, read from memory.
+func fastaContigs(t *testing.T, fa []byte) []*Contig {
+	t.Helper()
+	entries, err := scanFasta(fa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &mapping{path: "test", data: fa}
+	cs := make([]*Contig, len(entries))
+	for i, e := range entries {
+		cs[i] = &Contig{name: e.name, length: e.length, runs: e.runs, m: m}
+	}
+	return cs
+}
+
+// checkScanRanges checks Scan of c over the whole contig and over n
+// random ranges of it.
+func checkScanRanges(t *testing.T, rng *rand.Rand, c *Contig, n int) {
+	t.Helper()
+	checkScan(t, c, 0, c.length)
+	for range n {
+		a := rng.Int64N(c.length + 1)
+		b := a + rng.Int64N(c.length-a+1)
+		checkScan(t, c, a, b)
 	}
 }
