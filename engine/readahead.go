@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"math"
 	"sort"
 
 	"github.com/cramfs/cramfs/cache"
@@ -66,7 +67,8 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 	// starts a new run (another reader, or a seek): reads going back a
 	// little are the kernel's readahead requests arriving out of order.
 	var abandoned []context.CancelFunc
-	if cur := sort.Search(len(segs), func(i int) bool { return segs[i].End() > off }); !near || cur < v.passed {
+	cur := sort.Search(len(segs), func(i int) bool { return segs[i].End() > off })
+	if !near || cur < v.passed {
 		v.passed = cur
 		if !near {
 			v.runID++
@@ -83,7 +85,7 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 	cancelAll(abandoned)
 	v.leaveBehind(from, to)
 	if fresh {
-		v.buildReach(l, off, runID)
+		v.buildReach(l, cur, off, runID)
 	}
 	// Only with room for it beside a full window, the segment being read
 	// and one passed: else the tail pushes out a segment the reader needs,
@@ -112,11 +114,17 @@ func (v *VirtualBAM) noteRead(l *layout.Layout, off, end int64) {
 	// each other, and are built again.
 	window = min(window, v.m.segmentsThatFit(v.maxSeg)-1)
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].End() > end })
-	for todo := window; i < len(segs) && todo > 0; i++ {
+	v.prefetchSegments(segs, i, window, math.MaxInt64, runID)
+}
+
+// prefetchSegments prefetches, for the run of reads runID, the first n
+// segments from i on that hold records and begin before before.
+func (v *VirtualBAM) prefetchSegments(segs []layout.Segment, i, n int, before int64, runID uint64) {
+	for ; i < len(segs) && n > 0 && segs[i].Offset < before; i++ {
 		if segs[i].CompLen == 0 {
 			continue
 		}
-		todo--
+		n--
 		v.prefetch(segs[i], i, runID, noNext)
 	}
 }
@@ -139,14 +147,11 @@ const linearWindow = 1 << 14
 // that start before off plus half a window build now, at most Threads-1
 // (the read builds off's itself), and none when the cache could not hold
 // them beside the segment read and one passed.
-func (v *VirtualBAM) buildReach(l *layout.Layout, off int64, runID uint64) {
+// i is the segment that holds off.
+func (v *VirtualBAM) buildReach(l *layout.Layout, i int, off int64, runID uint64) {
 	sp, ok := v.src.(source.Spanner)
 	segs := l.Segments
-	if !ok || len(segs) == 0 || off <= segs[0].Offset {
-		return
-	}
-	i := sort.Search(len(segs), func(i int) bool { return segs[i].End() > off })
-	if i == len(segs) || segs[i].CompLen == 0 {
+	if !ok || i >= len(segs) || off <= segs[0].Offset || segs[i].CompLen == 0 {
 		return
 	}
 	span, ok := sp.ContainerSpan(i)
@@ -155,13 +160,7 @@ func (v *VirtualBAM) buildReach(l *layout.Layout, off int64, runID uint64) {
 	}
 	reach := off + reachBytes(segs[i].CompLen, span)
 	room := min(v.m.opts.Threads-1, v.m.segmentsThatFit(v.maxSeg)-2)
-	for i++; i < len(segs) && segs[i].Offset < reach && room > 0; i++ {
-		if segs[i].CompLen == 0 {
-			continue
-		}
-		room--
-		v.prefetch(segs[i], i, runID, noNext)
-	}
+	v.prefetchSegments(segs, i+1, room, reach, runID)
 }
 
 // reachBytes is half a linear-index window's bytes in a segment of
