@@ -126,3 +126,10 @@ func QSContentID(b []byte, i int) (int32, error) {
 	}
 	return -1, nil
 }
+
+// PoisonBases gives d a base buffer of n bytes of b, as if an earlier
+// container had filled it, so that a test can tell a base the decoder
+// left unwritten from one it wrote.
+func PoisonBases(d *Decoder, n int, b byte) {
+	d.seqs = bytes.Repeat([]byte{b}, n)[:0]
+}

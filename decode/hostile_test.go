@@ -15,7 +15,9 @@ import (
 
 // containerDigests decodes every container of b, with one Decoder for
 // the whole file (reuse) or a new one per container, and returns a
-// description of each container's records or error.
+// description of each container's records or error. The reused Decoder
+// starts with a base buffer full of 'X', so that a base left unwritten
+// differs from fresh memory even in the file's first container.
 func containerDigests(b []byte, reuse bool) ([]string, error) {
 	f, err := decode.Open("x.cram", bytes.NewReader(b), int64(len(b)), decode.OpenOptions{})
 	if err != nil {
@@ -23,6 +25,9 @@ func containerDigests(b []byte, reuse bool) ([]string, error) {
 	}
 	opt := decode.DecoderOptions{Reference: fakeRef{}, IgnoreMD5: true}
 	d := f.NewDecoder(opt)
+	if reuse {
+		decode.PoisonBases(d, 8<<20, 'X')
+	}
 	out := make([]string, len(f.Containers))
 	for i := range f.Containers {
 		if !reuse {
@@ -66,6 +71,26 @@ func TestDamageDoesNotDependOnDecoderReuse(t *testing.T) {
 			t.Fatal(err)
 		}
 		vs = append(vs, hostile.Variant{Name: fmt.Sprintf("FP byte %d ^= 0x01", off), Kind: hostile.FlipFixed, Data: b})
+	}
+	// A flip in corner_rg's FP block leaves a base of read "nm_only"
+	// unwritten (found by decoding every corpus file's variants).
+	rg, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata/cram/corner_rg.st1.23-3.1.cram"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rgs, err := hostile.Variants(rg, 2, hostile.Options{PerKind: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rgFlip = "flip+crc: container 1 block 11 (external 28) data byte 1038 ^= 0x80"
+	found := false
+	for _, v := range rgs {
+		if v.Name == rgFlip {
+			vs, found = append(vs, v), true
+		}
+	}
+	if !found {
+		t.Fatalf("corner_rg has no variant %q", rgFlip)
 	}
 	n := 0
 	for _, v := range vs {
