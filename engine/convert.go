@@ -203,6 +203,21 @@ type outPool struct {
 	free    [][]byte      // at most cap(free) kept
 	written int           // containers written so far
 	wrote   chan struct{} // closed, and replaced, at each container written
+	largest int64         // capacity of the largest buffer made
+}
+
+// make returns a new output buffer of capacity n, or of the largest made
+// so far if that is larger. A buffer goes round from container to
+// container, and with the container being written streamed (headSink)
+// one that a small container was given may serve a large one next: one
+// too small would be replaced by another, of fresh pages; capacity never
+// written costs no memory.
+func (p *outPool) make(n int64) []byte {
+	p.mu.Lock()
+	p.largest = max(p.largest, n)
+	n = p.largest
+	p.mu.Unlock()
+	return make([]byte, 0, n)
 }
 
 // newOutPool returns an empty pool that keeps at most keep buffers.
@@ -271,7 +286,7 @@ func (cw *convertWorkers) container(ctx context.Context, i, last int) convertRes
 			est = e.EstimateContainer(i)
 		}
 		if hint := cw.hint.Size(est); int64(cap(out)) < hint {
-			out = make([]byte, 0, recycledSize(hint))
+			out = cw.outs.make(recycledSize(hint))
 		}
 		c := <-cw.comps
 		sink := &headSink{cw: cw, i: int64(i)}
