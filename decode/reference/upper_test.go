@@ -57,3 +57,25 @@ func BenchmarkCopyUpper(b *testing.B) {
 		copyUpper(dst, src)
 	}
 }
+
+// FuzzCopyUpper compares copyUpper (the vector path where the CPU has
+// one) and copyUpperGo with uppercasing byte by byte.
+func FuzzCopyUpper(f *testing.F) {
+	f.Add([]byte("acgtnACGTN"))
+	f.Add(bytes.Repeat([]byte("ACGTNacgtn`{@[z"), 7))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		want := make([]byte, len(src))
+		for i, b := range src {
+			want[i] = upperByte(b)
+		}
+		got := make([]byte, len(src))
+		copyUpper(got, src)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("copyUpper(%q) = %q, want %q", src, got, want)
+		}
+		copyUpperGo(got, src)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("copyUpperGo(%q) = %q, want %q", src, got, want)
+		}
+	})
+}
