@@ -161,10 +161,12 @@ type convertWorkers struct {
 
 	// The worker of the container being written writes its blocks
 	// itself as they are cut (headSink); the rest of a container's
-	// blocks, and a container's that was not yet written when its
-	// worker ended it, the writer writes.
+	// blocks, and those of a container ended before its turn, the
+	// writer writes. One goroutine at a time uses pw: the writer stores
+	// writing only after its last write for the container before, and
+	// takes a container's result only after its worker's last write.
 	pw      *outWriter
-	writing atomic.Int64 // the container written now: those before it are
+	writing atomic.Int64 // the container being written; all before it are
 }
 
 // streamMin is how many bytes of blocks a worker holds before it offers
