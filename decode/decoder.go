@@ -245,6 +245,14 @@ func (d *Decoder) container(h *ContainerHeader, lean bool) error {
 	if n := min(h.Bases, 32*int64(h.Length)+1<<20); !lean {
 		d.seqs = roomFor(d.seqs, int(n))
 	}
+	// The tags likewise: about 60 bytes a short read (RG, MD, NM and the
+	// stored ones) and, for long reads, MD's text, about an eighth of the
+	// bases. Grown by appends from empty, a quarter at a time, the first
+	// container's tag buffer was copied and faulted in about five times
+	// its size.
+	if n := min(h.Bases/6+48*int64(h.NumRecords), 32*int64(h.Length)+1<<20); !lean && n > 0 {
+		d.aux = roomFor(d.aux, int(n))
+	}
 	qs := ch.DataSeries[DSQS]
 	// Qualities stored reversed (CRAM 4.0's QO false) are turned around
 	// record by record, so cannot be viewed in place.

@@ -225,6 +225,7 @@ func (v *refView) load(from, to int64) error {
 	if keep {
 		k = copy(v.buf, v.buf[from-v.start:])
 	}
+	v.reserve(k, k+int(stop-at))
 	buf, err := v.src.Bases(v.buf[:k], v.id, at, stop)
 	v.start, v.nScanned = from, false
 	if err != nil {
@@ -236,6 +237,19 @@ func (v *refView) load(from, to int64) error {
 		return fmt.Errorf("%w: reference returned %d bases for [%d,%d)", ErrReference, len(buf)-k, at, stop)
 	}
 	return nil
+}
+
+// reserve makes room in v's buffer for n bases, keeping its first k.
+// The first growth is to a window of maxWindow and a quarter: grown by
+// Bases instead, a window doubling up to maxWindow was made anew at each
+// step, and each new buffer was fresh memory to fault in.
+func (v *refView) reserve(k, n int) {
+	if cap(v.buf) >= n {
+		return
+	}
+	b := make([]byte, k, max(n+n/4, maxWindow+maxWindow/4))
+	copy(b, v.buf[:k])
+	v.buf = b
 }
 
 // hasN reports whether the bases of [from, to), which a call of slice has

@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cramfs/cramfs/encode/bgzf"
 	"github.com/cramfs/cramfs/engine/source"
@@ -64,7 +65,7 @@ func Convert(ctx context.Context, src source.Source, w io.Writer, opt ConvertOpt
 	}
 	cw := &convertWorkers{src: src, hint: sizehint.New(guess),
 		raws: make(chan []byte, threads), outs: newOutPool(3 * threads),
-		comps: make(chan *bgzf.Compressor, threads)}
+		comps: make(chan *bgzf.Compressor, threads), pw: pw}
 	for range threads {
 		c, err := bgzf.NewCompressor(level)
 		if err != nil {
@@ -123,6 +124,7 @@ func Convert(ctx context.Context, src source.Source, w io.Writer, opt ConvertOpt
 		}
 		cw.recycle(r)
 		done++
+		cw.writing.Store(int64(done))
 		if opt.Progress != nil {
 			opt.Progress(done, n)
 		}
@@ -156,6 +158,43 @@ type convertWorkers struct {
 	raws  chan []byte
 	outs  *outPool
 	comps chan *bgzf.Compressor // one per worker
+
+	// The worker of the container being written writes its blocks
+	// itself as they are cut (headSink); the rest of a container's
+	// blocks, and those of a container ended before its turn, the
+	// writer writes. One goroutine at a time uses pw: the writer stores
+	// writing only after its last write for the container before, and
+	// takes a container's result only after its worker's last write.
+	pw      *outWriter
+	writing atomic.Int64 // the container being written; all before it are
+}
+
+// streamMin is how many bytes of blocks a worker holds before it offers
+// them to headSink: whole WritePieces are written, the rest moved to the
+// front of the buffer, so the larger it is the fewer bytes are moved;
+// the buffer of the container being written stays about this size.
+const streamMin = 8 * WritePiece
+
+// headSink is the bgzf.Sink of container i: while i is the container
+// being written, it writes the whole WritePieces of the blocks offered.
+// A container built while earlier ones are still built or written keeps
+// its blocks in its buffer as before, until it becomes the one written:
+// so the buffer of a container written as it is built stays small and
+// its pages, reused, are not new memory to fault in.
+type headSink struct {
+	cw    *convertWorkers
+	i     int64
+	taken int64 // bytes written
+}
+
+// Take implements bgzf.Sink.
+func (h *headSink) Take(b []byte) (int, error) {
+	if h.cw.writing.Load() != h.i {
+		return 0, nil
+	}
+	n, err := h.cw.pw.take(b)
+	h.taken += int64(n)
+	return n, err
 }
 
 // outPool holds the output buffers written and given back, and counts
@@ -166,6 +205,21 @@ type outPool struct {
 	free    [][]byte      // at most cap(free) kept
 	written int           // containers written so far
 	wrote   chan struct{} // closed, and replaced, at each container written
+	largest int64         // capacity of the largest buffer made
+}
+
+// make returns a new output buffer of capacity n, or of the largest made
+// so far if that is larger. A buffer goes round from container to
+// container, and with the container being written streamed (headSink)
+// one that a small container was given may serve a large one next: one
+// too small would be replaced by another, of fresh pages; capacity never
+// written costs no memory.
+func (p *outPool) make(n int64) []byte {
+	p.mu.Lock()
+	p.largest = max(p.largest, n)
+	n = p.largest
+	p.mu.Unlock()
+	return make([]byte, 0, n)
 }
 
 // newOutPool returns an empty pool that keeps at most keep buffers.
@@ -234,13 +288,16 @@ func (cw *convertWorkers) container(ctx context.Context, i, last int) convertRes
 			est = e.EstimateContainer(i)
 		}
 		if hint := cw.hint.Size(est); int64(cap(out)) < hint {
-			out = make([]byte, 0, recycledSize(hint))
+			out = cw.outs.make(recycledSize(hint))
 		}
 		c := <-cw.comps
+		sink := &headSink{cw: cw, i: int64(i)}
+		c.SetSink(sink, streamMin)
 		data, _, err := ba.AppendContainerBlocks(ctx, i, c, out[:0], source.BlockOptions{})
+		c.SetSink(nil, 0)
 		cw.comps <- c
 		if err == nil {
-			cw.hint.Observe(est, int64(len(data)))
+			cw.hint.Observe(est, sink.taken+int64(len(data)))
 		}
 		return convertResult{data: data, err: err}
 	}
@@ -314,6 +371,30 @@ func (p *outWriter) write(b []byte) error {
 	}
 	p.pending = append(p.pending, b...)
 	return nil
+}
+
+// take writes the longest prefix of b that ends where a WritePiece of the
+// output ends, after what is gathered, and returns its length: what it
+// leaves follows in a later call of write or take.
+func (p *outWriter) take(b []byte) (int, error) {
+	n := 0
+	if len(p.pending) > 0 {
+		n = WritePiece - len(p.pending)
+		if len(b) < n {
+			return 0, nil
+		}
+		p.pending = append(p.pending, b[:n]...)
+		if err := p.flush(); err != nil {
+			return 0, err
+		}
+	}
+	for len(b)-n >= WritePiece {
+		if _, err := p.w.Write(b[n : n+WritePiece]); err != nil {
+			return n, err
+		}
+		n += WritePiece
+	}
+	return n, nil
 }
 
 // flush writes what is gathered.

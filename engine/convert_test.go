@@ -261,7 +261,11 @@ func TestConvertReusesBuffers(t *testing.T) {
 	src := &growingSource{n: 40, buffers: map[*byte]bool{}}
 	cw := &convertWorkers{src: src, hint: sizehint.New(2 * 256), outs: newOutPool(1),
 		comps: make(chan *bgzf.Compressor, 1)}
-	cw.comps <- nil
+	c, err := bgzf.NewCompressor(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw.comps <- c
 	for i := range src.n {
 		r := cw.container(context.Background(), i, i-1)
 		if r.err != nil {
@@ -304,4 +308,106 @@ func TestConvertWaitsForItsBuffer(t *testing.T) {
 			t.Fatalf("one worker: %d buffers for %d containers of one size, want 1", len(src.buffers), src.n)
 		}
 	}
+}
+
+// cutSource is a source.BlockAppender of n containers of size bytes,
+// built through the Compressor's run a record of rec bytes at a time, as
+// a CRAM's are; it notes the longest buffer a run held.
+type cutSource struct {
+	n, size, rec int
+
+	mu      sync.Mutex // guards longest
+	longest int
+}
+
+func (s *cutSource) Name() string            { return "cut" }
+func (s *cutSource) Header() ([]byte, error) { return []byte("BAM\x01"), nil }
+func (s *cutSource) Identity() (source.Identity, error) {
+	return source.Identity{}, source.ErrNoIdentity
+}
+func (s *cutSource) Variant() string           { return "" }
+func (s *cutSource) NumContainers() int        { return s.n }
+func (s *cutSource) ContainerOffset(int) int64 { return 0 }
+func (s *cutSource) EstimateContainer(int) int64 {
+	return int64(s.size) / 2
+}
+
+// data is the bytes of container i.
+func (s *cutSource) data(i int) []byte {
+	b := make([]byte, s.size)
+	for j := range b {
+		b[j] = byte(i*31 + j*7/5)
+	}
+	return b
+}
+
+func (s *cutSource) AppendContainer(_ context.Context, i int, dst []byte) ([]byte, error) {
+	return append(dst, s.data(i)...), nil
+}
+
+func (s *cutSource) AppendContainerBlocks(_ context.Context, i int, c *bgzf.Compressor, dst []byte, _ source.BlockOptions) ([]byte, source.Blocks, error) {
+	buf := c.Begin(dst)
+	longest := 0
+	for d := s.data(i); len(d) > 0; {
+		k := min(len(d), s.rec)
+		buf = append(buf, d[:k]...)
+		d = d[k:]
+		longest = max(longest, len(buf))
+		var err error
+		if buf, err = c.Cut(buf); err != nil {
+			return dst, source.Blocks{}, err
+		}
+	}
+	out, raw, err := c.End(buf)
+	s.mu.Lock()
+	s.longest = max(s.longest, longest, len(out))
+	s.mu.Unlock()
+	return out, source.Blocks{Raw: raw}, err
+}
+
+// TestConvertWritesTheHeadContainerAsBuilt checks that the container
+// being written is written as its blocks are cut, so that its buffer stays
+// about streamMin long rather than the container's size: a long-read
+// container is about 10 MB of BAM, each a buffer of fresh pages to fault
+// in. With one worker every container is the one written. The output is
+// the same bytes, in WritePiece writes, as with two workers and with the
+// blocks made of each container's whole data.
+func TestConvertWritesTheHeadContainerAsBuilt(t *testing.T) {
+	for _, level := range []Level{Stored, 1} {
+		s := &cutSource{n: 5, size: 6*streamMin + 12345, rec: 30000}
+		var one pieceWriter
+		if err := Convert(context.Background(), s, &one, ConvertOptions{Threads: 1, Level: level}); err != nil {
+			t.Fatal(err)
+		}
+		one.checkPieces(t, fmt.Sprint("level ", level))
+		if bound := streamMin + WritePiece + 2*bgzf.MaxBlockSize + s.rec; s.longest > bound {
+			t.Errorf("level %d: a run held %d bytes, want at most %d", level, s.longest, bound)
+		}
+		var two pieceWriter
+		if err := Convert(context.Background(), s, &two, ConvertOptions{Threads: 2, Level: level}); err != nil {
+			t.Fatal(err)
+		}
+		two.checkPieces(t, fmt.Sprint("level ", level, ", two workers"))
+		var whole pieceWriter
+		if err := Convert(context.Background(), wholeSource{s}, &whole, ConvertOptions{Threads: 2, Level: level}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(one.Bytes(), whole.Bytes()) || !bytes.Equal(two.Bytes(), whole.Bytes()) {
+			t.Fatalf("level %d: outputs of %d and %d bytes, want the %d of the blocks of whole containers", level, one.Len(), two.Len(), whole.Len())
+		}
+	}
+}
+
+// wholeSource hides the BlockAppender of a cutSource: Convert compresses
+// each container's whole data.
+type wholeSource struct{ s *cutSource }
+
+func (w wholeSource) Name() string                       { return w.s.Name() }
+func (w wholeSource) Header() ([]byte, error)            { return w.s.Header() }
+func (w wholeSource) Identity() (source.Identity, error) { return w.s.Identity() }
+func (w wholeSource) Variant() string                    { return w.s.Variant() }
+func (w wholeSource) NumContainers() int                 { return w.s.NumContainers() }
+func (w wholeSource) ContainerOffset(i int) int64        { return w.s.ContainerOffset(i) }
+func (w wholeSource) AppendContainer(ctx context.Context, i int, dst []byte) ([]byte, error) {
+	return w.s.AppendContainer(ctx, i, dst)
 }

@@ -110,8 +110,55 @@ type appender struct{ dst []byte }
 
 func (a *appender) segment(_ int64, b []byte) {
 	n := len(a.dst)
-	a.dst = append(a.dst, b...)
-	upper(a.dst[n:])
+	if cap(a.dst)-n < len(b) {
+		a.dst = slices.Grow(a.dst, len(b))
+	}
+	a.dst = a.dst[:n+len(b)]
+	copyUpper(a.dst[n:], b)
+}
+
+// copyUpperGo copies src to dst, of the same length, with ASCII letters
+// uppercased: the copy and the case in one pass over the bytes, eight at
+// a time, the last eight of a segment longer than eight overlapping the
+// ones before (their bytes are computed again from src, so the same).
+// copyUpper is this, or a vector version of it where the CPU has one.
+func copyUpperGo(dst, src []byte) {
+	n := len(src)
+	if n < 8 {
+		for i, c := range src {
+			dst[i] = upperByte(c)
+		}
+		return
+	}
+	dst = dst[:n]
+	for i := 0; i+8 <= n; i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], upper8(binary.LittleEndian.Uint64(src[i:])))
+	}
+	if n%8 != 0 {
+		binary.LittleEndian.PutUint64(dst[n-8:], upper8(binary.LittleEndian.Uint64(src[n-8:])))
+	}
+}
+
+// upper8 uppercases the ASCII letters among the eight bytes of x. A byte
+// b is a lowercase letter when its low seven bits are at least 'a' and at
+// most 'z' and its top bit is clear; adding 0x80-'a' and 0x80-'z'-1 to the
+// low seven bits sets the top bit for the two bounds, without a carry
+// into the next byte (0x7f+0x1f < 0x100). Letters lose their 0x20 bit.
+func upper8(x uint64) uint64 {
+	const ones, low7, top = 0x0101010101010101, 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	a := x & low7
+	geA := a + (0x80-'a')*ones
+	gtZ := a + (0x80-'z'-1)*ones
+	lower := geA &^ gtZ &^ x & top
+	return x &^ (lower >> 2)
+}
+
+// upperByte is upper8 for one byte.
+func upperByte(c byte) byte {
+	if c >= 'a' && c <= 'z' {
+		return c - ('a' - 'A')
+	}
+	return c
 }
 
 // walk gives the bases of [start,end), which the caller has checked lie
@@ -142,10 +189,12 @@ func (c *Contig) walk(start, end int64, sink segmentSink) error {
 		r := c.runs[ri]
 		i := pos - r.base // index within the run
 		stop := min(end, r.base+r.n) - r.base
+		// The line and column of the first base; the segments after it
+		// start their lines, a line width further on each.
+		col := i % r.lineBases
+		off := r.off + i/r.lineBases*r.lineWidth + col
 		for i < stop {
-			line, col := i/r.lineBases, i%r.lineBases
 			k := min(r.lineBases-col, stop-i)
-			off := r.off + line*r.lineWidth + col
 			if off < 0 || off+k > size {
 				return fmt.Errorf("%w: %s: base %d maps to offset %d past the end of %s (%d bytes)",
 					ErrCorrupt, c.name, r.base+i, off, c.m.path, size)
@@ -160,6 +209,8 @@ func (c *Contig) walk(start, end int64, sink segmentSink) error {
 				return err
 			}
 			i += k
+			off += r.lineWidth - col
+			col = 0
 		}
 		pos = r.base + stop
 	}

@@ -66,6 +66,12 @@ type Compressor struct {
 	run    []byte // level > 0: dst with the blocks cut so far
 	raw    int64  // level > 0: data bytes in those blocks
 	stage  []byte // level > 0: data not yet in a block, kept for reuse
+
+	// Where the blocks of a run go as they are cut (SetSink), and from
+	// how many bytes of them on they are offered.
+	sink    Sink
+	sinkMin int
+	start   int // the run's first byte in dst (Begin), blocks before it not the run's
 }
 
 // NewCompressor returns a Compressor for level 0 (stored deflate blocks, no

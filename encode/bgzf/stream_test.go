@@ -2,6 +2,7 @@ package bgzf
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"testing"
 )
@@ -112,6 +113,14 @@ func FuzzStream(f *testing.F) {
 				t.Fatalf("level %d: run of %d bytes differs from AppendBlocks", level%2, len(data))
 			}
 		}
+		// Through a sink that takes what a and b choose.
+		s := &takeSink{rnd: rand.New(rand.NewPCG(uint64(a), uint64(b)))}
+		c.SetSink(s, int(b%4096)+1)
+		got, raw := streamLike(t, c, nil, data, []int{int(a) + 1, int(b) + 1})
+		c.SetSink(nil, 0)
+		if !bytes.Equal(append(s.taken, got...), want) || raw != int64(len(data)) {
+			t.Fatalf("level %d: run of %d bytes through a sink differs from AppendBlocks", level%2, len(data))
+		}
 	})
 }
 
@@ -140,4 +149,98 @@ func BenchmarkStream(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// takeSink is a Sink that takes a prefix of what it is offered, of a
+// length chosen by its random source (none, part of a block, all), and
+// keeps what it took.
+type takeSink struct {
+	rnd   *rand.Rand
+	taken []byte
+	fail  error
+}
+
+func (s *takeSink) Take(b []byte) (int, error) {
+	if s.fail != nil {
+		return 0, s.fail
+	}
+	var n int
+	switch s.rnd.IntN(4) {
+	case 0:
+	case 1:
+		n = len(b)
+	default:
+		n = s.rnd.IntN(len(b) + 1)
+	}
+	s.taken = append(s.taken, b[:n]...)
+	return n, nil
+}
+
+// TestSinkTakesBlocksInOrder runs data through a Compressor with a Sink
+// that takes random prefixes of the blocks offered: what it took followed
+// by what End returns after the prefix are AppendBlocks' blocks, at
+// levels 0 and 1, with Pos unchanged by what the sink took.
+func TestSinkTakesBlocksInOrder(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(7, 8))
+	for _, level := range []int{0, 1} {
+		c, err := NewCompressor(level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{0, 100, MaxBlockData + 1, 7*MaxBlockData + 99, 40 * MaxBlockData} {
+			data := make([]byte, n)
+			for i := range data {
+				data[i] = "ACGTN"[rnd.IntN(5)]
+				if i%3 == 0 {
+					data[i] = byte(rnd.Uint32())
+				}
+			}
+			want, err := c.AppendBlocks(nil, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, min := range []int{1, 1000, 3 * MaxBlockData} {
+				for _, piece := range []int{7, 5000, MaxBlockData + 3} {
+					s := &takeSink{rnd: rnd}
+					c.SetSink(s, min)
+					got, raw := streamLike(t, c, []byte("pfx"), data, slicesOf(piece, n))
+					c.SetSink(nil, 0)
+					if string(got[:3]) != "pfx" {
+						t.Fatalf("level %d: the prefix before the run changed: %q", level, got[:3])
+					}
+					all := append(s.taken, got[3:]...)
+					if !bytes.Equal(all, want) || raw != int64(n) {
+						t.Fatalf("level %d, n=%d, min %d, pieces of %d: taken and left (%d+%d bytes) differ from AppendBlocks (%d)",
+							level, n, min, piece, len(s.taken), len(got)-3, len(want))
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSinkErrorStopsRun checks that the error of a Sink comes out of Cut.
+func TestSinkErrorStopsRun(t *testing.T) {
+	for _, level := range []int{0, 1} {
+		c, err := NewCompressor(level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		boom := errors.New("boom")
+		c.SetSink(&takeSink{fail: boom}, 1)
+		buf := c.Begin(nil)
+		buf = append(buf, make([]byte, 3*MaxBlockData)...)
+		if _, err := c.Cut(buf); !errors.Is(err, boom) {
+			t.Fatalf("level %d: Cut returned %v, want the sink's error", level, err)
+		}
+	}
+}
+
+// slicesOf is n split in pieces of size piece.
+func slicesOf(piece, n int) []int {
+	var p []int
+	for ; n > 0; n -= piece {
+		p = append(p, min(piece, n))
+	}
+	return p
 }
