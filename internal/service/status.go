@@ -72,12 +72,13 @@ type cacheStatus struct {
 	Entries   int    `json:"entries"`
 	Bytes     int64  `json:"bytes"`
 	Reserved  int64  `json:"reserved"`
+	Free      int64  `json:"free"`
 	MaxBytes  int64  `json:"max_bytes"`
 }
 
 func cacheStatusOf(c cache.Stats) cacheStatus {
 	return cacheStatus{Hits: c.Hits, Misses: c.Misses, Adds: c.Adds, Rejected: c.Rejected, Evictions: c.Evictions,
-		Entries: c.Entries, Bytes: c.Bytes, Reserved: c.Reserved, MaxBytes: c.MaxBytes}
+		Entries: c.Entries, Bytes: c.Bytes, Reserved: c.Reserved, Free: c.Free, MaxBytes: c.MaxBytes}
 }
 
 // stateStatus is the open files' state held (engine.StateStats): bytes of
@@ -542,8 +543,8 @@ func writeStatus(w io.Writer, st mountStatus) {
 	fmt.Fprintf(w, "cramfs %s of %s at %s: pid %d, up %s, %d threads, level %d\n",
 		what, st.Src, at, st.PID, time.Since(st.Started).Round(time.Second), st.Threads, st.Level)
 	cs := st.Cache
-	fmt.Fprintf(w, "cache: %s of %s in %d segments (%s reserved); %d hits, %d misses, %d built, %d evictions\n",
-		humanBytes(cs.Bytes), humanBytes(cs.MaxBytes), cs.Entries, humanBytes(cs.Reserved), cs.Hits, cs.Misses, cs.Adds, cs.Evictions)
+	fmt.Fprintf(w, "cache: %s of %s in %d segments (%s reserved, %s free for reuse); %d hits, %d misses, %d built, %d evictions\n",
+		humanBytes(cs.Bytes), humanBytes(cs.MaxBytes), cs.Entries, humanBytes(cs.Reserved), humanBytes(cs.Free), cs.Hits, cs.Misses, cs.Adds, cs.Evictions)
 	ss := st.States
 	fmt.Fprintf(w, "open files: %d of %d CRAM descriptors, %s of %s of state\n",
 		ss.Descriptors, ss.MaxOpen, humanBytes(ss.Bytes), humanBytes(ss.MaxBytes))

@@ -85,12 +85,13 @@ func dropPageCache(t *testing.T, path string) {
 
 // TestStatusTextShowsCacheUse: the status for people shows the cache's
 // hits and misses, the segments built and the evictions, which tell
-// whether re-reads came from the cache.
+// whether re-reads came from the cache, and the storage it keeps free for
+// the next builds, which counts against its budget like the segments.
 func TestStatusTextShowsCacheUse(t *testing.T) {
 	var b strings.Builder
-	st := mountStatus{Src: "/src", Mnt: "/mnt", Cache: cacheStatus{Hits: 1439, Misses: 735, Adds: 201, Evictions: 3, Entries: 201, Bytes: 729 << 20, MaxBytes: 3 << 30}}
+	st := mountStatus{Src: "/src", Mnt: "/mnt", Cache: cacheStatus{Hits: 1439, Misses: 735, Adds: 201, Evictions: 3, Entries: 201, Bytes: 729 << 20, Free: 14 << 20, MaxBytes: 3 << 30}}
 	writeStatus(&b, st)
-	want := "cache: 729.0 MiB of 3.0 GiB in 201 segments (0 B reserved); 1439 hits, 735 misses, 201 built, 3 evictions\n"
+	want := "cache: 729.0 MiB of 3.0 GiB in 201 segments (0 B reserved, 14.0 MiB free for reuse); 1439 hits, 735 misses, 201 built, 3 evictions\n"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("status text:\n%s\nwant the line %q", b.String(), want)
 	}
