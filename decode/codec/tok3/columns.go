@@ -152,38 +152,44 @@ func (d *decoder) readDistances(srcLen int) (n int, rows bool, err error) {
 func (c *colState) readDupDiff(lead, dup, diff *stream) {
 	roots, open := c.roots[:cap(c.roots)], c.open[:cap(c.open)]
 	nn, no := len(c.roots), len(c.open)
-	data := [2][]byte{dup.data, diff.data}
-	pos := [2]int{dup.pos, diff.pos}
+	srcs := [2][]byte{dup.data, diff.data}
+	dupPos, diffPos := dup.pos, diff.pos
 	lp := lead.pos
 	for ; lp < len(lead.data) && nn < len(roots) && no < len(open); lp++ {
 		t0 := lead.data[lp]
-		if t0 != tokDup && t0 != tokDiff {
+		if t0-tokDup > tokDiff-tokDup {
+			break // neither DUP nor DIFF
+		}
+		// The two streams' positions stay in registers, chosen by a
+		// mask: kept in memory and indexed by the choice, they made a
+		// chain of stores and loads from name to name.
+		isDiff := uint32(t0 - tokDup)
+		mask := -int(isDiff)
+		p := dupPos ^ (dupPos^diffPos)&mask
+		src := srcs[isDiff&1]
+		if p > len(src)-4 {
 			break
 		}
-		j := int(t0-tokDup) & 1 // 0 DUP, 1 DIFF
-		p := pos[j]
-		if p > len(data[j])-4 {
+		dist := binary.LittleEndian.Uint32(src[p:])
+		if dist > uint32(nn) || dist == 0 && isDiff == 0 {
 			break
 		}
-		dist := binary.LittleEndian.Uint32(data[j][p:])
-		if dist > uint32(nn) || dist == 0 && j == 0 {
-			break
-		}
-		pos[j] = p + 4
+		dupPos += 4 * int(1-isDiff)
+		diffPos += 4 * int(isDiff)
 		pr := roots[nn-int(dist)]
-		root, prev := uint32(nn), pr+1
-		if j == 0 {
-			root = pr
+		root, prev := pr, pr+1
+		if isDiff != 0 {
+			root = uint32(nn)
 		}
 		if dist == 0 {
 			prev = 0
 		}
 		roots[nn] = root
 		open[no] = colName{name: uint32(nn), prev: prev}
-		no += j
+		no += int(isDiff)
 		nn++
 	}
-	lead.pos, dup.pos, diff.pos = lp, pos[0], pos[1]
+	lead.pos, dup.pos, diff.pos = lp, dupPos, diffPos
 	c.roots, c.open = roots[:nn], open[:no]
 }
 
