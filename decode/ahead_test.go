@@ -40,3 +40,42 @@ func TestAheadReaderReadsWhatTheFileHolds(t *testing.T) {
 		off += int64(gn)
 	}
 }
+
+// countingReader counts the reads and bytes asked of it.
+type countingReader struct {
+	r            io.ReaderAt
+	reads, bytes int
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	c.reads++
+	c.bytes += len(p)
+	return c.r.ReadAt(p, off)
+}
+
+// TestAheadReaderReadSizes: headers of large containers (one per read)
+// are read minAhead bytes at a time after the first, not aheadSize;
+// headers close together are still served many per read.
+func TestAheadReaderReadSizes(t *testing.T) {
+	data := make([]byte, 50*aheadSize)
+	for _, tc := range []struct {
+		name              string
+		stride            int64
+		headers, maxReads int
+		maxBytes          int
+	}{
+		{"large containers", 3 * aheadSize / 2, 30, 30, aheadSize + 30*minAhead},
+		{"small containers", 300, 2000, 20, 20 * aheadSize},
+	} {
+		c := &countingReader{r: bytes.NewReader(data)}
+		a := &aheadReader{r: c, buf: make([]byte, 0, aheadSize)}
+		for k := range tc.headers {
+			if _, err := a.ReadAt(make([]byte, 256), int64(k)*tc.stride); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c.reads > tc.maxReads || c.bytes > tc.maxBytes {
+			t.Errorf("%s: %d reads of %d bytes in all for %d headers", tc.name, c.reads, c.bytes, tc.headers)
+		}
+	}
+}

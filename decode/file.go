@@ -85,27 +85,39 @@ func Open(name string, r io.ReaderAt, size int64, opt OpenOptions) (*File, error
 	return f, nil
 }
 
-// aheadSize is how much aheadReader reads at once.
-const aheadSize = 64 << 10
+// aheadSize is the most aheadReader reads at once, minAhead the least.
+const (
+	aheadSize = 64 << 10
+	minAhead  = 4 << 10
+)
 
 // aheadReader serves Open's reads of container headers, at increasing
-// offsets, from reads of aheadSize bytes: a file of tiny containers made
-// one read(2) per container.
+// offsets, from reads of up to aheadSize bytes: a file of tiny containers
+// made one read(2) per container. A read whose bytes served one header
+// only (containers larger than it) makes the next minAhead bytes: copying
+// 64 KiB for each header of a file of large containers cost more than
+// the read(2) it saves.
 type aheadReader struct {
-	r   io.ReaderAt
-	buf []byte // the bytes at off
-	off int64
+	r      io.ReaderAt
+	buf    []byte // the bytes at off
+	off    int64
+	served int // reads buf has served
 }
 
 func (a *aheadReader) ReadAt(p []byte, off int64) (int, error) {
 	if off >= a.off && off+int64(len(p)) <= a.off+int64(len(a.buf)) {
+		a.served++
 		return copy(p, a.buf[off-a.off:]), nil
 	}
 	if len(p) > cap(a.buf)/2 {
 		return a.r.ReadAt(p, off)
 	}
-	n, err := a.r.ReadAt(a.buf[:cap(a.buf)], off)
-	a.buf, a.off = a.buf[:n], off
+	size := cap(a.buf)
+	if a.served == 1 {
+		size = max(minAhead, len(p))
+	}
+	n, err := a.r.ReadAt(a.buf[:size], off)
+	a.buf, a.off, a.served = a.buf[:n], off, 1
 	if n >= len(p) {
 		return copy(p, a.buf), nil
 	}

@@ -174,7 +174,49 @@ type builtSegment struct {
 	seg    layout.Segment // Offset not yet known
 	blocks []blockInfo
 	recs   []recInfo
-	frag   *bai.Fragment // what recs add to the index (scanRun.fragment); nil for none
+	// layouts, when set, are the records instead of recs, as measured
+	// (measureTable): one after another from offset 0.
+	layouts []source.RecordLayout
+	frag    *bai.Fragment // what the records add to the index (scanRun.fragment); nil for none
+}
+
+// numRecords is the number of records of bs.
+func (bs *builtSegment) numRecords() int {
+	return len(bs.recs) + len(bs.layouts)
+}
+
+// release gives the record tables of bs back for reuse.
+func (bs *builtSegment) release() {
+	putRecs(bs.recs)
+	putLayouts(bs.layouts)
+	bs.recs, bs.layouts = nil, nil
+}
+
+// recIter walks the records of a builtSegment in order: its recs, or its
+// layouts with their offsets summed.
+type recIter struct {
+	bs  *builtSegment
+	k   int
+	off int64 // where the next of the layouts starts
+}
+
+// next returns the next record, false after the last.
+func (it *recIter) next() (recInfo, bool) {
+	if l := it.bs.layouts; l != nil {
+		if it.k >= len(l) {
+			return recInfo{}, false
+		}
+		r := &l[it.k]
+		it.k++
+		start := it.off
+		it.off += r.Len
+		return recInfo{refID: r.RefID, unmapped: r.Unmapped, beg: r.Beg, end: r.End, uStart: start, uEnd: it.off}, true
+	}
+	if it.k >= len(it.bs.recs) {
+		return recInfo{}, false
+	}
+	it.k++
+	return it.bs.recs[it.k-1], true
 }
 
 // storedBlocks appends to dst the blocks of a level-0 segment of n data
@@ -188,6 +230,14 @@ func storedBlocks(dst []blockInfo, n int64) []blockInfo {
 	return dst
 }
 
+// layoutAppender is a source.LayoutScanner that appends a container's
+// records to a table (engine/cram's CRAM.AppendLayout): the scan keeps
+// that table as the segment's records rather than copying each record
+// out of a call.
+type layoutAppender interface {
+	AppendLayout(ctx context.Context, i int, dst []source.RecordLayout) ([]source.RecordLayout, int64, source.Sum, error)
+}
+
 // measureContainer measures container i of src, a source.LayoutScanner, for a
 // level-0 layout without building it: its segment's lengths (the digest
 // left unknown) and content sum (when ls gives one), its blocks
@@ -197,31 +247,64 @@ func measureContainer(ctx context.Context, src source.Source, ls source.LayoutSc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if la, ok := ls.(layoutAppender); ok {
+		return measureTable(ctx, src, la, i, hint)
+	}
 	recs := getRecs(hint)
 	var off int64
 	each := func(r source.RecordLayout) error {
-		if r.Len < 4+32 {
-			return fmt.Errorf("%w: %s: container %d: record at offset %d of %d bytes, shorter than a BAM record's fixed part", ErrInvalid, src.Name(), i, off, r.Len)
+		if err := checkRecordLen(src, i, off, r.Len); err != nil {
+			return err
 		}
 		recs = append(recs, recInfo{refID: r.RefID, unmapped: r.Unmapped, beg: r.Beg, end: r.End, uStart: off, uEnd: off + r.Len})
 		off += r.Len
 		return nil
 	}
-	seg := layout.Segment{NoDigest: true}
 	rawLen, sum, err := ls.ScanLayout(ctx, i, each)
-	seg.Sum, seg.HasSum = sum.CRC, sum.OK
 	if err != nil {
 		return nil, err // ScanLayout's errors name the file and the container
 	}
+	return measuredSegment(src, i, rawLen, off, sum, &builtSegment{recs: recs})
+}
+
+// measureTable is measureContainer for a layoutAppender.
+func measureTable(ctx context.Context, src source.Source, la layoutAppender, i, hint int) (*builtSegment, error) {
+	recs, rawLen, sum, err := la.AppendLayout(ctx, i, getLayouts(hint))
+	if err != nil {
+		putLayouts(recs)
+		return nil, err // AppendLayout's errors name the file and the container
+	}
+	var off int64
+	for _, r := range recs {
+		if err := checkRecordLen(src, i, off, r.Len); err != nil {
+			putLayouts(recs)
+			return nil, err
+		}
+		off += r.Len
+	}
+	return measuredSegment(src, i, rawLen, off, sum, &builtSegment{layouts: recs})
+}
+
+// checkRecordLen checks the length of the record at offset off of
+// container i.
+func checkRecordLen(src source.Source, i int, off, n int64) error {
+	if n < 4+32 {
+		return fmt.Errorf("%w: %s: container %d: record at offset %d of %d bytes, shorter than a BAM record's fixed part", ErrInvalid, src.Name(), i, off, n)
+	}
+	return nil
+}
+
+// measuredSegment completes bs, the records of container i whose lengths
+// add up to off, with its level-0 segment of rawLen bytes and content sum
+// and its blocks.
+func measuredSegment(src source.Source, i int, rawLen, off int64, sum source.Sum, bs *builtSegment) (*builtSegment, error) {
 	if rawLen != off {
+		bs.release()
 		return nil, fmt.Errorf("%w: %s: container %d: records of %d bytes, container of %d", ErrInvalid, src.Name(), i, off, rawLen)
 	}
-	seg.CompLen, seg.RawLen = bgzf.StoredSize(rawLen), rawLen
-	return &builtSegment{
-		seg:    seg,
-		blocks: storedBlocks(nil, rawLen),
-		recs:   recs,
-	}, nil
+	bs.seg = layout.Segment{NoDigest: true, Sum: sum.CRC, HasSum: sum.OK, CompLen: bgzf.StoredSize(rawLen), RawLen: rawLen}
+	bs.blocks = storedBlocks(nil, rawLen)
+	return bs, nil
 }
 
 // scanContainer builds container i of src once to measure it: its

@@ -169,7 +169,7 @@ func (r *scanRun) measure(i int) error {
 	if err != nil {
 		return err
 	}
-	if n := int64(len(bs.recs)); n > r.recHint.Load() {
+	if n := int64(bs.numRecords()); n > r.recHint.Load() {
 		r.recHint.Store(n) // racy max: only a size hint
 	}
 	r.done.Add(1)
@@ -244,12 +244,16 @@ func (r *scanRun) newIndex(hdrRaw []byte) {
 // or a record is refused within the container: the consumer then adds
 // the records one by one, which reports the error as it always did.
 func (r *scanRun) fragment(bs *builtSegment) *bai.Fragment {
-	if r.scheme == (bai.Scheme{}) || len(bs.recs) == 0 {
+	if r.scheme == (bai.Scheme{}) || bs.numRecords() == 0 {
 		return nil
 	}
 	f := bai.NewFragment(r.scheme)
 	vm := voffsetMapper{end: bs.seg.CompLen, blocks: bs.blocks}
-	for _, rec := range bs.recs {
+	for it := (recIter{bs: bs}); ; {
+		rec, ok := it.next()
+		if !ok {
+			break
+		}
 		vs, err := vm.at(rec.uStart)
 		if err != nil {
 			return nil
@@ -292,8 +296,7 @@ func (r *scanRun) consume(off int64) ([]layout.Segment, int64, error) {
 		off += s.CompLen
 		segs = append(segs, s)
 		err := r.addRecords(i, s, bs)
-		putRecs(bs.recs)
-		bs.recs = nil
+		bs.release()
 		if err != nil {
 			r.cancel()
 			return segs, off, err
@@ -306,7 +309,7 @@ func (r *scanRun) consume(off int64) ([]layout.Segment, int64, error) {
 // its worker's fragment when the index takes it whole, else each record
 // (addEach). A record the index refuses gives up the index, not the scan.
 func (r *scanRun) addRecords(i int, s layout.Segment, bs *builtSegment) error {
-	if r.bld == nil || len(bs.recs) == 0 {
+	if r.bld == nil || bs.numRecords() == 0 {
 		return nil
 	}
 	if bs.frag != nil && s.End() < 1<<48 {
@@ -327,7 +330,11 @@ func (r *scanRun) addRecords(i int, s layout.Segment, bs *builtSegment) error {
 // the index Add would have given, or gives it up with Add's error.
 func (r *scanRun) addEach(i int, s layout.Segment, bs *builtSegment) error {
 	vm := voffsetMapper{base: s.Offset, end: s.End(), blocks: bs.blocks}
-	for _, rec := range bs.recs {
+	for it := (recIter{bs: bs}); ; {
+		rec, ok := it.next()
+		if !ok {
+			break
+		}
 		vs, err := vm.at(rec.uStart)
 		if err != nil {
 			return fmt.Errorf("%s: container %d: %w", r.src.Name(), i, err)
@@ -364,5 +371,26 @@ func putRecs(recs []recInfo) {
 	if cap(recs) > 0 {
 		recs = recs[:0]
 		recTables.Put(&recs)
+	}
+}
+
+// layoutTables holds the record tables of measured containers
+// (measureTable) for reuse, as recTables.
+var layoutTables = sync.Pool{New: func() any { return new([]source.RecordLayout) }}
+
+// getLayouts returns an empty layout table with room for hint records.
+func getLayouts(hint int) []source.RecordLayout {
+	p := layoutTables.Get().(*[]source.RecordLayout)
+	if cap(*p) < hint {
+		return make([]source.RecordLayout, 0, hint)
+	}
+	return (*p)[:0]
+}
+
+// putLayouts gives a layout table back for reuse.
+func putLayouts(recs []source.RecordLayout) {
+	if cap(recs) > 0 {
+		recs = recs[:0]
+		layoutTables.Put(&recs)
 	}
 }

@@ -170,7 +170,10 @@ func checkConsumerMerges(t *testing.T, src source.Source) {
 		for k := range bs.recs {
 			bs.recs[k].refID = -2 // outside [-1, n_ref): Add refuses it
 		}
-		recs += len(bs.recs)
+		for k := range bs.layouts {
+			bs.layouts[k].RefID = -2
+		}
+		recs += bs.numRecords()
 		r.res[i] <- bs
 	}
 	if recs == 0 {

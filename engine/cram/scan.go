@@ -12,29 +12,16 @@ import (
 	"github.com/cramfs/cramfs/engine/source"
 )
 
-// ScanLayout implements source.LayoutScanner. It measures the container's
-// records with the decoder's lean pass (decode.ContainerShapes), which
-// leaves qualities, bases and the other series no length depends on
-// undecoded. When that pass fails, or a record's shape is one BAM cannot
-// hold, it builds the records in full and measures them instead, so that
-// the records reported and the errors are those of AppendContainer. The
-// content sum is of the container's bytes the records were measured from.
+// ScanLayout implements source.LayoutScanner: AppendLayout, with each
+// called on the records.
 func (c *CRAM) ScanLayout(ctx context.Context, i int, each func(r source.RecordLayout) error) (int64, source.Sum, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, source.Sum{}, err
-	}
 	recs := layoutPool.Get().(*[]source.RecordLayout)
 	defer layoutPool.Put(recs)
 	var total int64
 	var sum source.Sum
-	var ok bool
 	var err error
-	*recs, total, sum, ok, err = c.leanLayout(i, (*recs)[:0])
-	if err != nil {
+	if *recs, total, sum, err = c.AppendLayout(ctx, i, (*recs)[:0]); err != nil {
 		return 0, source.Sum{}, err
-	}
-	if !ok {
-		return c.fullLayout(ctx, i, each)
 	}
 	for _, r := range *recs {
 		if err := each(r); err != nil {
@@ -44,8 +31,29 @@ func (c *CRAM) ScanLayout(ctx context.Context, i int, each func(r source.RecordL
 	return total, sum, nil
 }
 
-// layoutPool holds the record tables of leanLayout, one per scan at work.
+// layoutPool holds the record tables of ScanLayout, one per scan at work.
 var layoutPool = sync.Pool{New: func() any { return new([]source.RecordLayout) }}
+
+// AppendLayout appends the records of container i to dst and returns
+// them with the container's BAM length and content sum. It measures the
+// records with the decoder's lean pass (decode.ContainerShapes), which
+// leaves qualities, bases and the other series no length depends on
+// undecoded. When that pass fails, or a record's shape is one BAM cannot
+// hold, it builds the records in full and measures them instead, so that
+// the records reported and the errors are those of AppendContainer. The
+// content sum is of the container's bytes the records were measured from.
+// On error the records appended are unspecified.
+func (c *CRAM) AppendLayout(ctx context.Context, i int, dst []source.RecordLayout) ([]source.RecordLayout, int64, source.Sum, error) {
+	if err := ctx.Err(); err != nil {
+		return dst, 0, source.Sum{}, err
+	}
+	start := len(dst)
+	recs, total, sum, ok, err := c.leanLayout(i, dst)
+	if err != nil || ok {
+		return recs, total, sum, err
+	}
+	return c.fullLayout(ctx, i, recs[:start])
+}
 
 // leanLayout measures container i with the lean pass, appending its
 // records to dst, and returns them with the container's content sum; ok is
@@ -71,25 +79,23 @@ func (c *CRAM) leanLayout(i int, dst []source.RecordLayout) (recs []source.Recor
 	return dst, total, source.Sum{CRC: pd.d.ContentSum(), OK: true}, err == nil, nil
 }
 
-// fullLayout is ScanLayout by building the container's BAM records in
+// fullLayout is AppendLayout by building the container's BAM records in
 // full.
-func (c *CRAM) fullLayout(ctx context.Context, i int, each func(r source.RecordLayout) error) (int64, source.Sum, error) {
+func (c *CRAM) fullLayout(ctx context.Context, i int, dst []source.RecordLayout) ([]source.RecordLayout, int64, source.Sum, error) {
 	raw, sum, err := c.appendContainer(ctx, i, false, nil, nil, source.BlockOptions{})
 	if err != nil {
-		return 0, source.Sum{}, err
+		return dst, 0, source.Sum{}, err
 	}
 	for off := 0; off < len(raw); {
 		refID, pos, end, flags, err := bam.RecordInfo(raw[off:])
 		if err != nil {
-			return 0, source.Sum{}, fmt.Errorf("%s: container at byte %d: record at BAM offset %d: %w", c.path, c.ContainerOffset(i), off, err)
+			return dst, 0, source.Sum{}, fmt.Errorf("%s: container at byte %d: record at BAM offset %d: %w", c.path, c.ContainerOffset(i), off, err)
 		}
 		n := 4 + int64(binary.LittleEndian.Uint32(raw[off:]))
-		if err := each(source.RecordLayout{Len: n, RefID: refID, Beg: pos, End: end, Unmapped: flags&4 != 0}); err != nil {
-			return 0, source.Sum{}, err
-		}
+		dst = append(dst, source.RecordLayout{Len: n, RefID: refID, Beg: pos, End: end, Unmapped: flags&4 != 0})
 		off += int(n)
 	}
-	return int64(len(raw)), sum, nil
+	return dst, int64(len(raw)), sum, nil
 }
 
 // ScanBases implements decode.ReferenceScanner, for the lean pass: the

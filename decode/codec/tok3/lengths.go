@@ -23,17 +23,22 @@ func AppendLengths(dst []uint32, src []byte, rawSize int) ([]uint32, error) {
 		return dst, err
 	}
 	defer d.release()
-	n, err := d.measureNames(len(src))
+	out, n, rows, err := d.measureColumns(dst, len(src))
 	if err != nil {
 		return dst, err
+	}
+	if rows {
+		if n, err = d.measureNames(len(src)); err != nil {
+			return dst, err
+		}
+		for _, nm := range d.names {
+			out = append(out, nm.size)
+		}
 	}
 	if rawSize >= 0 && n != rawSize {
 		return dst, fmt.Errorf("%w: decoded %d bytes, block raw size is %d", ErrCorrupt, n, rawSize)
 	}
-	for _, nm := range d.names {
-		dst = append(dst, nm.size)
-	}
-	return dst, nil
+	return out, nil
 }
 
 // measureNames is decodeNames counting the output instead of writing it:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -122,4 +123,117 @@ func FuzzLengths(f *testing.F) {
 		}
 		checkLengths(t, src, rawSize)
 	})
+}
+
+// randomColumns returns a name tokeniser stream of a few names whose
+// columns draw their token types from one palette each: all DIGITS, all
+// END, DIGITS/DELTA/MATCH, every type, or an elided type stream (the
+// first type, then MATCH), with values and distances that are now valid,
+// now not, so that each way of measuring a column meets valid and broken
+// input.
+func randomColumns(r *rand.Rand) []byte {
+	names := 1 + r.IntN(12)
+	npos := 1 + r.IntN(5)
+	var ss []ts
+	lead := make([]byte, names)
+	var dups, diffs []uint32
+	for i := range lead {
+		switch k := r.IntN(20); {
+		case k < 8:
+			lead[i] = tokDup
+			dups = append(dups, uint32(r.IntN(i+1)))
+		case k < 19:
+			lead[i] = tokDiff
+			diffs = append(diffs, uint32(min(i, r.IntN(3))))
+		default:
+			lead[i] = byte(16 + r.IntN(3)) // a distance from a later position's stream
+		}
+	}
+	if r.IntN(8) == 0 {
+		lead[0] = tokDiff
+		diffs = append([]uint32{0}, diffs...)
+	}
+	ss = append(ss, st(0, tokType, lead...), st(0, tokDup, u32s(dups...)...), st(0, tokDiff, u32s(diffs...)...))
+	all := []byte{tokChar, tokString, tokDigits0, tokDelta0, tokDigits, tokDelta, tokNOP, tokMatch, tokEnd}
+	for p := 1; p <= npos; p++ {
+		var palette []byte
+		switch r.IntN(5) {
+		case 0:
+			palette = []byte{tokDigits}
+		case 1:
+			palette = []byte{tokDigits, tokDelta, tokMatch}
+		case 2:
+			palette = all
+		case 3:
+			palette = []byte{tokMatch}
+		}
+		if p == npos {
+			palette = []byte{tokEnd}
+		}
+		if palette == nil || len(palette) == 1 && palette[0] == tokMatch && r.IntN(2) == 0 {
+			// An elided type stream: its first value stream's type.
+			typ := all[r.IntN(len(all)-2)]
+			ss = append(ss, randomValues(r, p, typ, names)...)
+			continue
+		}
+		types := make([]byte, names-r.IntN(2))
+		for i := range types {
+			types[i] = palette[r.IntN(len(palette))]
+		}
+		ss = append(ss, st(p, tokType, types...))
+		for _, typ := range []byte{tokChar, tokString, tokDigits0, tokDelta0, tokDigits, tokDelta} {
+			if bytes.IndexByte(types, typ) >= 0 {
+				ss = append(ss, randomValues(r, p, typ, names)...)
+			}
+		}
+	}
+	return build(uint32(1+r.IntN(40*names)), uint32(names+r.IntN(2)), r.IntN(4) == 0, ss...)
+}
+
+// randomValues returns the value streams of token type typ at position
+// p for up to n tokens, sometimes a few short.
+func randomValues(r *rand.Rand, p int, typ byte, n int) []ts {
+	n -= r.IntN(2)
+	var b []byte
+	for range n {
+		switch typ {
+		case tokChar, tokDelta, tokDelta0:
+			b = append(b, byte(r.IntN(256)))
+		case tokString:
+			b = append(b, bytes.Repeat([]byte{'s'}, r.IntN(4))...)
+			b = append(b, 0)
+		case tokDigits, tokDigits0:
+			v := r.Uint32() >> r.IntN(32)
+			if typ == tokDigits0 {
+				v %= 1000
+			}
+			b = binary.LittleEndian.AppendUint32(b, v)
+		}
+	}
+	s := []ts{st(p, int(typ), b...)}
+	if typ == tokDigits0 {
+		dz := make([]byte, n)
+		for i := range dz {
+			dz[i] = byte(r.IntN(5))
+		}
+		s = append(s, st(p, tokDZLen, dz...))
+	}
+	return s
+}
+
+// TestLengthsRandomColumns: AppendLengths measures streams whose columns
+// take each of its loops (a column of DIGITS, of END, of numbers, an
+// elided type stream, any types; names whose distance is read from a
+// later position) as AppendDecode decodes them, or fails where it fails.
+func TestLengthsRandomColumns(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	measured := 0
+	for range 20000 {
+		if checkLengths(t, randomColumns(r), -1) > 0 {
+			measured++
+		}
+	}
+	if measured < 1000 {
+		t.Fatalf("only %d of the streams measured", measured)
+	}
 }

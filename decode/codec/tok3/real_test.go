@@ -12,3 +12,23 @@ import (
 func BenchmarkDecodeReal(b *testing.B) {
 	corpus.BenchmarkAppendDecode(b, AppendDecode, 0, nil)
 }
+
+// BenchmarkLengthsReal measures the names of the real blocks of
+// CRAMFS_CODEC_BLOCKS with AppendLengths, as the lean layout pass does.
+func BenchmarkLengthsReal(b *testing.B) {
+	for _, g := range corpus.RealBlockGroups(b, 0, nil) {
+		b.Run(g.Name, func(b *testing.B) {
+			b.SetBytes(g.Raw)
+			b.ReportAllocs()
+			var dst []uint32
+			for b.Loop() {
+				for _, blk := range g.Blocks {
+					var err error
+					if dst, err = AppendLengths(dst[:0], blk.Src, blk.Raw); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

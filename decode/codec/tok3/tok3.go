@@ -217,6 +217,7 @@ type decoder struct {
 	out      []byte   // the names decoded so far
 	names    []name
 	tokens   []token
+	col      colState // AppendLengths' column-by-column measuring
 }
 
 // decoderPool recycles decoders and their buffers between calls.
@@ -241,6 +242,9 @@ func (d *decoder) release() {
 	}
 	if cap(d.tokens) > maxPooled/16 {
 		d.tokens = nil
+	}
+	if cap(d.col.cur) > maxPooled/16 {
+		d.col = colState{}
 	}
 	decoderPool.Put(d)
 }
@@ -690,13 +694,17 @@ func (d *decoder) exhausted(cnum, ntok, typ int) error {
 
 // decimalWidth returns the number of decimal digits of v, 0 for 0.
 func decimalWidth(v uint32) int {
-	// log10(2) is about 1233/4096: n is the width or one less.
+	// log10(2) is about 1233/4096: n is the width or one less, at most 9.
 	n := bits.Len32(v) * 1233 >> 12
-	if n < len(pow10) && v >= pow10[n] {
-		n++
+	if v >= widthSteps[n&15] {
+		n++ // a condition code, not a branch: the values are random
 	}
 	return n
 }
+
+// widthSteps holds 10^k for k up to 9, then values no uint32 reaches.
+var widthSteps = [16]uint32{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000,
+	1<<32 - 1, 1<<32 - 1, 1<<32 - 1, 1<<32 - 1, 1<<32 - 1, 1<<32 - 1}
 
 // digitPairs holds "00" to "99", two bytes each.
 const digitPairs = "0001020304050607080910111213141516171819" +
