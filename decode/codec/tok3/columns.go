@@ -466,18 +466,14 @@ func (d *decoder) mixedColumn(open []colName, sizes []uint32, ntok int) (kept []
 			}
 
 		case tokDelta0:
-			pt := cur[o.prev]
-			if pt.typ == tokType {
-				return nil, 0, 0, noPrevious(o.name, ntok)
-			}
-			delta, ok := s[tokDelta0].byte1()
-			if !ok {
-				return nil, 0, 0, d.exhausted(int(o.name), ntok, tokDelta0)
+			pt, delta, err := d.deltaOf(cur[o.prev], &s[tokDelta0], o.name, ntok, tokDelta0)
+			if err != nil {
+				return nil, 0, 0, err
 			}
 			if pt.typ != tokDigits0 {
 				return nil, 0, 0, fmt.Errorf("%w: name %d position %d: DELTA0 against token type %d", ErrCorrupt, o.name, ntok, pt.typ)
 			}
-			if tk, err = digits0(pt.val+uint32(delta), pt.dz, o.name, ntok); err != nil {
+			if tk, err = digits0(pt.val+delta, pt.dz, o.name, ntok); err != nil {
 				return nil, 0, 0, err
 			}
 
@@ -489,19 +485,15 @@ func (d *decoder) mixedColumn(open []colName, sizes []uint32, ntok int) (kept []
 			tk = colToken{typ: tokDigits, val: v, w: uint32(decimalWidth(v))}
 
 		case tokDelta:
-			pt := cur[o.prev]
-			if pt.typ == tokType {
-				return nil, 0, 0, noPrevious(o.name, ntok)
-			}
-			delta, ok := s[tokDelta].byte1()
-			if !ok {
-				return nil, 0, 0, d.exhausted(int(o.name), ntok, tokDelta)
+			pt, delta, err := d.deltaOf(cur[o.prev], &s[tokDelta], o.name, ntok, tokDelta)
+			if err != nil {
+				return nil, 0, 0, err
 			}
 			// As in diffName: DELTA adds to the number of any token but NOP.
 			if pt.typ == tokNOP {
 				return nil, 0, 0, fmt.Errorf("%w: name %d position %d: DELTA against token type %d", ErrCorrupt, o.name, ntok, pt.typ)
 			}
-			v := pt.val + uint32(delta)
+			v := pt.val + delta
 			tk = colToken{typ: tokDigits, val: v, w: uint32(decimalWidth(v))}
 
 		case tokNOP:
@@ -528,6 +520,19 @@ func (d *decoder) mixedColumn(open []colName, sizes []uint32, ntok int) (kept []
 		kept = append(kept, o)
 	}
 	return kept, ended, bytes, nil
+}
+
+// deltaOf returns the token pt a DELTA or DELTA0 token (of type typ, its
+// deltas in ds) refers to, and the delta it adds to pt's number.
+func (d *decoder) deltaOf(pt colToken, ds *stream, name uint32, ntok, typ int) (colToken, uint32, error) {
+	if pt.typ == tokType {
+		return pt, 0, noPrevious(name, ntok)
+	}
+	delta, ok := ds.byte1()
+	if !ok {
+		return pt, 0, d.exhausted(int(name), ntok, typ)
+	}
+	return pt, uint32(delta), nil
 }
 
 // digits0 is the DIGITS0 token of value v and width dz, checked as
