@@ -47,6 +47,21 @@ func containerDigests(b []byte, reuse bool) ([]string, error) {
 	return out, nil
 }
 
+// corpusVariants returns the corpus CRAM testdata/cram/name and its
+// hostile variants (seed 2, perKind of each kind).
+func corpusVariants(t *testing.T, name string, perKind int) ([]byte, []hostile.Variant) {
+	t.Helper()
+	orig, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata/cram", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := hostile.Variants(orig, 2, hostile.Options{PerKind: perKind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return orig, vs
+}
+
 // TestDamageDoesNotDependOnDecoderReuse decodes damaged copies of a
 // fixture (CRCs recomputed, so the damage reaches the record decoder)
 // with a reused Decoder and with fresh ones (fakeRef is unbounded, so
@@ -54,14 +69,7 @@ func containerDigests(b []byte, reuse bool) ([]string, error) {
 // depend on what an earlier container left in the Decoder's buffers,
 // or the BAM would depend on the thread count.
 func TestDamageDoesNotDependOnDecoderReuse(t *testing.T) {
-	orig, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata/cram/ce_1000.3.0-multislice.cram"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := hostile.Variants(orig, 2, hostile.Options{PerKind: 150})
-	if err != nil {
-		t.Fatal(err)
-	}
+	orig, vs := corpusVariants(t, "ce_1000.3.0-multislice.cram", 150)
 	// A feature position (FP, external block 28) damaged so that a base
 	// of a read is never written: it once showed the previous container's
 	// base with a reused Decoder.
@@ -74,14 +82,7 @@ func TestDamageDoesNotDependOnDecoderReuse(t *testing.T) {
 	}
 	// A flip in corner_rg's FP block leaves a base of read "nm_only"
 	// unwritten (found by decoding every corpus file's variants).
-	rg, err := os.ReadFile(filepath.Join(corpus.Root(), "testdata/cram/corner_rg.st1.23-3.1.cram"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rgs, err := hostile.Variants(rg, 2, hostile.Options{PerKind: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rgs := corpusVariants(t, "corner_rg.st1.23-3.1.cram", 100)
 	const rgFlip = "flip+crc: container 1 block 11 (external 28) data byte 1038 ^= 0x80"
 	found := false
 	for _, v := range rgs {
