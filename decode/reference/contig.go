@@ -223,32 +223,6 @@ func (c *Contig) walk(start, end int64, sink segmentSink) error {
 	return nil
 }
 
-// upper uppercases ASCII letters in place. Eight bytes at a time it only
-// looks for a lowercase letter (bit 0x20 set in a byte of 0x60..0x7f, a
-// superset tested exactly per byte), so uppercase references pass quickly.
-func upper(b []byte) {
-	const hi, six = 0x8080808080808080, 0x4040404040404040
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		// A byte has 0x40 and 0x20 set and 0x80 clear only in 0x60..0x7f.
-		if x&(x<<1)&six&^(x&hi>>1) == 0 {
-			continue
-		}
-		lowerRun(b[i : i+8])
-	}
-	lowerRun(b[i:])
-}
-
-// lowerRun uppercases ASCII letters of b, one byte at a time.
-func lowerRun(b []byte) {
-	for i, c := range b {
-		if c >= 'a' && c <= 'z' {
-			b[i] = c - ('a' - 'A')
-		}
-	}
-}
-
 // md5Chunk is how many bases MD5 reads at a time.
 const md5Chunk = 1 << 20
 

@@ -6,7 +6,7 @@ import "golang.org/x/sys/cpu"
 var useAVX2 = cpu.X86.HasAVX2
 
 // copyUpper copies src to dst, of the same length, with ASCII letters
-// uppercased (copyUpperGo), 32 bytes a step where the CPU has AVX2 and
+// uppercased (dst may be src: uppercasing twice gives the same bytes) (copyUpperGo), 32 bytes a step where the CPU has AVX2 and
 // src has at least 32: a FASTA line of 60 bases is two steps.
 func copyUpper(dst, src []byte) {
 	n := len(src)

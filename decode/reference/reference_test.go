@@ -544,19 +544,23 @@ func BenchmarkMD5(b *testing.B) {
 	}
 }
 
+// TestUpper uppercases in place (copyUpper with dst src), as the scan
+// does: every byte value at every position of an 8-byte word and its
+// tail, and of a 32-byte vector step and its overlapping tail.
 func TestUpper(t *testing.T) {
-	// Every byte value at every position of a 8-byte word and the tail.
-	for pos := 0; pos < 11; pos++ {
-		for c := 0; c < 256; c++ {
-			b := bytes.Repeat([]byte{'A'}, 11)
-			b[pos] = byte(c)
-			upper(b)
-			want := byte(c)
-			if want >= 'a' && want <= 'z' {
-				want -= 'a' - 'A'
-			}
-			if b[pos] != want || bytes.Count(b, []byte{'A'}) < 10 {
-				t.Fatalf("upper: byte 0x%02x at %d became 0x%02x", c, pos, b[pos])
+	for _, n := range []int{11, 40} {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				b := bytes.Repeat([]byte{'A'}, n)
+				b[pos] = byte(c)
+				copyUpper(b, b)
+				want := byte(c)
+				if want >= 'a' && want <= 'z' {
+					want -= 'a' - 'A'
+				}
+				if b[pos] != want || bytes.Count(b, []byte{'A'}) < n-1 {
+					t.Fatalf("upper: byte 0x%02x at %d of %d became 0x%02x", c, pos, n, b[pos])
+				}
 			}
 		}
 	}

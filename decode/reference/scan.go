@@ -256,7 +256,7 @@ func (s *scanner) flush() {
 		return
 	}
 	if hasLower(b) {
-		upper(b)
+		copyUpper(b, b)
 	}
 	s.h.Write(b)
 	if !s.rawMarked {
