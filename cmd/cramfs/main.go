@@ -13,6 +13,7 @@ import (
 
 	cfs "github.com/cramfs/cramfs/fs"
 	"github.com/cramfs/cramfs/internal/service"
+	"github.com/cramfs/cramfs/internal/service/gcfloor"
 )
 
 func main() {
@@ -23,8 +24,15 @@ func main() {
 	if len(args) > 0 && (args[0] == "mount" || isHelperForm(args)) {
 		raiseTimerSlack()
 	}
+	gcfloor.Set(heapFloor)
 	os.Exit(run(args, os.Stdout, os.Stderr))
 }
+
+// heapFloor is the heap under which the collector does not run (see
+// internal/service/gcfloor): a command's first containers, which grow the heap
+// from nothing, run without collections. The memory limit that mount and
+// index derive from --cache-size stays above it and still caps the heap.
+const heapFloor = 64 << 20
 
 // helperCommand stands first in the arguments of a program called as a
 // mount helper (mount.fuse.cramfs SRC MNT -o OPTIONS).
