@@ -189,7 +189,11 @@ func (r *featureWalker[S]) readFeatures() error {
 	if fn < 0 || int64(fn) > r.n+int64(r.st.maxArray)+1 {
 		return corruptf("%d read features", fn)
 	}
-	for range fn {
+	for i := int32(0); i < fn; i++ {
+		if k := r.fastRun(int(fn - i)); k > 0 {
+			i += int32(k) - 1
+			continue
+		}
 		if err := r.feature(); err != nil {
 			return err
 		}
