@@ -93,16 +93,20 @@ func (w *leanWalker) fastRun(n int) int {
 		}
 		nHi = v.nNext
 	}
-	fcs, fps := rest(fc), rest(fp)
-	m := min(len(fcs), len(fps), n, runMaxFeatures)
-	var dls, ins []byte
+	var dlx, inx *extStream
 	if e := w.ds[DSDL]; e != nil && e.ID == EncodingExternal && e.x != nil && e.xGen == w.st.gen {
-		dls = rest(e.x)
+		dlx = e.x
 	}
 	var inStop byte
 	if e := w.ds[DSIN]; e != nil && e.ID == EncodingByteArrayStop && e.x != nil && e.xGen == w.st.gen && !e.x.pending && !e.x.measured {
-		ins, inStop = rest(e.x), e.Stop
+		inx, inStop = e.x, e.Stop
 	}
+	if !distinct(fc, fp, dlx, inx) {
+		return 0 // series sharing a block interleave their values there
+	}
+	fcs, fps := rest(fc), rest(fp)
+	m := min(len(fcs), len(fps), n, runMaxFeatures)
+	dls, ins := restOf(dlx), restOf(inx)
 	hi := min(v.start+v.size, v.limit, w.refLen) // the view answers for bases below
 	seqMax := w.n
 	refPos, seqPos, prevPos := w.refPos, w.seqPos, w.prevPos
@@ -175,10 +179,10 @@ func (w *leanWalker) fastRun(n int) int {
 	fc.pos += k
 	fp.pos += k
 	if dlPos > 0 {
-		w.ds[DSDL].x.pos += dlPos
+		dlx.pos += dlPos
 	}
 	if inPos > 0 {
-		w.ds[DSIN].x.pos += inPos
+		inx.pos += inPos
 	}
 	w.refSum += pending(cigRefOps, w.cigOp, w.cigLen) + refPos - w.refPos - pending(cigRefOps, cur, open)
 	w.querySum += pending(cigQueryOps, w.cigOp, w.cigLen) + seqPos - w.seqPos - pending(cigQueryOps, cur, open)
