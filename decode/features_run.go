@@ -22,14 +22,7 @@ func (r *featureWalker[S]) fastRun(n int) int {
 	if fc == nil || fp == nil || v.marks || !r.hasRef || !r.placed || r.n <= 0 || int64(len(r.seq)) != r.n || r.md.dist < 0 {
 		return 0
 	}
-	var dlx, inx *extStream
-	if e := r.ds[DSDL]; e != nil && e.ID == EncodingExternal && e.x != nil && e.xGen == r.st.gen && !e.x.pending {
-		dlx = e.x
-	}
-	var inStop byte
-	if e := r.ds[DSIN]; e != nil && e.ID == EncodingByteArrayStop && e.x != nil && e.xGen == r.st.gen && !e.x.pending && !e.x.measured {
-		inx, inStop = e.x, e.Stop
-	}
+	dlx, inx, inStop := runBlocks(r.ds, r.st)
 	if !distinct(fc, fp, r.fx.bs, r.fx.ba, dlx, inx) {
 		return 0 // series sharing a block interleave their values there
 	}
@@ -50,6 +43,7 @@ func (r *featureWalker[S]) fastRun(n int) int {
 			break
 		}
 		var ok bool
+		var insLen int64 // an insertion's bases
 		switch c {
 		case runSubst:
 			ok = bsPos < len(bss) && bss[bsPos] <= 3 && at < hi && pos <= r.n
@@ -58,8 +52,8 @@ func (r *featureWalker[S]) fastRun(n int) int {
 		case runDel:
 			ok = dlPos < len(dls) && dls[dlPos] > 0 && dls[dlPos] < 0x80 && at+int64(dls[dlPos]) <= hi && pos <= r.n+1
 		case runIns:
-			j := untilStop(ins[inPos:], inStop)
-			ok = j > 0 && pos-1+int64(j) <= r.n
+			insLen = int64(untilStop(ins[inPos:], inStop))
+			ok = insLen > 0 && pos-1+insLen <= r.n
 		}
 		if !ok {
 			break
@@ -105,12 +99,11 @@ func (r *featureWalker[S]) fastRun(n int) int {
 			r.extend(cigD, dl)
 			r.refPos += dl
 		case runIns:
-			j := int64(untilStop(ins[inPos:], inStop))
-			copy(r.seq[pos-1:], ins[inPos:inPos+int(j)])
-			inPos += int(j) + 1
-			r.extend(cigI, j)
-			r.seqPos += j
-			r.md.edits += j
+			copy(r.seq[pos-1:], ins[inPos:inPos+int(insLen)])
+			inPos += int(insLen) + 1
+			r.extend(cigI, insLen)
+			r.seqPos += insLen
+			r.md.edits += insLen
 		}
 	}
 	fc.pos += k
@@ -128,6 +121,20 @@ func (r *featureWalker[S]) fastRun(n int) int {
 		inx.pos += inPos
 	}
 	return k
+}
+
+// runBlocks are the decoded blocks both fast runs read a deletion's
+// length (DL, one EXTERNAL byte) and an insertion's bases (IN,
+// BYTE_ARRAY_STOP) from, with IN's stop byte; nil where the series has
+// another encoding or its block is not at hand in this slice.
+func runBlocks(ds *[numDataSeries]*Encoding, st *streams) (dl, in *extStream, inStop byte) {
+	if e := ds[DSDL]; e != nil && e.ID == EncodingExternal && e.x != nil && e.xGen == st.gen && !e.x.pending {
+		dl = e.x
+	}
+	if e := ds[DSIN]; e != nil && e.ID == EncodingByteArrayStop && e.x != nil && e.xGen == st.gen && !e.x.pending && !e.x.measured {
+		in, inStop = e.x, e.Stop
+	}
+	return dl, in, inStop
 }
 
 // restOf is rest of x, nil for no stream.

@@ -93,14 +93,7 @@ func (w *leanWalker) fastRun(n int) int {
 		}
 		nHi = v.nNext
 	}
-	var dlx, inx *extStream
-	if e := w.ds[DSDL]; e != nil && e.ID == EncodingExternal && e.x != nil && e.xGen == w.st.gen {
-		dlx = e.x
-	}
-	var inStop byte
-	if e := w.ds[DSIN]; e != nil && e.ID == EncodingByteArrayStop && e.x != nil && e.xGen == w.st.gen && !e.x.pending && !e.x.measured {
-		inx, inStop = e.x, e.Stop
-	}
+	dlx, inx, inStop := runBlocks(w.ds, w.st)
 	if !distinct(fc, fp, dlx, inx) {
 		return 0 // series sharing a block interleave their values there
 	}

@@ -87,20 +87,30 @@ func RealBlockGroups(tb testing.TB, big int, key func(src []byte) string) []Bloc
 // reused buffer as the CRAM block decoder does, with b.SetBytes set to the
 // decoded bytes. Every block is first checked to decode to its size.
 func BenchmarkAppendDecode(b *testing.B, decode func(dst, src []byte, rawSize int) ([]byte, error), big int, key func(src []byte) string) {
-	for _, g := range RealBlockGroups(b, big, key) {
+	groups := RealBlockGroups(b, big, key)
+	for _, g := range groups {
 		for _, blk := range g.Blocks {
 			if out, err := decode(nil, blk.Src, blk.Raw); err != nil || len(out) != blk.Raw {
 				b.Fatalf("%s: decoded %d bytes (want %d): %v", blk.Name, len(out), blk.Raw, err)
 			}
 		}
+	}
+	BenchmarkAppend(b, groups, decode)
+}
+
+// BenchmarkAppend runs one sub-benchmark per group, appending what each
+// block gives with fn to a reused buffer of any element type (bytes
+// decoded, lengths measured), with b.SetBytes set to the blocks' raw bytes.
+func BenchmarkAppend[T any](b *testing.B, groups []BlockGroup, fn func(dst []T, src []byte, rawSize int) ([]T, error)) {
+	for _, g := range groups {
 		b.Run(g.Name, func(b *testing.B) {
 			b.SetBytes(g.Raw)
 			b.ReportAllocs()
-			var dst []byte
+			var dst []T
 			for b.Loop() {
 				for _, blk := range g.Blocks {
 					var err error
-					if dst, err = decode(dst[:0], blk.Src, blk.Raw); err != nil {
+					if dst, err = fn(dst[:0], blk.Src, blk.Raw); err != nil {
 						b.Fatal(fmt.Errorf("%s: %w", blk.Name, err))
 					}
 				}

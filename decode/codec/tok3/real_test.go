@@ -16,19 +16,5 @@ func BenchmarkDecodeReal(b *testing.B) {
 // BenchmarkLengthsReal measures the names of the real blocks of
 // CRAMFS_CODEC_BLOCKS with AppendLengths, as the lean layout pass does.
 func BenchmarkLengthsReal(b *testing.B) {
-	for _, g := range corpus.RealBlockGroups(b, 0, nil) {
-		b.Run(g.Name, func(b *testing.B) {
-			b.SetBytes(g.Raw)
-			b.ReportAllocs()
-			var dst []uint32
-			for b.Loop() {
-				for _, blk := range g.Blocks {
-					var err error
-					if dst, err = AppendLengths(dst[:0], blk.Src, blk.Raw); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-		})
-	}
+	corpus.BenchmarkAppend(b, corpus.RealBlockGroups(b, 0, nil), AppendLengths)
 }
