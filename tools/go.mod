@@ -9,4 +9,6 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
+require github.com/ulikunitz/xz v0.5.17 // indirect
+
 replace github.com/cramfs/cramfs => ../

@@ -61,6 +61,9 @@ func writeOutputs(c config, b *bench, cases []benchCase, fresh []result) error {
 	if err := os.WriteFile(filepath.Join(c.out, "BENCHMARKS.md"), []byte(md.String()), 0o644); err != nil {
 		return err
 	}
+	if err := writeScalingFile(c.out, b, rs); err != nil {
+		return err
+	}
 	for _, tool := range toolsOf(rs) {
 		var sel []result
 		for _, r := range rs {
