@@ -66,10 +66,21 @@ func StorageFor(n int) int { return n + n/16 }
 func (p *Pool) Get(n int) *Buf {
 	s := p.take(n)
 	if s == nil {
-		s = make([]byte, 0, StorageFor(n))
+		s = newStorage(StorageFor(n))
 	}
 	return p.wrap(s)
 }
+
+// newStorage returns fresh storage of capacity n, advised for huge pages
+// (adviseHuge).
+func newStorage(n int) []byte {
+	s := make([]byte, 0, n)
+	adviseHuge(s, true)
+	return s
+}
+
+// leave gives up storage s for good: to the collector, advice taken back.
+func leave(s []byte) { adviseHuge(s, false) }
 
 // wrap makes s a Buf of p holding one reference.
 func (p *Pool) wrap(s []byte) *Buf {
@@ -117,11 +128,15 @@ func (p *Pool) put(s []byte) {
 	switch {
 	case c > room:
 		// The cache's values and reservations leave no room for it.
+		leave(s)
 	case c > p.maxBytes:
 		// Larger than the bound: keep it alone. Segments of one file are
 		// mostly the same size, so the next build of a file with large
 		// containers takes it; keeping an older, smaller buffer instead
 		// made every such build allocate afresh.
+		for _, f := range p.free {
+			leave(f)
+		}
 		clear(p.free)
 		p.free = append(p.free[:0], s[:0])
 		p.bytes = c
@@ -140,6 +155,7 @@ func (p *Pool) room() int64 { return p.shared.max - p.shared.held.Load() }
 // dropOldest leaves the oldest free storage to the collector, under p.mu.
 func (p *Pool) dropOldest() {
 	p.bytes -= int64(cap(p.free[0]))
+	leave(p.free[0])
 	p.free[0] = nil
 	p.free = p.free[1:]
 }

@@ -261,7 +261,7 @@ func (c *Cache[K]) Alloc(n int) *Buf {
 		s = c.pool.take(n)
 	}
 	if s == nil {
-		s = make([]byte, 0, need)
+		s = newStorage(int(need))
 	}
 	c.reserved += int64(cap(s))
 	c.evict()

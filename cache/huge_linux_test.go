@@ -1,0 +1,86 @@
+package cache
+
+import (
+	"bufio"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// vmFlags returns the VmFlags of the mapping of /proc/self/smaps that
+// holds address a.
+func vmFlags(t *testing.T, a uintptr) []string {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	in := false
+	for sc.Scan() {
+		line := sc.Text()
+		if r, _, ok := strings.Cut(line, " "); ok && strings.Contains(r, "-") && !strings.HasSuffix(r, ":") {
+			lo, hi, _ := strings.Cut(r, "-")
+			l, err1 := strconv.ParseUint(lo, 16, 64)
+			h, err2 := strconv.ParseUint(hi, 16, 64)
+			in = err1 == nil && err2 == nil && uint64(a) >= l && uint64(a) < h
+			continue
+		}
+		if in {
+			if rest, ok := strings.CutPrefix(line, "VmFlags:"); ok {
+				return strings.Fields(rest)
+			}
+		}
+	}
+	t.Fatalf("no mapping holds %#x", a)
+	return nil
+}
+
+// hugeStart is the first huge-page boundary inside s's capacity.
+func hugeStart(s []byte) uintptr {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(s[:cap(s)])))
+	return (p + hugePage - 1) &^ (hugePage - 1)
+}
+
+// TestStorageAdvisedHuge: fresh segment storage (Alloc, Get) is advised
+// for transparent huge pages ("hg" in its mapping's VmFlags), and the
+// advice is taken back ("nh") when the pool lets the storage go.
+func TestStorageAdvisedHuge(t *testing.T) {
+	const n = 5 << 20 // holds at least one whole huge page wherever it lands
+	c, err := New[Key](3 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Alloc(n)
+	if flags := vmFlags(t, hugeStart(a.B)); !slices.Contains(flags, "hg") {
+		t.Errorf("Alloc(%d): storage's VmFlags %v, want hg", n, flags)
+	}
+	g := c.Pool().Get(n)
+	if flags := vmFlags(t, hugeStart(g.B)); !slices.Contains(flags, "hg") {
+		t.Errorf("Pool.Get(%d): storage's VmFlags %v, want hg", n, flags)
+	}
+
+	// Released, g's storage is kept for reuse, and keeps its advice.
+	gs := g.B
+	g.Release()
+	if free, _ := c.Pool().Free(); free != 1 {
+		t.Fatalf("after Release: %d free buffers, want 1", free)
+	}
+	if flags := vmFlags(t, hugeStart(gs)); !slices.Contains(flags, "hg") {
+		t.Errorf("storage kept in the pool: VmFlags %v, want hg", flags)
+	}
+	// Shed, it goes to the collector without the advice.
+	if !c.Pool().shed() {
+		t.Fatal("shed: nothing to drop")
+	}
+	flags := vmFlags(t, hugeStart(gs))
+	if slices.Contains(flags, "hg") || !slices.Contains(flags, "nh") {
+		t.Errorf("storage dropped from the pool: VmFlags %v, want nh and not hg", flags)
+	}
+	c.Unreserve(int64(cap(a.B)))
+	a.Release()
+}
