@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // vmFlags returns the VmFlags of the mapping of /proc/self/smaps that
@@ -83,4 +85,44 @@ func TestStorageAdvisedHuge(t *testing.T) {
 	}
 	c.Unreserve(int64(cap(a.B)))
 	a.Release()
+}
+
+// resident counts the pages of b that mincore says are in memory.
+func resident(t *testing.T, b []byte) int {
+	t.Helper()
+	vec := make([]byte, (len(b)+pageSize-1)/pageSize)
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0])))
+	if errno != 0 {
+		t.Fatalf("mincore: %v", errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
+}
+
+// TestPrefault: Prefault(s, n) makes the whole pages of s's first n bytes
+// resident, and none beyond them.
+func TestPrefault(t *testing.T) {
+	const size, n = 8 << 20, 3<<20 + 100
+	s := make([]byte, 0, size)
+	all := s[:size]
+	p := uintptr(unsafe.Pointer(&all[0]))
+	lo := int((p+pageSize-1)&^(pageSize-1) - p)
+	hi := int((p+n)&^(pageSize-1) - p)
+	end := int((p+size)&^(pageSize-1) - p)
+	if got := resident(t, all[lo:end]); got != 0 {
+		t.Skipf("fresh 8 MiB already has %d pages resident: nothing to show", got)
+	}
+	Prefault(s, n)
+	if got, want := resident(t, all[lo:hi]), (hi-lo)/pageSize; got != want {
+		t.Errorf("after Prefault(s, %d): %d of the %d whole pages inside resident", n, got, want)
+	}
+	// Beyond n: untouched (a huge page would hold them, but s is not advised).
+	if got := resident(t, all[hi+pageSize:end]); got != 0 {
+		t.Errorf("after Prefault(s, %d): %d pages beyond it resident, want 0", n, got)
+	}
+	Prefault(nil, 10)
+	Prefault(s, 0)
 }

@@ -6,8 +6,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// hugePage is the size of an x86-64 and arm64 transparent huge page.
-const hugePage = 2 << 20
+// hugePage is the size of an x86-64 and arm64 transparent huge page;
+// pageSize the base page size Prefault assumes (a larger one only makes
+// it populate fewer pages).
+const (
+	hugePage = 2 << 20
+	pageSize = 4 << 10
+)
 
 // adviseHuge marks the whole huge pages inside s's capacity as wanting
 // transparent huge pages (on) or not (off), so that the kernel backs
@@ -34,4 +39,28 @@ func adviseHuge(s []byte, on bool) {
 		advice = unix.MADV_NOHUGEPAGE
 	}
 	_ = unix.Madvise(all[lo:hi], advice)
+}
+
+// Prefault backs the pages of the first n bytes of s's capacity now, in
+// one madvise(MADV_POPULATE_WRITE), rather than fault them in one by one
+// as they are written: for storage about to be filled with exactly n
+// bytes (a segment whose size the layout gives). Each fault is a trap
+// into the kernel; populating a range takes one. Only the pages wholly
+// inside the n bytes are populated, none of the capacity beyond, which
+// may never be written. Pages already present cost a page-table walk.
+// Errors (a kernel before 5.14) are ignored: the pages then fault in as
+// before.
+func Prefault(s []byte, n int) {
+	if cap(s) == 0 || n <= 0 {
+		return
+	}
+	all := s[:cap(s)]
+	n = min(n, len(all))
+	p := uintptr(unsafe.Pointer(&all[0]))
+	lo := (p+pageSize-1)&^(pageSize-1) - p
+	hi := (p+uintptr(n))&^(pageSize-1) - p
+	if hi <= lo || hi > uintptr(n) {
+		return
+	}
+	_ = unix.Madvise(all[lo:hi], unix.MADV_POPULATE_WRITE)
 }
