@@ -1,45 +1,20 @@
 package cache
 
 import (
-	"bufio"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cramfs/cramfs/internal/smapstest"
 )
 
-// vmFlags returns the VmFlags of the mapping of /proc/self/smaps that
-// holds address a.
+// vmFlags returns the VmFlags of the mapping that holds address a.
 func vmFlags(t *testing.T, a uintptr) []string {
 	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Skipf("no smaps: %v", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	in := false
-	for sc.Scan() {
-		line := sc.Text()
-		if r, _, ok := strings.Cut(line, " "); ok && strings.Contains(r, "-") && !strings.HasSuffix(r, ":") {
-			lo, hi, _ := strings.Cut(r, "-")
-			l, err1 := strconv.ParseUint(lo, 16, 64)
-			h, err2 := strconv.ParseUint(hi, 16, 64)
-			in = err1 == nil && err2 == nil && uint64(a) >= l && uint64(a) < h
-			continue
-		}
-		if in {
-			if rest, ok := strings.CutPrefix(line, "VmFlags:"); ok {
-				return strings.Fields(rest)
-			}
-		}
-	}
-	t.Fatalf("no mapping holds %#x", a)
-	return nil
+	return strings.Fields(smapstest.Mapping(t, a)["VmFlags"])
 }
 
 // hugeStart is the first huge-page boundary inside s's capacity.

@@ -99,10 +99,11 @@ func (m *Manager) buildSegment(ctx context.Context, src source.Source, p *party,
 	}
 	// The segment's storage counts against the cache's bound while it is
 	// built, so that the cache budget covers the builds in flight too.
-	buf := m.cache.Alloc(int(min(want.CompLen, 64<<20)))
+	size := int(min(want.CompLen, 64<<20))
+	buf := m.cache.Alloc(size)
 	// The layout gives the segment's size: its pages are backed at once
 	// rather than faulted in record by record (cache.Prefault).
-	cache.Prefault(buf.B, int(min(want.CompLen, 64<<20)))
+	cache.Prefault(buf.B, size)
 	defer m.cache.Unreserve(int64(cap(buf.B)))
 	c, err := m.getComp()
 	if err != nil {

@@ -1,45 +1,26 @@
 package reference
 
 import (
-	"bufio"
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/cramfs/cramfs/internal/smapstest"
 )
 
-// mappedRSS returns the resident bytes of the mapping that starts at addr,
-// from /proc/self/smaps.
+// mappedRSS returns the resident bytes of the mapping that holds addr.
 func mappedRSS(t *testing.T, addr uintptr) int64 {
 	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
+	rss := smapstest.Mapping(t, addr)["Rss"]
+	kb, err := strconv.ParseInt(strings.TrimSuffix(rss, " kB"), 10, 64)
 	if err != nil {
-		t.Skipf("no smaps: %v", err)
+		t.Fatalf("smaps Rss %q: %v", rss, err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	want := fmt.Sprintf("%x-", addr)
-	in := false
-	for sc.Scan() {
-		line := sc.Text()
-		if fields := strings.Fields(line); len(fields) > 0 && strings.Contains(fields[0], "-") {
-			in = strings.HasPrefix(fields[0], want)
-			continue
-		}
-		if in && strings.HasPrefix(line, "Rss:") {
-			kb, err := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("mapping at %#x not in smaps", addr)
-	return 0
+	return kb << 10
 }
 
 // keptResident is the most of a mapping that may stay resident after a

@@ -127,9 +127,10 @@ func (s scaling) atDepth(one, big float64) float64 {
 	return one + (big-one)*(s.depthFactor()-1)/float64(bigCopies-1)
 }
 
-// newScaling gathers the rows against tool that the projection needs.
-func newScaling(rs []result, tool string, one cramCounts) (scaling, error) {
-	s := scaling{tool: tool, one: one, rows: rs}
+// newScaling gathers the rows against tool that the projection needs;
+// the caller sets one.
+func newScaling(rs []result, tool string) (scaling, error) {
+	s := scaling{tool: tool, rows: rs}
 	var errs []error
 	get := func(dst *scalePair, base, m string) {
 		p, err := scalingRows(rs, tool, base, m)
@@ -173,16 +174,12 @@ func writeScalingFile(out string, b *bench, rs []result) error {
 	if i < 0 {
 		return nil
 	}
-	if _, err := newScaling(rs, tools[0], cramCounts{}); err != nil {
+	s, err := newScaling(rs, tools[0])
+	if err != nil {
 		return nil // rows missing: nothing to project from
 	}
-	one, err := countCRAM(b.data.Flavours[i].CRAM)
-	if err != nil {
+	if s.one, err = countCRAM(b.data.Flavours[i].CRAM); err != nil {
 		return fmt.Errorf("%s: %w", scalingFile, err)
-	}
-	s, err := newScaling(rs, tools[0], one)
-	if err != nil {
-		return err
 	}
 	var md strings.Builder
 	if err := writeScaling(&md, s); err != nil {

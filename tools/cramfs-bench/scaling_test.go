@@ -43,10 +43,11 @@ func TestScalingProjects(t *testing.T) {
 	// 2M reads of 150 bases over 30 Mbp: depth 10; the genome is 93 Gbp
 	// of reads, 93e9 / (16 × 3e8) = 19.375 times the ×16 file.
 	one := cramCounts{Reads: 2_000_000, Bases: 300_000_000, RefLen: 30_000_000}
-	s, err := newScaling(scalingFixture(), "1.23.1", one)
+	s, err := newScaling(scalingFixture(), "1.23.1")
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.one = one
 	if f := s.factor(); f < 19.37 || f > 19.38 {
 		t.Errorf("factor %v, want 19.375", f)
 	}
@@ -88,7 +89,7 @@ func TestScalingNeedsBothSizes(t *testing.T) {
 			rs = append(rs, r)
 		}
 	}
-	if _, err := newScaling(rs, "1.23.1", cramCounts{Reads: 1, Bases: 1, RefLen: 1}); err == nil || !strings.Contains(err.Error(), "regions-x16/v30") {
+	if _, err := newScaling(rs, "1.23.1"); err == nil || !strings.Contains(err.Error(), "regions-x16/v30") {
 		t.Fatalf("newScaling without the ×16 regions: %v, want an error naming them", err)
 	}
 	out := t.TempDir()
