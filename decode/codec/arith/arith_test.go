@@ -241,39 +241,8 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// appendCases are the dst shapes AppendDecode must handle: empty, a prefix
-// with spare capacity for the whole output, and a prefix with none.
-func appendCases(prefix []byte, n int) map[string][]byte {
-	return map[string][]byte{
-		"nil":         nil,
-		"prefix+room": append(make([]byte, 0, len(prefix)+n+7), prefix...),
-		"prefix full": append([]byte(nil), prefix...)[:len(prefix):len(prefix)],
-	}
-}
-
-// checkAppend decodes src with AppendDecode into every appendCases dst and
-// checks that the prefix is kept, the output follows it, and dst's array
-// is used when it had the room.
-func checkAppend(t *testing.T, src []byte, rawSize int, want []byte) {
-	t.Helper()
-	prefix := []byte("prefix\x00\xff")
-	for name, dst := range appendCases(prefix, len(want)) {
-		out, err := AppendDecode(dst, src, rawSize)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if !bytes.Equal(out[:len(dst)], dst) {
-			t.Fatalf("%s: prefix changed", name)
-		}
-		if !bytes.Equal(out[len(dst):], want) {
-			t.Fatalf("%s: decoded %d bytes differ from the %d expected", name, len(out)-len(dst), len(want))
-		}
-		if cap(dst)-len(dst) >= len(want) && len(want) > 0 && &out[0] != &dst[:1][0] {
-			t.Fatalf("%s: reallocated although dst had room", name)
-		}
-	}
-}
-
+// TestAppendDecodeVectors decodes every corpus vector into each shape of
+// dst codectest.CheckAppend makes, with the raw size given and unknown.
 func TestAppendDecodeVectors(t *testing.T) {
 	dir := corpus.Dir(t)
 	for _, v := range readManifest(t, dir, "arith") {
@@ -286,8 +255,8 @@ func TestAppendDecodeVectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := v.Expected(t, dir)
-			checkAppend(t, src, len(want), want)
-			checkAppend(t, src, -1, want)
+			codectest.CheckAppend(t, AppendDecode, src, len(want), want)
+			codectest.CheckAppend(t, AppendDecode, src, -1, want)
 		})
 	}
 }

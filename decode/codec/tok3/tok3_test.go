@@ -82,20 +82,11 @@ func TestCorpusVectors(t *testing.T) {
 				}
 				if !bytes.Equal(got, exp) {
 					t.Fatalf("decodeNew(rawSize=%d): %d bytes differ from the %d expected (first difference at %d)",
-						rawSize, len(got), len(exp), firstDiff(got, exp))
+						rawSize, len(got), len(exp), codectest.FirstDiff(got, exp))
 				}
 			}
 		})
 	}
-}
-
-func firstDiff(a, b []byte) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return min(len(a), len(b))
 }
 
 // TestFixtures decodes the project's own libhtscodecs-encoded fixtures, so
@@ -120,7 +111,7 @@ func TestFixtures(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, exp) {
-				t.Fatalf("output differs at byte %d", firstDiff(got, exp))
+				t.Fatalf("output differs at byte %d", codectest.FirstDiff(got, exp))
 			}
 			// A wrong raw size is an error, not a short or padded output.
 			if _, err := decodeNew(src, len(exp)-1); !errors.Is(err, ErrCorrupt) {
@@ -546,9 +537,10 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// TestAppendDecodeVectors decodes every corpus vector into each shape of
+// dst codectest.CheckAppend makes, with the raw size given and unknown.
 func TestAppendDecodeVectors(t *testing.T) {
 	dir := corpus.Dir(t)
-	prefix := []byte("prefix\x00\xff")
 	want := map[string][]byte{}
 	for _, v := range corpusVectors(t, dir) {
 		t.Run(strings.TrimPrefix(v.compressed, dir+"/"), func(t *testing.T) {
@@ -561,29 +553,8 @@ func TestAppendDecodeVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dsts := map[string][]byte{
-				"nil":         nil,
-				"prefix+room": append(make([]byte, 0, len(prefix)+len(exp)+7), prefix...),
-				"prefix full": bytes.Clone(prefix)[:len(prefix):len(prefix)],
-			}
-			for name, dst := range dsts {
-				for _, raw := range []int{len(exp), -1} {
-					out, err := AppendDecode(dst, src, raw)
-					if err != nil {
-						t.Fatalf("%s, rawSize %d: %v", name, raw, err)
-					}
-					if !bytes.Equal(out[:len(dst)], dst) {
-						t.Fatalf("%s: prefix changed", name)
-					}
-					if !bytes.Equal(out[len(dst):], exp) {
-						t.Fatalf("%s: %d bytes differ from the %d expected (first difference at %d)",
-							name, len(out)-len(dst), len(exp), firstDiff(out[len(dst):], exp))
-					}
-					if cap(dst)-len(dst) >= len(exp) && &out[0] != &dst[:1][0] {
-						t.Fatalf("%s: reallocated although dst had room", name)
-					}
-				}
-			}
+			codectest.CheckAppend(t, AppendDecode, src, len(exp), exp)
+			codectest.CheckAppend(t, AppendDecode, src, -1, exp)
 		})
 	}
 }
