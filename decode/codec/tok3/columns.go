@@ -536,14 +536,10 @@ func (d *decoder) deltaOf(pt colToken, ds *stream, name uint32, ntok, typ int) (
 }
 
 // digits0 is the DIGITS0 token of value v and width dz, checked as
-// diffLen checks it: at most 9 digits, and no NUL where a value too wide
-// for its width overflows into the first digit.
+// diffLen checks it (checkDigits0).
 func digits0(v uint32, dz uint8, name uint32, ntok int) (colToken, error) {
-	if dz > 9 {
-		return colToken{}, fmt.Errorf("%w: name %d position %d: DIGITS0 length %d exceeds 9", ErrCorrupt, name, ntok, dz)
-	}
-	if dz > 0 && byte(v/pow10[dz-1]+'0') == 0 {
-		return colToken{}, fmt.Errorf("%w: name %d position %d", ErrNUL, name, ntok)
+	if err := checkDigits0(v, dz, int(name), ntok); err != nil {
+		return colToken{}, err
 	}
 	return colToken{typ: tokDigits0, val: v, dz: dz, w: uint32(dz)}, nil
 }
