@@ -59,6 +59,7 @@ func Prefault(s []byte, n int) {
 	p := uintptr(unsafe.Pointer(&all[0]))
 	lo := (p+pageSize-1)&^(pageSize-1) - p
 	hi := (p+uintptr(n))&^(pageSize-1) - p
+	// hi wraps below zero (above n) when the n bytes lie inside one page.
 	if hi <= lo || hi > uintptr(n) {
 		return
 	}

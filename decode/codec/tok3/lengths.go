@@ -262,23 +262,14 @@ func (d *decoder) diffLen(cnum, pnum, out int) (int, error) {
 // checkDigits0 is the rule a DIGITS0 token of value v and width dz meets
 // to be measured: at most 9 digits, and no NUL where a value too wide for
 // its width overflows into the first digit (as '0' plus the quotient).
-// Small enough to inline on the measuring loops; badDigits0 builds the error.
 func checkDigits0(v uint32, dz uint8, name, ntok int) error {
-	if dz == 0 {
-		return nil
-	}
-	if dz > 9 || byte(v/pow10[dz-1]+'0') == 0 {
-		return badDigits0(dz, name, ntok)
-	}
-	return nil
-}
-
-// badDigits0 is the error of a DIGITS0 token checkDigits0 refuses.
-func badDigits0(dz uint8, name, ntok int) error {
 	if dz > 9 {
 		return fmt.Errorf("%w: name %d position %d: DIGITS0 length %d exceeds 9", ErrCorrupt, name, ntok, dz)
 	}
-	return fmt.Errorf("%w: name %d position %d", ErrNUL, name, ntok)
+	if dz > 0 && byte(v/pow10[dz-1]+'0') == 0 {
+		return fmt.Errorf("%w: name %d position %d", ErrNUL, name, ntok)
+	}
+	return nil
 }
 
 // indexNUL is the length of a STRING token at the start of rest: up to
